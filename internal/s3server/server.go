@@ -1,0 +1,265 @@
+// Package s3server runs a real S3-compatible server (versitygw with its posix
+// backend) as a separate process on loopback, for the tests and the local
+// demo. The server binary is built once from the pinned module in
+// tools/versitygw and cached by the Go build cache, so later runs start it at
+// once.
+package s3server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Default credentials of the local server. They are not secret: the server
+// listens on loopback only and lives as long as the process that started it.
+const (
+	AccessKeyID     = "s3lock-local"
+	SecretAccessKey = "s3lock-local-secret"
+	Region          = "us-east-1"
+	healthPath      = "/health"
+)
+
+// EnvBinary names an environment variable that may point at a prebuilt
+// versitygw binary; when unset the binary is built from tools/versitygw.
+const EnvBinary = "S3LOCK_VERSITYGW"
+
+// Server is a running versitygw process.
+type Server struct {
+	// Endpoint is the base URL of the S3 API, e.g. http://127.0.0.1:41234.
+	Endpoint string
+	// Dir is the directory that holds the buckets.
+	Dir string
+
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	logs    *lockedBuffer
+	stop    sync.Once
+}
+
+// Options tune Start.
+type Options struct {
+	// Dir is where the buckets live; a fresh temporary directory when empty.
+	Dir string
+	// Port to listen on (loopback only); a free port when zero.
+	Port int
+}
+
+// Start builds (or finds) the versitygw binary and starts it. The returned
+// server must be stopped with Stop.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	bin, err := Binary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "s3lock-versitygw-"); err != nil {
+			return nil, fmt.Errorf("s3server: creating data directory: %w", err)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("s3server: creating data directory: %w", err)
+	}
+	// A free port can be taken by someone else between the probe and the
+	// server's bind; try a few times.
+	var lastErr error
+	for range 5 {
+		port := opts.Port
+		if port == 0 {
+			if port, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		s, err := launch(ctx, bin, dir, port)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if opts.Port != 0 {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func launch(ctx context.Context, bin, dir string, port int) (*Server, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(bin,
+		"--port", addr,
+		"--health", healthPath,
+		"--quiet",
+		"posix", dir)
+	cmd.Env = append(os.Environ(),
+		"ROOT_ACCESS_KEY_ID="+AccessKeyID,
+		"ROOT_SECRET_ACCESS_KEY="+SecretAccessKey,
+	)
+	logs := &lockedBuffer{}
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	setParentDeathSignal(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("s3server: starting %s: %w", bin, err)
+	}
+	s := &Server{
+		Endpoint: "http://" + addr,
+		Dir:      dir,
+		cmd:      cmd,
+		exited:   make(chan struct{}),
+		logs:     logs,
+	}
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	if err := s.waitHealthy(ctx, 30*time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitHealthy(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+healthPath, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("s3server: versitygw exited before it was ready (%v): %s", s.waitErr, s.logs.String())
+		case <-ctx.Done():
+			return fmt.Errorf("s3server: versitygw at %s not healthy after %s: %s", s.Endpoint, limit, s.logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Stop terminates the server and waits for it to exit. It is safe to call
+// more than once.
+func (s *Server) Stop() {
+	s.stop.Do(func() {
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-s.exited:
+		case <-time.After(5 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+}
+
+// Logs returns what the server printed so far.
+func (s *Server) Logs() string { return s.logs.String() }
+
+// Binary returns the path of a versitygw executable: $S3LOCK_VERSITYGW when
+// set, otherwise the one `go tool` builds from tools/versitygw (cached by the
+// Go build cache, so only the first run on a machine pays for the build).
+func Binary(ctx context.Context) (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("s3server: %s=%q: %w", EnvBinary, p, err)
+		}
+		return p, nil
+	}
+	binaryOnce.Do(func() { binaryPath, binaryErr = buildBinary(ctx) })
+	return binaryPath, binaryErr
+}
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+func buildBinary(ctx context.Context) (string, error) {
+	dir, err := ToolsDir()
+	if err != nil {
+		return "", err
+	}
+	// `go tool -n` builds the tool if needed and prints the cached
+	// executable's path instead of running it.
+	cmd := exec.CommandContext(ctx, "go", "tool", "-n", "versitygw")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("s3server: building versitygw in %s: %w: %s", dir, err, stderr.String())
+	}
+	path := strings.TrimSpace(string(out))
+	if fields := strings.Fields(path); len(fields) > 0 {
+		path = fields[0]
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("s3server: go tool -n versitygw printed %q: %w", path, err)
+	}
+	return path, nil
+}
+
+// ToolsDir returns the directory of the versitygw tools module, found next to
+// this source file.
+func ToolsDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("s3server: cannot locate the source tree")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "tools", "versitygw")
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", fmt.Errorf("s3server: tools module not found: %w", err)
+	}
+	return dir, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("s3server: finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Keep the last 64 KiB: enough to explain a failure.
+	if b.buf.Len() > 64<<10 {
+		tail := append([]byte(nil), b.buf.Bytes()[b.buf.Len()-32<<10:]...)
+		b.buf.Reset()
+		b.buf.Write(tail)
+	}
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,100 @@
+package s3test
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Counter is an http.RoundTripper that counts the requests that reach the
+// wire, by S3 operation. Counts include the SDK's own retries.
+type Counter struct {
+	Next http.RoundTripper
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// Wrap makes c count the requests sent through next.
+func (c *Counter) Wrap(next http.RoundTripper) http.RoundTripper {
+	c.Next = next
+	return c
+}
+
+// RoundTrip implements http.RoundTripper.
+func (c *Counter) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := Operation(req)
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	c.counts[op]++
+	c.mu.Unlock()
+	return c.Next.RoundTrip(req)
+}
+
+// Total returns the number of requests counted since the last Reset.
+func (c *Counter) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.counts {
+		n += v
+	}
+	return n
+}
+
+// Count returns the number of requests for one operation, e.g. "PutObject".
+func (c *Counter) Count(op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[op]
+}
+
+// Reset zeroes the counts.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = nil
+}
+
+// String lists the counts, e.g. "GetObject=1 ListObjectsV2=1 PutObject=1".
+func (c *Counter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := make([]string, 0, len(c.counts))
+	for k, v := range c.counts {
+		parts = append(parts, k+"="+strconv.Itoa(v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// Operation names the S3 operation of an SDK request from its method and
+// query (the SDK tags most operations with an x-id parameter).
+func Operation(req *http.Request) string {
+	q := req.URL.Query()
+	if id := q.Get("x-id"); id != "" {
+		return id
+	}
+	switch {
+	case q.Get("list-type") == "2":
+		return "ListObjectsV2"
+	case q.Has("delete") && req.Method == http.MethodPost:
+		return "DeleteObjects"
+	}
+	switch req.Method {
+	case http.MethodHead:
+		return "HeadObject"
+	case http.MethodDelete:
+		return "DeleteObject"
+	case http.MethodPut:
+		if strings.Count(strings.Trim(req.URL.Path, "/"), "/") == 0 {
+			return "CreateBucket"
+		}
+		return "PutObject"
+	}
+	return req.Method
+}

@@ -1,0 +1,250 @@
+// Package s3test gives tests a real S3-compatible store: by default a
+// versitygw server started once per test binary on loopback, or any other
+// endpoint (AWS S3, MinIO, R2, ...) named by environment variables.
+//
+// Each test gets a Namespace: an *s3.Client, a bucket and a key prefix that
+// no other test uses. With the local server every namespace is a fresh
+// bucket; with an external endpoint it is a fresh prefix in the configured
+// bucket. Transports can be wrapped to count requests or inject faults.
+//
+// Packages that use it run their tests through Main, so the server stops when
+// the tests end:
+//
+//	func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
+package s3test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
+)
+
+// Environment variables that point the suite at another endpoint.
+const (
+	EnvEndpoint  = "S3LOCK_TEST_ENDPOINT"   // URL, or "aws" for the AWS default endpoints
+	EnvRegion    = "S3LOCK_TEST_REGION"     // default us-east-1
+	EnvBucket    = "S3LOCK_TEST_BUCKET"     // required with an external endpoint
+	EnvAccessKey = "S3LOCK_TEST_ACCESS_KEY" // optional: else the standard AWS chain
+	EnvSecretKey = "S3LOCK_TEST_SECRET_KEY" // optional: else the standard AWS chain
+	EnvPathStyle = "S3LOCK_TEST_PATH_STYLE" // "true" for path-style addressing
+)
+
+// Target describes the store the tests talk to.
+type Target struct {
+	Endpoint  string // empty for AWS's own endpoints
+	Region    string
+	AccessKey string // empty: the standard AWS credential chain
+	SecretKey string
+	PathStyle bool
+	// Bucket is the fixed bucket of an external endpoint; empty for the
+	// local server, where every namespace gets its own bucket.
+	Bucket string
+	// Local is true for the versitygw server started by this package.
+	Local bool
+}
+
+var (
+	serverOnce sync.Once
+	server     *s3server.Server
+	serverErr  error
+)
+
+// Main runs m and stops the local server, if one was started.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if server != nil {
+		server.Stop()
+		_ = os.RemoveAll(server.Dir)
+	}
+	return code
+}
+
+// External reports whether the suite runs against an external endpoint.
+func External() bool { return os.Getenv(EnvEndpoint) != "" }
+
+// TargetFor returns the store for this test binary, starting the local
+// server on first use.
+func TargetFor(t testing.TB) Target {
+	t.Helper()
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		tg := Target{
+			Region:    envOr(EnvRegion, "us-east-1"),
+			AccessKey: os.Getenv(EnvAccessKey),
+			SecretKey: os.Getenv(EnvSecretKey),
+			PathStyle: os.Getenv(EnvPathStyle) == "true",
+			Bucket:    os.Getenv(EnvBucket),
+		}
+		if ep != "aws" {
+			tg.Endpoint = ep
+		}
+		if tg.Bucket == "" {
+			t.Fatalf("%s is set but %s is not: an external endpoint needs a bucket the tests may write to", EnvEndpoint, EnvBucket)
+		}
+		return tg
+	}
+	serverOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		server, serverErr = s3server.Start(ctx, s3server.Options{})
+	})
+	if serverErr != nil {
+		t.Fatalf("starting the local S3 server: %v", serverErr)
+	}
+	return Target{
+		Endpoint:  server.Endpoint,
+		Region:    s3server.Region,
+		AccessKey: s3server.AccessKeyID,
+		SecretKey: s3server.SecretAccessKey,
+		PathStyle: true,
+		Local:     true,
+	}
+}
+
+// Namespace is one test's private corner of the store.
+type Namespace struct {
+	Client *s3.Client
+	Bucket string
+	// Prefix starts every key the test writes ("" with the local server).
+	Prefix string
+	Target Target
+}
+
+// Name returns a lock name (or key) inside the namespace.
+func (n *Namespace) Name(s string) string { return n.Prefix + s }
+
+// Option changes how a client is built.
+type Option func(*clientConfig)
+
+type clientConfig struct {
+	wrap        func(http.RoundTripper) http.RoundTripper
+	maxAttempts int
+	noRetry     bool
+}
+
+// WithTransport wraps the HTTP transport, e.g. with a Counter or Faults.
+func WithTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(c *clientConfig) { c.wrap = wrap }
+}
+
+// WithoutRetries makes the SDK give up after the first attempt, so a test
+// sees every fault itself.
+func WithoutRetries() Option { return func(c *clientConfig) { c.noRetry = true } }
+
+// New returns a fresh namespace with a client built from opts.
+func New(t testing.TB, opts ...Option) *Namespace {
+	t.Helper()
+	tg := TargetFor(t)
+	client := NewClient(t, tg, opts...)
+	ns := &Namespace{Client: client, Target: tg}
+	if tg.Local {
+		ns.Bucket = "s3lock-" + RandomHex(6)
+		_, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)})
+		if err != nil {
+			t.Fatalf("creating bucket %s: %v", ns.Bucket, err)
+		}
+	} else {
+		ns.Bucket = tg.Bucket
+		ns.Prefix = "s3lock-test/" + RandomHex(6) + "/"
+	}
+	return ns
+}
+
+// Client returns another client for the same namespace, built from opts:
+// e.g. a second contender with its own transport.
+func (n *Namespace) NewClient(t testing.TB, opts ...Option) *s3.Client {
+	t.Helper()
+	return NewClient(t, n.Target, opts...)
+}
+
+// NewClient builds an *s3.Client for tg.
+func NewClient(t testing.TB, tg Target, opts ...Option) *s3.Client {
+	t.Helper()
+	var cc clientConfig
+	for _, o := range opts {
+		o(&cc)
+	}
+	var transport http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	if cc.wrap != nil {
+		transport = cc.wrap(transport)
+	}
+	o := s3.Options{
+		Region:       tg.Region,
+		UsePathStyle: tg.PathStyle,
+		HTTPClient:   &http.Client{Transport: transport},
+		Retryer: retry.NewStandard(func(so *retry.StandardOptions) {
+			// Short backoffs keep fault tests fast; the retry count and the
+			// retry quota stay at the SDK's defaults.
+			so.MaxBackoff = 50 * time.Millisecond
+			if cc.noRetry {
+				so.MaxAttempts = 1
+			}
+		}),
+	}
+	if tg.Endpoint != "" {
+		o.BaseEndpoint = aws.String(tg.Endpoint)
+	}
+	if tg.AccessKey != "" {
+		o.Credentials = credentials.NewStaticCredentialsProvider(tg.AccessKey, tg.SecretKey, "")
+	} else {
+		cfg, err := config.LoadDefaultConfig(t.Context(), config.WithRegion(tg.Region))
+		if err != nil {
+			t.Fatalf("loading AWS configuration: %v", err)
+		}
+		o.Credentials = cfg.Credentials
+	}
+	return s3.New(o)
+}
+
+// RandomHex returns n random bytes, hex encoded.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// Keys lists every key under prefix in bucket.
+func Keys(t testing.TB, client *s3.Client, bucket, prefix string) []string {
+	t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(t.Context())
+		if err != nil {
+			t.Fatalf("listing s3://%s/%s: %v", bucket, prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys
+}
+
+// String describes the target for logs.
+func (tg Target) String() string {
+	if tg.Local {
+		return "versitygw at " + tg.Endpoint
+	}
+	return fmt.Sprintf("%s (bucket %s)", strings.TrimSpace(tg.Endpoint+" "+tg.Region), tg.Bucket)
+}

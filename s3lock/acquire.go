@@ -1,0 +1,236 @@
+package s3lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errRetry makes an acquisition attempt start over at once: the state it read
+// changed under it in a way that is not "held" (an epoch vanished, or the
+// epoch it created turned out to be stale).
+var errRetry = errors.New("s3lock: state changed during the attempt; retry")
+
+// maxQuickRetries bounds how often TryAcquire starts over after errRetry.
+const maxQuickRetries = 3
+
+// TryAcquire takes the lock name if it is free, and returns at once
+// otherwise: with an error matching ErrHeld (a *HeldError saying who holds
+// it) when it is held, and with other errors (matching ErrUnavailable for
+// failures that may pass) when the store could not be read. It costs one
+// LIST, one GET (unless the lock never existed) and one conditional PUT.
+// If ctx ends during the attempt, TryAcquire makes sure it leaves no lease
+// behind and returns ctx's error.
+func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	a, err := c.acquireConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; ; i++ {
+		lease, err := c.attempt(ctx, name, a, "")
+		if errors.Is(err, errRetry) && i < maxQuickRetries && ctx.Err() == nil {
+			continue
+		}
+		if errors.Is(err, errRetry) {
+			err = &OpError{Op: "Acquire", Bucket: c.bucket, Key: epochPrefix(name), Kind: ErrUnavailable,
+				Err: errors.New("the lock changed during every attempt")}
+		}
+		return lease, err
+	}
+}
+
+// attempt makes one acquisition attempt: find the newest epoch, establish
+// that it is released or lapsed, create the next one. lapsedEtag, if set, is
+// an ETag that the caller watched stay unchanged for a whole lease (on a
+// store that does not say what time it is).
+func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, lapsedEtag string) (*Lease, error) {
+	start := c.cfg.clock.Now()
+	newest, found, page, err := c.findNewest(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	next := uint64(1)
+	if found {
+		prev, err := c.getEpoch(ctx, newest.key, newest.epoch, "")
+		switch {
+		case classify(err) == failNotFound:
+			return nil, errRetry // deleted since the LIST: look again
+		case err != nil:
+			return nil, err
+		case !free(prev) && (lapsedEtag == "" || prev.etag != lapsedEtag):
+			return nil, c.heldError(name, prev)
+		case newest.epoch >= MaxEpoch:
+			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
+				ErrEpochExhausted, name, c.bucket, newest.epoch)
+		}
+		next = newest.epoch + 1
+	}
+	lease, err := c.create(ctx, name, next, a, start)
+	if err != nil {
+		return nil, err
+	}
+	c.cfg.logger.Info("s3lock: acquired", "bucket", c.bucket, "key", lease.key, "epoch", next, "holder", c.cfg.holder)
+	lease.startBackground(c.cleanupFor(name, next, page))
+	return lease, nil
+}
+
+// create writes epoch of name with If-None-Match: *. A write whose outcome
+// is unknown is resolved by reading the key back and comparing nonces.
+func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquireConfig, start time.Time) (*Lease, error) {
+	key := Key(name, epoch)
+	now := c.cfg.clock.Now()
+	p := payload{
+		LeaderID:   c.cfg.holder,
+		ValidityMs: a.leaseDuration.Milliseconds(),
+		Format:     formatVersion,
+		Epoch:      epoch,
+		Nonce:      randomHex(16),
+		AcquiredAt: now.UTC(),
+		Metadata:   a.metadata,
+	}
+	body, err := p.encode()
+	if err != nil {
+		return nil, err
+	}
+	sent := now // the lease's validity counts from before the first attempt
+	var bo backoff
+	bo.base, bo.max = 20*time.Millisecond, 500*time.Millisecond
+	for try := 0; ; try++ {
+		etag, err := c.putEpoch(ctx, key, "", body)
+		if err == nil {
+			return c.established(ctx, name, epoch, p, etag, sent, start, a)
+		}
+		switch classify(err) {
+		case failAccessDenied, failNoSuchBucket, failOther, failNotFound:
+			return nil, err
+		}
+		// 412 (someone else's create, or the SDK's retry of our own
+		// committed one), 409, 5xx, timeout, reset, or the caller's
+		// context ending mid-request: read back.
+		obs, rerr := c.readBack(ctx, key, epoch)
+		switch {
+		case rerr == nil && obs.body.Nonce == p.Nonce:
+			return c.established(ctx, name, epoch, p, obs.etag, sent, start, a)
+		case rerr == nil && free(obs):
+			return nil, errRetry // someone else's epoch, already over
+		case rerr == nil:
+			return nil, c.heldError(name, obs)
+		case classify(rerr) != failNotFound:
+			// Cannot tell whether our write landed: make sure it will not
+			// hold the lock for nobody, then report.
+			c.abandon(ctx, key, epoch, p)
+			return nil, errors.Join(err, rerr)
+		}
+		// Not there: our write did not land (yet). Try again with the same
+		// body, so that a late arrival of the first attempt is recognised.
+		if ctx.Err() != nil || try >= 4 {
+			c.abandon(ctx, key, epoch, p)
+			if ctx.Err() != nil {
+				return nil, errors.Join(ctx.Err(), err)
+			}
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-c.cfg.clock.After(bo.next()):
+		}
+	}
+}
+
+// readBack reads an epoch object with a context that survives the caller's
+// cancellation for one request timeout: the answer decides whether a lease
+// exists, so it must not be skipped.
+func (c *Client) readBack(ctx context.Context, key string, epoch uint64) (*observed, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
+	defer cancel()
+	return c.getEpoch(rctx, key, epoch, "")
+}
+
+// established turns a created epoch object into a Lease, after checking that
+// the attempt was quick enough for its LIST to still be current; if it was
+// not, it lists again to make sure no newer epoch exists (the epoch created
+// may have been an old one that cleanup had deleted).
+func (c *Client) established(ctx context.Context, name string, epoch uint64, p payload, etag string, sent, start time.Time, a acquireConfig) (*Lease, error) {
+	clk := c.cfg.clock
+	if clk.Now().Sub(start) > attemptWindow {
+		l, err := c.listEpochs(ctx, name, Key(name, epoch), pageSize)
+		if err != nil {
+			c.abandon(ctx, Key(name, epoch), epoch, p)
+			return nil, err
+		}
+		if n, ok := l.newest(); ok {
+			c.cfg.logger.Warn("s3lock: created a stale epoch; a newer one exists", "bucket", c.bucket,
+				"key", Key(name, epoch), "newer", n.key)
+			c.abandon(ctx, Key(name, epoch), epoch, p)
+			return nil, errRetry
+		}
+	}
+	trustUntil := sent.Add(p.validity() - safetyMargin(p.validity()))
+	if !clk.Now().Before(trustUntil) {
+		c.abandon(ctx, Key(name, epoch), epoch, p)
+		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: Key(name, epoch), Kind: ErrUnavailable,
+			Err: errors.New("the store answered only after the new lease had already expired")}
+	}
+	return c.newLease(name, epoch, p, etag, trustUntil, a.renewInterval, a.autoRenew), nil
+}
+
+// abandon makes sure that an epoch this client may have created, but will
+// not use, does not keep the lock held for nobody: it creates the key as
+// released if it does not exist (so a late copy of our create cannot land),
+// or marks our own object released. It is best effort, bounded by one
+// request timeout, and runs even if ctx has ended.
+func (c *Client) abandon(ctx context.Context, key string, epoch uint64, p payload) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
+	defer cancel()
+	rel := p
+	rel.Renewals++
+	rel.Expired = true
+	rel.ReleasedAt = c.cfg.clock.Now().UTC()
+	rel.Reason = "abandoned by its creator"
+	body, err := rel.encode()
+	if err != nil {
+		return
+	}
+	for range 3 {
+		if _, err := c.putEpoch(actx, key, "", body); err == nil {
+			return
+		}
+		obs, err := c.getEpoch(actx, key, epoch, "")
+		if err != nil {
+			if classify(err) == failNotFound {
+				continue
+			}
+			c.cfg.logger.Warn("s3lock: could not check an abandoned epoch; it will lapse", "bucket", c.bucket, "key", key, "err", err)
+			return
+		}
+		if obs.body.Nonce != p.Nonce || obs.body.Expired {
+			return // not ours, or already released
+		}
+		if _, err := c.putEpoch(actx, key, obs.etag, body); err == nil {
+			return
+		}
+	}
+}
+
+// heldError describes the lease read in o.
+func (c *Client) heldError(name string, o *observed) *HeldError {
+	left, ok := remaining(o)
+	if !ok {
+		left = o.body.validity() + serverSlack
+	}
+	return &HeldError{
+		Bucket:     c.bucket,
+		Name:       name,
+		Key:        o.key,
+		Epoch:      o.epoch,
+		Holder:     o.body.LeaderID,
+		ExpiresIn:  max(left, 0),
+		AcquiredAt: o.body.AcquiredAt,
+		Metadata:   o.body.Metadata,
+		obs:        o,
+	}
+}

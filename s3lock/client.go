@@ -1,0 +1,77 @@
+package s3lock
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/user"
+)
+
+// Client acquires and inspects locks in one bucket. It is safe for
+// concurrent use; a Client holds no per-lock state, so any number of them,
+// in any number of processes, may contend for the same locks.
+type Client struct {
+	api    S3API
+	bucket string
+	cfg    config
+}
+
+// New returns a Client for the bucket. It checks the bucket name and the
+// options, but makes no request: use Verify to check that the store enforces
+// conditional writes.
+func New(api S3API, bucket string, opts ...Option) (*Client, error) {
+	if api == nil {
+		return nil, invalid("S3 client is nil")
+	}
+	if err := ValidateBucket(bucket); err != nil {
+		return nil, err
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, invalid("nil Option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.renewIntervalSet && cfg.renewInterval > cfg.leaseDuration/2 {
+		return nil, invalid("renew interval %s is more than half the lease duration %s: "+
+			"a failed renewal would leave no time to retry", cfg.renewInterval, cfg.leaseDuration)
+	}
+	if cfg.holder == "" {
+		cfg.holder = DefaultHolder()
+	}
+	return &Client{api: api, bucket: bucket, cfg: cfg}, nil
+}
+
+// Bucket returns the bucket the client locks in.
+func (c *Client) Bucket() string { return c.bucket }
+
+// Holder returns the identity the client writes into its leases.
+func (c *Client) Holder() string { return c.cfg.holder }
+
+// DefaultHolder returns user@host:pid followed by a random suffix, so that
+// two processes never share an identity.
+func DefaultHolder() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	} else if v := os.Getenv("USER"); v != "" {
+		name = v
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s@%s:%d-%s", name, host, os.Getpid(), randomHex(3))
+}
+
+// randomHex returns n random bytes, hex encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	// crypto/rand.Read never returns an error on supported platforms.
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,36 @@
+package s3lock
+
+import "time"
+
+// Clock is the source of time for a Client. The protocol only ever measures
+// durations between two readings of the same clock (and compares times the
+// store reports with each other), so a clock that is off by hours but ticks
+// at the right rate changes nothing but the informational timestamps.
+type Clock interface {
+	// Now returns the current time. Readings should carry a monotonic
+	// component, as time.Now's do, so that durations survive wall-clock
+	// steps.
+	Now() time.Time
+	// After waits for the duration to elapse and then sends the current
+	// time on the returned channel.
+	After(d time.Duration) <-chan time.Time
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// After returns time.After(d).
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// OffsetClock is the real clock shifted by a fixed offset: a host whose clock
+// is wrong by Offset. Durations measured on it are exact.
+type OffsetClock struct{ Offset time.Duration }
+
+// Now returns time.Now() shifted by the offset; the monotonic reading is kept.
+func (c OffsetClock) Now() time.Time { return time.Now().Add(c.Offset) }
+
+// After returns time.After(d).
+func (OffsetClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

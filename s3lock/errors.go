@@ -1,0 +1,233 @@
+package s3lock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Branch on them with errors.Is; the typed errors below
+// carry the detail and match the sentinels.
+var (
+	// ErrHeld means the lock is held by someone else. The error is a
+	// *HeldError that says who holds it, which epoch, and for how long at
+	// most.
+	ErrHeld = errors.New("s3lock: lock is held")
+
+	// ErrLeaseLost means a lease ended without being released by its holder:
+	// it lapsed before it could be renewed, was force-released, or was
+	// superseded. Work done under it may not have been exclusive. The error
+	// is a *LeaseLostError.
+	ErrLeaseLost = errors.New("s3lock: lease lost")
+
+	// ErrReleased is returned by operations on a lease that its holder has
+	// already released.
+	ErrReleased = errors.New("s3lock: lease already released")
+
+	// ErrConditionalWritesUnsupported means the store accepted a write that
+	// a conditional header (If-None-Match or If-Match) should have refused:
+	// it cannot provide mutual exclusion.
+	ErrConditionalWritesUnsupported = errors.New("s3lock: store does not enforce conditional writes")
+
+	// ErrInvalidName means a lock name was rejected; the error is a
+	// *NameError.
+	ErrInvalidName = errors.New("s3lock: invalid lock name")
+
+	// ErrInvalidConfig means an option or argument was rejected.
+	ErrInvalidConfig = errors.New("s3lock: invalid configuration")
+
+	// ErrCorruptLease means an epoch object exists but is not a lease this
+	// package can read: not JSON, too large, or holding impossible values.
+	// The error is a *CorruptLeaseError.
+	ErrCorruptLease = errors.New("s3lock: unreadable lease object")
+
+	// ErrEpochExhausted means the lock reached MaxEpoch and cannot be
+	// acquired again under its name.
+	ErrEpochExhausted = errors.New("s3lock: epoch space exhausted")
+
+	// ErrNoSuchEpoch means the epoch named by ForceRelease, Resume or Adopt
+	// does not exist.
+	ErrNoSuchEpoch = errors.New("s3lock: no such epoch")
+
+	// ErrStaleEpoch means the epoch is not the lock's current one, or (for
+	// FencedPut) that a newer epoch already wrote the object.
+	ErrStaleEpoch = errors.New("s3lock: stale epoch")
+
+	// ErrUnavailable marks a failure that may pass: 5xx answers, throttling,
+	// timeouts, connection errors, conflicting concurrent requests, the SDK
+	// retryer running out of attempts or quota. Acquire keeps waiting
+	// through them; other calls return them.
+	ErrUnavailable = errors.New("s3lock: store unavailable")
+
+	// ErrAccessDenied means the store refused the credentials or the request
+	// (403).
+	ErrAccessDenied = errors.New("s3lock: access denied")
+
+	// ErrNoSuchBucket means the bucket does not exist.
+	ErrNoSuchBucket = errors.New("s3lock: no such bucket")
+)
+
+// HeldError reports that a lock is held. It matches ErrHeld.
+type HeldError struct {
+	Bucket string
+	Name   string
+	Key    string
+	Epoch  uint64
+	Holder string
+	// ExpiresIn is how long the lease has left at most if its holder does
+	// not renew it, as judged by the store's clock when it was read.
+	ExpiresIn time.Duration
+	// AcquiredAt is when the holder says it acquired the lease (the
+	// holder's clock; informational).
+	AcquiredAt time.Time
+	Metadata   map[string]string
+
+	obs *observed // what was read, for a waiting Acquire to watch
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
+		e.Name, e.Bucket, e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// LeaseLostError reports why a lease ended without being released. It
+// matches ErrLeaseLost and unwraps to the cause, if any.
+type LeaseLostError struct {
+	Bucket string
+	Key    string
+	Epoch  uint64
+	Reason string
+	Err    error
+}
+
+func (e *LeaseLostError) Error() string {
+	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrLeaseLost) true.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// Unwrap returns the cause.
+func (e *LeaseLostError) Unwrap() error { return e.Err }
+
+// NameError reports an invalid lock name. It matches ErrInvalidName.
+type NameError struct {
+	Name   string
+	Reason string
+}
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("s3lock: invalid lock name %q: %s", e.Name, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidName) true.
+func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
+
+// CorruptLeaseError reports an epoch object that cannot be read as a lease.
+// It matches ErrCorruptLease.
+type CorruptLeaseError struct {
+	Bucket string
+	Key    string
+	Reason string
+
+	etag string // of the object, so ForceRelease can replace it
+}
+
+func (e *CorruptLeaseError) Error() string {
+	return fmt.Sprintf("s3lock: s3://%s/%s is not a valid lease object: %s; "+
+		"if nothing else writes this key, remove it or force-release its epoch", e.Bucket, e.Key, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorruptLease) true.
+func (e *CorruptLeaseError) Is(target error) bool { return target == ErrCorruptLease }
+
+// OpError wraps a failed S3 request with the operation, bucket and key, and a
+// hint for the user. It matches the sentinel of its class (ErrUnavailable,
+// ErrAccessDenied, ErrNoSuchBucket) and unwraps to the SDK's error, so
+// errors.As still finds smithy.APIError.
+type OpError struct {
+	Op     string // S3 operation, e.g. "PutObject"
+	Bucket string
+	Key    string
+	Kind   error // the sentinel of the failure's class, or nil
+	Err    error
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	b.WriteString("s3lock: ")
+	b.WriteString(e.Op)
+	b.WriteString(" s3://")
+	b.WriteString(e.Bucket)
+	if e.Key != "" {
+		b.WriteString("/")
+		b.WriteString(e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(describeCause(e.Err))
+	if h := e.hint(); h != "" {
+		b.WriteString(" (")
+		b.WriteString(h)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+func (e *OpError) hint() string {
+	switch e.Kind {
+	case ErrAccessDenied:
+		return "check that the credentials may " + permissionFor(e.Op) + " in this bucket"
+	case ErrNoSuchBucket:
+		return "create the bucket or correct its name"
+	case ErrUnavailable:
+		return "the store may be overloaded or unreachable; retry later"
+	}
+	return ""
+}
+
+// Unwrap returns the class sentinel and the underlying error.
+func (e *OpError) Unwrap() []error {
+	if e.Kind == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+func permissionFor(op string) string {
+	switch op {
+	case "ListObjectsV2":
+		return "s3:ListBucket"
+	case "GetObject", "HeadObject":
+		return "s3:GetObject"
+	case "PutObject":
+		return "s3:PutObject (and s3:GetObject for conditional writes)"
+	case "DeleteObject", "DeleteObjects":
+		return "s3:DeleteObject"
+	}
+	return "perform " + op
+}
+
+// FencedError reports that a fenced write was refused because a newer epoch
+// already wrote the object. It matches ErrStaleEpoch.
+type FencedError struct {
+	Bucket  string
+	Key     string
+	Epoch   uint64 // the caller's epoch
+	Current uint64 // the epoch recorded on the object
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: it was last written under epoch %d, newer than this lease's epoch %d",
+		e.Bucket, e.Key, e.Current, e.Epoch)
+}
+
+// Is makes errors.Is(err, ErrStaleEpoch) true.
+func (e *FencedError) Is(target error) bool { return target == ErrStaleEpoch }

@@ -1,0 +1,69 @@
+package s3lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ForceRelease is an operator's unlock: it marks one epoch of the lock name
+// released, whoever holds it, so the next acquirer need not wait for the
+// lease to lapse. It acts only on that epoch's object (a compare-and-swap on
+// the ETag it read, retried if the holder renews meanwhile), so it can never
+// release a newer lease by mistake. Releasing an epoch that is already
+// released is not an error; an epoch object that is not valid JSON is
+// overwritten with a released lease. The holder of the epoch finds out at
+// its next renewal; until then it may still believe it holds the lock, which
+// is what fencing tokens are for.
+func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if epoch == 0 || epoch > MaxEpoch {
+		return invalid("epoch %d is outside [1, %d]", epoch, MaxEpoch)
+	}
+	key := Key(name, epoch)
+	for range 5 {
+		var p payload
+		etag := ""
+		obs, err := c.getEpoch(ctx, key, epoch, "")
+		var corrupt *CorruptLeaseError
+		switch {
+		case classify(err) == failNotFound:
+			return fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)
+		case errors.As(err, &corrupt) && corrupt.etag != "":
+			etag = corrupt.etag
+			p = payload{Format: formatVersion, Epoch: epoch, Reason: "replaced an unreadable lease object"}
+		case err != nil:
+			return err
+		case obs.body.Expired:
+			return nil
+		default:
+			etag, p = obs.etag, *obs.body
+			p.Reason = "force-released"
+		}
+		p.Renewals++
+		p.Expired = true
+		p.ReleasedAt = c.cfg.clock.Now().UTC()
+		p.ReleasedBy = c.cfg.holder
+		body, err := p.encode()
+		if err != nil {
+			return err
+		}
+		_, err = c.putEpoch(ctx, key, etag, body)
+		if err == nil {
+			c.cfg.logger.Warn("s3lock: force-released", "bucket", c.bucket, "key", key, "epoch", epoch, "holder", p.LeaderID)
+			return nil
+		}
+		switch classify(err) {
+		case failPrecondition, failConflict, failTransient:
+			// Renewed meanwhile, or unknown outcome: read again; a landed
+			// release reads as released.
+			continue
+		default:
+			return err
+		}
+	}
+	return &OpError{Op: "ForceRelease", Bucket: c.bucket, Key: key, Kind: ErrUnavailable,
+		Err: errors.New("the epoch object kept changing; try again")}
+}

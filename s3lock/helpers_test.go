@@ -1,0 +1,54 @@
+package s3lock_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// newLockClient returns an s3lock client on ns with a fresh S3 client built
+// from copts.
+func newLockClient(t *testing.T, ns *s3test.Namespace, holder string, opts []s3lock.Option, copts ...s3test.Option) *s3lock.Client {
+	t.Helper()
+	api := ns.Client
+	if len(copts) > 0 {
+		api = ns.NewClient(t, copts...)
+	}
+	opts = append([]s3lock.Option{s3lock.WithHolder(holder)}, opts...)
+	c, err := s3lock.New(api, ns.Bucket, opts...)
+	if err != nil {
+		t.Fatalf("s3lock.New: %v", err)
+	}
+	return c
+}
+
+// counting returns a request counter and the client option that installs it.
+func counting() (*s3test.Counter, s3test.Option) {
+	c := &s3test.Counter{}
+	return c, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return c.Wrap(next) })
+}
+
+// mustRelease releases a lease at the end of the test if it is still held.
+func mustRelease(t *testing.T, l *s3lock.Lease) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := l.Release(t.Context()); err != nil && l.Err() == nil {
+			t.Errorf("releasing %s: %v", l.Key(), err)
+		}
+	})
+}
+
+// eventually polls cond until it holds or the limit passes.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,28 @@
+package s3lock_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+)
+
+func TestMain(m *testing.M) {
+	code := s3test.Main(m)
+	if code == 0 {
+		// Every lease's background goroutine must be gone once its test
+		// released it; idle HTTP connections may remain.
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

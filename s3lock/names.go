@@ -1,0 +1,104 @@
+package s3lock
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxEpoch is the largest epoch a lock can reach: epochs are written with
+// ten decimal digits, so that keys sort in epoch order.
+const MaxEpoch uint64 = 9_999_999_999
+
+// MaxNameLength bounds a lock name so that every key it produces stays well
+// inside S3's 1,024-byte key limit.
+const MaxNameLength = 512
+
+const (
+	epochDigits = 10
+	keyStem     = "lock-"
+	keyExt      = ".json"
+)
+
+// ValidateName reports whether name can name a lock. A name is a key path:
+// segments of letters, digits and "-_.=+@,:!~" separated by single slashes,
+// without a leading or trailing slash, without "." or ".." segments (which
+// would escape the name's prefix on file-backed stores), and without a
+// segment that looks like an epoch object ("lock-*.json"). The error matches
+// ErrInvalidName.
+func ValidateName(name string) error {
+	bad := func(reason string) error {
+		return &NameError{Name: name, Reason: reason}
+	}
+	switch {
+	case name == "":
+		return bad("it is empty")
+	case len(name) > MaxNameLength:
+		return bad(fmt.Sprintf("it is %d bytes long; the limit is %d", len(name), MaxNameLength))
+	case !utf8.ValidString(name):
+		return bad("it is not valid UTF-8")
+	case strings.HasPrefix(name, "/"):
+		return bad("it starts with a slash")
+	case strings.HasSuffix(name, "/"):
+		return bad("it ends with a slash")
+	}
+	for _, r := range name {
+		if !nameRune(r) {
+			return bad(fmt.Sprintf("it contains %q; use letters, digits, '/' and -_.=+@,:!~", r))
+		}
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		switch {
+		case seg == "":
+			return bad("it contains an empty path segment (\"//\")")
+		case seg == "." || seg == "..":
+			return bad(fmt.Sprintf("it contains a %q segment, which could escape the lock's prefix", seg))
+		case strings.HasPrefix(seg, keyStem) && strings.HasSuffix(seg, keyExt):
+			return bad(fmt.Sprintf("segment %q looks like an epoch object of another lock", seg))
+		}
+	}
+	return nil
+}
+
+func nameRune(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	}
+	return strings.ContainsRune("/-_.=+@,:!~", r)
+}
+
+// Key returns the object key of one epoch of the lock name, e.g.
+// "locks/lock-0000000001.json" for epoch 1 of the lock "locks".
+func Key(name string, epoch uint64) string {
+	return epochPrefix(name) + fmt.Sprintf("%0*d", epochDigits, epoch) + keyExt
+}
+
+// epochPrefix is the common prefix of all the epoch objects of a lock.
+func epochPrefix(name string) string { return name + "/" + keyStem }
+
+// parseKey returns the lock name and epoch of an epoch object's key, and
+// false for any other key.
+func parseKey(key string) (name string, epoch uint64, ok bool) {
+	slash := strings.LastIndexByte(key, '/')
+	if slash <= 0 {
+		return "", 0, false
+	}
+	base := key[slash+1:]
+	if len(base) != len(keyStem)+epochDigits+len(keyExt) ||
+		!strings.HasPrefix(base, keyStem) || !strings.HasSuffix(base, keyExt) {
+		return "", 0, false
+	}
+	digits := base[len(keyStem) : len(keyStem)+epochDigits]
+	for i := range len(digits) {
+		if digits[i] < '0' || digits[i] > '9' {
+			return "", 0, false
+		}
+	}
+	epoch, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || epoch == 0 {
+		return "", 0, false
+	}
+	return key[:slash], epoch, true
+}

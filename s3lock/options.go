@@ -1,0 +1,340 @@
+package s3lock
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults and limits of the options.
+const (
+	// DefaultLeaseDuration is how long a lease stays valid without renewal:
+	// long enough that a pause of a few seconds (GC, a slow request) does
+	// not cost the lease, short enough that a crashed holder blocks others
+	// for only a minute.
+	DefaultLeaseDuration = 60 * time.Second
+	// MinLeaseDuration is the shortest lease: stores report times with
+	// one-second resolution, and the protocol adds two seconds of slack to
+	// every expiry it judges from them.
+	MinLeaseDuration = 2 * time.Second
+	// MaxLeaseDuration is the longest lease.
+	MaxLeaseDuration = 30 * 24 * time.Hour
+	// DefaultHistory is how many of a lock's most recent epoch objects are
+	// kept; older ones are deleted so acquisition never has to page through
+	// history. Ten is enough to see the last few handoffs in the bucket.
+	DefaultHistory = 10
+	// MaxHistory keeps the retained epochs (plus those not yet old enough to
+	// delete) within one 1,000-key LIST page.
+	MaxHistory = 500
+	// DefaultPollInterval is how often a waiting Acquire checks whether the
+	// holder released the lock: one small conditional GET five times a
+	// second hands a released lock over in about a tenth of a second.
+	DefaultPollInterval = 200 * time.Millisecond
+	// DefaultRequestTimeout bounds each S3 call, including the SDK's retries.
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultProbePrefix is where Verify writes its probe objects.
+	DefaultProbePrefix = "s3lock-probe/"
+)
+
+// Option configures a Client in New.
+type Option func(*config) error
+
+type config struct {
+	holder              string
+	leaseDuration       time.Duration
+	renewInterval       time.Duration
+	renewIntervalSet    bool
+	logger              *slog.Logger
+	clock               Clock
+	expectedBucketOwner string
+	history             int
+	pollInterval        time.Duration
+	requestTimeout      time.Duration
+	probePrefix         string
+}
+
+func defaultConfig() config {
+	return config{
+		leaseDuration:  DefaultLeaseDuration,
+		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		clock:          SystemClock{},
+		history:        DefaultHistory,
+		pollInterval:   DefaultPollInterval,
+		requestTimeout: DefaultRequestTimeout,
+		probePrefix:    DefaultProbePrefix,
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+// WithHolder sets the identity written into leases, shown to everyone who
+// finds the lock held. The default is user@host:pid plus a random suffix.
+func WithHolder(id string) Option {
+	return func(c *config) error {
+		if err := validateHolder(id); err != nil {
+			return err
+		}
+		c.holder = id
+		return nil
+	}
+}
+
+func validateHolder(id string) error {
+	switch {
+	case strings.TrimSpace(id) == "":
+		return invalid("holder is empty")
+	case len(id) > 256:
+		return invalid("holder is %d bytes long; the limit is 256", len(id))
+	case !utf8.ValidString(id):
+		return invalid("holder %q is not valid UTF-8", id)
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return invalid("holder %q contains control characters", id)
+	}
+	return nil
+}
+
+// WithLeaseDuration sets how long a lease stays valid without renewal
+// (default DefaultLeaseDuration, between MinLeaseDuration and
+// MaxLeaseDuration).
+func WithLeaseDuration(d time.Duration) Option {
+	return func(c *config) error {
+		if err := validateLeaseDuration(d); err != nil {
+			return err
+		}
+		c.leaseDuration = d
+		return nil
+	}
+}
+
+func validateLeaseDuration(d time.Duration) error {
+	if d < MinLeaseDuration || d > MaxLeaseDuration {
+		return invalid("lease duration %s is outside [%s, %s]", d, MinLeaseDuration, MaxLeaseDuration)
+	}
+	return nil
+}
+
+// WithRenewInterval sets how often a lease renews itself in the background.
+// The default is a third of the lease duration; New rejects an interval
+// longer than half of it, which would leave no time to retry a failed
+// renewal.
+func WithRenewInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("renew interval %s must be positive", d)
+		}
+		c.renewInterval = d
+		c.renewIntervalSet = true
+		return nil
+	}
+}
+
+// WithLogger sets the logger for acquisitions, renewals, releases and
+// waits. The default discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return invalid("logger is nil")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithClock sets the clock (default SystemClock).
+func WithClock(clk Clock) Option {
+	return func(c *config) error {
+		if clk == nil {
+			return invalid("clock is nil")
+		}
+		c.clock = clk
+		return nil
+	}
+}
+
+// WithExpectedBucketOwner makes every request fail unless the bucket belongs
+// to this AWS account id, protecting against a bucket of the same name in
+// another account.
+func WithExpectedBucketOwner(accountID string) Option {
+	return func(c *config) error {
+		if len(accountID) != 12 || strings.Trim(accountID, "0123456789") != "" {
+			return invalid("expected bucket owner %q is not a 12-digit AWS account id", accountID)
+		}
+		c.expectedBucketOwner = accountID
+		return nil
+	}
+}
+
+// WithHistory sets how many of a lock's most recent epoch objects are kept
+// (default DefaultHistory, between 1 and MaxHistory). Older epochs are
+// deleted by the lock's later holders, a few at a time.
+func WithHistory(epochs int) Option {
+	return func(c *config) error {
+		if epochs < 1 || epochs > MaxHistory {
+			return invalid("history %d is outside [1, %d]", epochs, MaxHistory)
+		}
+		c.history = epochs
+		return nil
+	}
+}
+
+// WithPollInterval sets how often a waiting Acquire checks the holder's
+// lease (default DefaultPollInterval, at least 10ms). Each check is one
+// small GET; the interval is jittered by ±20%.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond || d > time.Minute {
+			return invalid("poll interval %s is outside [10ms, 1m]", d)
+		}
+		c.pollInterval = d
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds each S3 call including the SDK's own retries
+// (default DefaultRequestTimeout).
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 100*time.Millisecond {
+			return invalid("request timeout %s is shorter than 100ms", d)
+		}
+		c.requestTimeout = d
+		return nil
+	}
+}
+
+// WithProbePrefix sets the key prefix under which Verify writes (and
+// deletes) its probe objects (default DefaultProbePrefix).
+func WithProbePrefix(prefix string) Option {
+	return func(c *config) error {
+		if prefix == "" || strings.HasPrefix(prefix, "/") || !strings.HasSuffix(prefix, "/") {
+			return invalid("probe prefix %q must be non-empty, end with '/' and not start with '/'", prefix)
+		}
+		if err := ValidateName(strings.TrimSuffix(prefix, "/")); err != nil {
+			return invalid("probe prefix %q: %v", prefix, err)
+		}
+		c.probePrefix = prefix
+		return nil
+	}
+}
+
+// ValidateBucket checks a bucket name against S3's naming rules.
+func ValidateBucket(bucket string) error {
+	bad := func(reason string) error {
+		return invalid("bucket name %q %s (S3 bucket names are 3-63 lowercase letters, digits, dots and hyphens)", bucket, reason)
+	}
+	switch {
+	case bucket == "":
+		return invalid("bucket name is empty")
+	case len(bucket) < 3 || len(bucket) > 63:
+		return bad(fmt.Sprintf("is %d characters long", len(bucket)))
+	case strings.Contains(bucket, ".."):
+		return bad("contains \"..\"")
+	case net.ParseIP(bucket) != nil:
+		return bad("is formatted as an IP address")
+	}
+	for i, r := range bucket {
+		lowerOrDigit := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')
+		if !lowerOrDigit && r != '.' && r != '-' {
+			return bad(fmt.Sprintf("contains %q", r))
+		}
+		if (i == 0 || i == len(bucket)-1) && !lowerOrDigit {
+			return bad("must start and end with a letter or digit")
+		}
+	}
+	return nil
+}
+
+// AcquireOption configures one acquisition.
+type AcquireOption func(*acquireConfig) error
+
+type acquireConfig struct {
+	metadata      map[string]string
+	leaseDuration time.Duration
+	renewInterval time.Duration
+	autoRenew     bool
+	onWait        func(*HeldError)
+}
+
+// WithMetadata attaches string metadata to the lease (at most 16 KiB in
+// all), shown by Current to anyone who reads the lock.
+func WithMetadata(m map[string]string) AcquireOption {
+	return func(a *acquireConfig) error {
+		if n := metadataSize(m); n > maxMetadataBytes {
+			return invalid("metadata is %d bytes; the limit is %d", n, maxMetadataBytes)
+		}
+		for k, v := range m {
+			if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return invalid("metadata keys must be non-empty and keys and values valid UTF-8 (key %q)", k)
+			}
+		}
+		a.metadata = make(map[string]string, len(m))
+		for k, v := range m {
+			a.metadata[k] = v
+		}
+		return nil
+	}
+}
+
+// WithDuration overrides the client's lease duration for this lease. The
+// renew interval becomes a third of it unless the client's explicit renew
+// interval is at most half of it.
+func WithDuration(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) error {
+		if err := validateLeaseDuration(d); err != nil {
+			return err
+		}
+		a.leaseDuration = d
+		return nil
+	}
+}
+
+// WithoutAutoRenew leaves renewal to the caller: the lease is not renewed in
+// the background and Done closes only when Renew or Release finds it lost.
+// Use it when the process that acquires will not live as long as the lease
+// (pipelines, Terraform).
+func WithoutAutoRenew() AcquireOption {
+	return func(a *acquireConfig) error {
+		a.autoRenew = false
+		return nil
+	}
+}
+
+// WithWaitObserver sets a function that a waiting Acquire calls when it finds
+// the lock held: at once, whenever the holder or epoch changes, and at most
+// once a second otherwise. It must not block.
+func WithWaitObserver(fn func(*HeldError)) AcquireOption {
+	return func(a *acquireConfig) error {
+		a.onWait = fn
+		return nil
+	}
+}
+
+func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
+	a := acquireConfig{leaseDuration: c.cfg.leaseDuration, autoRenew: true}
+	for _, o := range opts {
+		if o == nil {
+			return a, invalid("nil AcquireOption")
+		}
+		if err := o(&a); err != nil {
+			return a, err
+		}
+	}
+	a.renewInterval = c.renewIntervalFor(a.leaseDuration)
+	return a, nil
+}
+
+// renewIntervalFor returns the renew interval for a lease of duration d: the
+// client's explicit interval if it is at most half of d, else a third of d.
+func (c *Client) renewIntervalFor(d time.Duration) time.Duration {
+	if c.cfg.renewIntervalSet && c.cfg.renewInterval <= d/2 {
+		return c.cfg.renewInterval
+	}
+	return d / 3
+}

@@ -1,0 +1,115 @@
+package s3lock
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxPayloadBytes bounds the size of an epoch object that this package will
+// read (and write): a lease is a few hundred bytes; anything much larger is
+// not one of ours, and reading it whole would let a stray object exhaust
+// memory.
+const MaxPayloadBytes = 64 << 10
+
+// maxMetadataBytes bounds user metadata so that a payload always fits.
+const maxMetadataBytes = 16 << 10
+
+// maxForeignValidity bounds the validity read from an object: larger values
+// (or a negative one) are not something a lease holder could mean.
+const maxForeignValidity = 366 * 24 * time.Hour
+
+// formatVersion is written in every payload as "s3lock".
+const formatVersion = 1
+
+// payload is the JSON body of an epoch object. Its first three fields are
+// those of the article the protocol comes from, so tools that read that
+// format read ours; the rest are ours. Unknown fields are ignored on read.
+type payload struct {
+	LeaderID   string `json:"leaderId"`
+	ValidityMs int64  `json:"validityMs"`
+	Expired    bool   `json:"expired"`
+
+	Format     int               `json:"s3lock,omitempty"`
+	Epoch      uint64            `json:"epoch,omitempty"`
+	Nonce      string            `json:"nonce,omitempty"`
+	AcquiredAt time.Time         `json:"acquiredAt,omitzero"`
+	RenewedAt  time.Time         `json:"renewedAt,omitzero"`
+	Renewals   uint64            `json:"renewals"`
+	ReleasedAt time.Time         `json:"releasedAt,omitzero"`
+	ReleasedBy string            `json:"releasedBy,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+}
+
+func (p *payload) validity() time.Duration {
+	return time.Duration(p.ValidityMs) * time.Millisecond
+}
+
+// encode returns the JSON body. Every write of a lease changes at least the
+// renewal counter, so two writes never have the same body (and so never the
+// same MD5 ETag).
+func (p *payload) encode() ([]byte, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("s3lock: encoding lease payload: %w", err)
+	}
+	if len(b) > MaxPayloadBytes {
+		return nil, fmt.Errorf("%w: the lease payload would be %d bytes; the limit is %d (reduce the metadata)",
+			ErrInvalidConfig, len(b), MaxPayloadBytes)
+	}
+	return b, nil
+}
+
+// decodePayload reads at most MaxPayloadBytes from r and checks that the
+// result is a lease for the given epoch (0: any). Its errors are
+// *CorruptLeaseError without bucket and key; callers add them.
+func decodePayload(r io.Reader, epoch uint64) (*payload, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxPayloadBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	return parsePayload(data, epoch)
+}
+
+func parsePayload(data []byte, epoch uint64) (*payload, error) {
+	corrupt := func(format string, args ...any) error {
+		return &CorruptLeaseError{Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(data) > MaxPayloadBytes {
+		return nil, corrupt("it is larger than %d bytes", MaxPayloadBytes)
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, corrupt("it is not a JSON object")
+	}
+	if !utf8.Valid(trimmed) {
+		return nil, corrupt("it is not valid UTF-8")
+	}
+	var p payload
+	if err := json.Unmarshal(trimmed, &p); err != nil {
+		return nil, corrupt("it is not a lease JSON document: %v", err)
+	}
+	switch {
+	case p.ValidityMs < 0:
+		return nil, corrupt("validityMs is negative (%d)", p.ValidityMs)
+	case p.ValidityMs > maxForeignValidity.Milliseconds():
+		return nil, corrupt("validityMs %d is longer than a year", p.ValidityMs)
+	case epoch != 0 && p.Epoch != 0 && p.Epoch != epoch:
+		return nil, corrupt("it claims epoch %d but its key is epoch %d", p.Epoch, epoch)
+	case p.Format > formatVersion:
+		return nil, corrupt("it was written by a newer s3lock (format %d; this one reads %d)", p.Format, formatVersion)
+	}
+	return &p, nil
+}
+
+func metadataSize(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v) + 6
+	}
+	return n
+}

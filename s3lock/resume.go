@@ -1,0 +1,131 @@
+package s3lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Token identifies a held lease so that another process can take it over
+// (Resume): a pipeline step that acquires, and a later one that releases.
+// The nonce is what proves the lease is the one this token was made for;
+// treat a token like a lock's key.
+type Token struct {
+	Bucket string `json:"bucket"`
+	Name   string `json:"name"`
+	Epoch  uint64 `json:"epoch"`
+	Nonce  string `json:"nonce"`
+}
+
+// String returns the token as JSON.
+func (t Token) String() string {
+	b, _ := json.Marshal(t)
+	return string(b)
+}
+
+// ParseToken reads a token written by Token.String.
+func ParseToken(s string) (Token, error) {
+	var t Token
+	if err := json.Unmarshal([]byte(s), &t); err != nil {
+		return Token{}, invalid("lease token is not valid JSON: %v", err)
+	}
+	switch {
+	case t.Bucket == "" || t.Name == "" || t.Epoch == 0 || t.Nonce == "":
+		return Token{}, invalid("lease token %s lacks bucket, name, epoch or nonce", s)
+	case t.Epoch > MaxEpoch:
+		return Token{}, invalid("lease token epoch %d is beyond the maximum %d", t.Epoch, MaxEpoch)
+	}
+	if err := ValidateName(t.Name); err != nil {
+		return Token{}, err
+	}
+	return t, nil
+}
+
+// Resume takes over the lease a token names, if it is still held: not
+// released, not lapsed, and still carrying the token's nonce. Otherwise it
+// returns an error matching ErrLeaseLost (or ErrNoSuchEpoch). The resumed
+// lease trusts itself only for what is left of the lease as judged by the
+// store's clock, and renews itself unless WithoutAutoRenew is given.
+func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*Lease, error) {
+	if t.Bucket != c.bucket {
+		return nil, invalid("lease token is for bucket %s, but this client locks in bucket %s", t.Bucket, c.bucket)
+	}
+	if t.Nonce == "" {
+		return nil, invalid("lease token has no nonce")
+	}
+	return c.takeOver(ctx, t.Name, t.Epoch, t.Nonce, opts)
+}
+
+// Adopt takes over the current lease of a lock by its epoch, whoever
+// acquired it: for importing a lease into Terraform, or for an operator who
+// must finish a crashed holder's work. It refuses (ErrStaleEpoch) unless the
+// epoch is the lock's newest and its lease is held.
+func (c *Client) Adopt(ctx context.Context, name string, epoch uint64, opts ...AcquireOption) (*Lease, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	newest, found, _, err := c.findNewest(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !found || newest.epoch != epoch {
+		return nil, fmt.Errorf("%w: epoch %d is not the current epoch of lock %q in bucket %s (current: %d)",
+			ErrStaleEpoch, epoch, name, c.bucket, newest.epoch)
+	}
+	return c.takeOver(ctx, name, epoch, "", opts)
+}
+
+// takeOver builds a Lease for an existing epoch object; nonce "" accepts
+// any holder.
+func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce string, opts []AcquireOption) (*Lease, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if epoch == 0 || epoch > MaxEpoch {
+		return nil, invalid("epoch %d is outside [1, %d]", epoch, MaxEpoch)
+	}
+	a, err := c.acquireConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	key := Key(name, epoch)
+	obs, err := c.getEpoch(ctx, key, epoch, "")
+	if classify(err) == failNotFound {
+		return nil, fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stale := func(reason string) error {
+		if nonce == "" {
+			return fmt.Errorf("%w: epoch %d of lock %q in bucket %s %s", ErrStaleEpoch, epoch, name, c.bucket, reason)
+		}
+		return &LeaseLostError{Bucket: c.bucket, Key: key, Epoch: epoch, Reason: reason}
+	}
+	switch {
+	case nonce != "" && obs.body.Nonce != nonce:
+		return nil, stale("belongs to another acquisition (holder " + obs.body.LeaderID + ")")
+	case obs.body.Expired:
+		return nil, stale("was released")
+	case obs.body.Nonce == "":
+		return nil, stale("was not written by s3lock and cannot be taken over")
+	}
+	age, ok := obs.serverAge()
+	if !ok {
+		return nil, &OpError{Op: "GetObject", Bucket: c.bucket, Key: key,
+			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
+	}
+	// The store's times have one-second resolution: assume the lease is a
+	// second older than it looks, and count from before the read was sent.
+	validity := obs.body.validity()
+	left := validity - age - time.Second - safetyMargin(validity)
+	trustUntil := obs.sent.Add(left)
+	if !c.cfg.clock.Now().Before(trustUntil) {
+		return nil, stale("has lapsed (last written " + age.String() + " ago, lease " + validity.String() + ")")
+	}
+	lease := c.newLease(name, epoch, *obs.body, obs.etag, trustUntil, c.renewIntervalFor(validity), a.autoRenew)
+	lease.startBackground(nil)
+	return lease, nil
+}

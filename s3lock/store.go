@@ -1,0 +1,357 @@
+package s3lock
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// This file holds the only code that talks to S3: one function per kind of
+// request, each returning errors classified for the protocol.
+
+// failure classifies an S3 error for the protocol.
+type failure int
+
+const (
+	failOther        failure = iota
+	failPrecondition         // 412: a conditional header did not hold
+	failNotFound             // 404 NoSuchKey
+	failNotModified          // 304: unchanged since the ETag we hold
+	failConflict             // 409: a conflicting conditional request is in progress
+	failTransient            // 5xx, throttling, timeouts, connection errors, retry quota
+	failAccessDenied         // 403
+	failNoSuchBucket         // 404 NoSuchBucket
+	failCanceled             // the caller's context ended
+)
+
+func classify(err error) failure {
+	if err == nil {
+		return failOther
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// A deadline of our own per-request timeout is a timeout; the
+		// caller's ending context is reported as such by the caller.
+		return failCanceled
+	}
+	code, status := errorCode(err)
+	switch {
+	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
+		return failPrecondition
+	case status == http.StatusNotModified || code == "NotModified":
+		return failNotModified
+	case code == "NoSuchBucket":
+		return failNoSuchBucket
+	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
+		return failNotFound
+	case code == "ConditionalRequestConflict" || code == "OperationAborted" || status == http.StatusConflict:
+		return failConflict
+	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" ||
+		code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken":
+		return failAccessDenied
+	case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
+		return failTransient
+	case code == "SlowDown" || code == "RequestTimeout" || code == "Throttling" || code == "RequestTimeTooSkewed":
+		return failTransient
+	}
+	var quota ratelimit.QuotaExceededError
+	var maxAttempts *retry.MaxAttemptsError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &quota), errors.As(err, &maxAttempts):
+		return failTransient
+	case errors.As(err, &netErr):
+		return failTransient
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return failTransient
+	case strings.Contains(err.Error(), "connection reset"), strings.Contains(err.Error(), "broken pipe"),
+		strings.Contains(err.Error(), "retry quota exceeded"):
+		return failTransient
+	}
+	if status == 0 && code == "" {
+		// No answer from the store at all (the request never completed):
+		// treat as transient; writes are resolved by reading back.
+		return failTransient
+	}
+	return failOther
+}
+
+// errorCode returns the S3 error code and HTTP status of err, if it has them.
+func errorCode(err error) (code string, status int) {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code = apiErr.ErrorCode()
+	}
+	var respErr *smithyhttp.ResponseError
+	if errors.As(err, &respErr) {
+		status = respErr.HTTPStatusCode()
+	}
+	return code, status
+}
+
+func kindOf(f failure) error {
+	switch f {
+	case failTransient, failConflict:
+		return ErrUnavailable
+	case failAccessDenied:
+		return ErrAccessDenied
+	case failNoSuchBucket:
+		return ErrNoSuchBucket
+	}
+	return nil
+}
+
+// opError wraps an S3 error with its operation, bucket and key.
+func (c *Client) opError(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *OpError
+	if errors.As(err, &oe) {
+		return err
+	}
+	return &OpError{Op: op, Bucket: c.bucket, Key: key, Kind: kindOf(classify(err)), Err: err}
+}
+
+// describeCause turns an SDK error into a short sentence: the API error code
+// and message when there is one, the transport error otherwise.
+func describeCause(err error) string {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		msg := apiErr.ErrorCode()
+		if m := apiErr.ErrorMessage(); m != "" {
+			msg += ": " + m
+		}
+		var respErr *smithyhttp.ResponseError
+		if errors.As(err, &respErr) {
+			msg = http.StatusText(respErr.HTTPStatusCode()) + " (" + msg + ")"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// observed is an epoch object as read from the store.
+type observed struct {
+	key   string
+	epoch uint64
+	etag  string
+	body  *payload
+	// lastModified and date are both the store's clock: the object's last
+	// write and the time of the response. date is zero if the store sent
+	// no Date header.
+	lastModified time.Time
+	date         time.Time
+	// sent and received are the client clock just before the request went
+	// out and just after the answer came back.
+	sent, received time.Time
+}
+
+// serverAge is how long ago, by the store's clock, the object was last
+// written; ok is false when the store did not say.
+func (o *observed) serverAge() (time.Duration, bool) {
+	if o.date.IsZero() || o.lastModified.IsZero() {
+		return 0, false
+	}
+	return o.date.Sub(o.lastModified), true
+}
+
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.requestTimeout)
+}
+
+func (c *Client) owner() *string {
+	if c.cfg.expectedBucketOwner == "" {
+		return nil
+	}
+	return aws.String(c.cfg.expectedBucketOwner)
+}
+
+// getEpoch reads one epoch object. ifNoneMatch, when set, makes an unchanged
+// object answer failNotModified. Its errors are *OpError or
+// *CorruptLeaseError.
+func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneMatch string) (*observed, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
+	if ifNoneMatch != "" {
+		in.IfNoneMatch = aws.String(ifNoneMatch)
+	}
+	sent := c.cfg.clock.Now()
+	out, err := c.api.GetObject(ctx, in)
+	if err != nil {
+		return nil, c.opError("GetObject", key, err)
+	}
+	defer out.Body.Close()
+	if out.ContentLength != nil && *out.ContentLength > MaxPayloadBytes {
+		return nil, &CorruptLeaseError{Bucket: c.bucket, Key: key, etag: aws.ToString(out.ETag),
+			Reason: fmt.Sprintf("it is %d bytes; a lease is at most %d", *out.ContentLength, MaxPayloadBytes)}
+	}
+	body, err := decodePayload(out.Body, epoch)
+	if err != nil {
+		var ce *CorruptLeaseError
+		if errors.As(err, &ce) {
+			ce.Bucket, ce.Key, ce.etag = c.bucket, key, aws.ToString(out.ETag)
+			return nil, ce
+		}
+		return nil, c.opError("GetObject", key, err)
+	}
+	return &observed{
+		key:          key,
+		epoch:        epoch,
+		etag:         aws.ToString(out.ETag),
+		body:         body,
+		lastModified: aws.ToTime(out.LastModified),
+		date:         responseDate(out.ResultMetadata),
+		sent:         sent,
+		received:     c.cfg.clock.Now(),
+	}, nil
+}
+
+// putEpoch writes an epoch object: create-only when etag is empty
+// (If-None-Match: *), compare-and-swap on etag otherwise (If-Match). It
+// returns the new ETag.
+func (c *Client) putEpoch(ctx context.Context, key, etag string, body []byte) (string, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	in := &s3.PutObjectInput{
+		Bucket:              aws.String(c.bucket),
+		Key:                 aws.String(key),
+		Body:                bytes.NewReader(body),
+		ContentLength:       aws.Int64(int64(len(body))),
+		ContentType:         aws.String("application/json"),
+		CacheControl:        aws.String("no-store"),
+		ExpectedBucketOwner: c.owner(),
+	}
+	if etag == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(etag)
+	}
+	out, err := c.api.PutObject(ctx, in)
+	if err != nil {
+		return "", c.opError("PutObject", key, err)
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+// listed is one page of a lock's epoch objects, in ascending epoch order.
+type listed struct {
+	epochs    []listedEpoch
+	foreign   int // keys under the prefix that are not epoch objects
+	truncated bool
+	lastKey   string    // the page's last key, epoch object or not
+	date      time.Time // the store's clock when it answered
+}
+
+type listedEpoch struct {
+	key          string
+	epoch        uint64
+	lastModified time.Time
+}
+
+func (l *listed) newest() (listedEpoch, bool) {
+	if len(l.epochs) == 0 {
+		return listedEpoch{}, false
+	}
+	return l.epochs[len(l.epochs)-1], true
+}
+
+// listEpochs lists up to maxKeys epoch objects of the lock name with keys
+// after startAfter ("" for the first).
+func (c *Client) listEpochs(ctx context.Context, name, startAfter string, maxKeys int32) (*listed, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	prefix := epochPrefix(name)
+	in := &s3.ListObjectsV2Input{
+		Bucket:              aws.String(c.bucket),
+		Prefix:              aws.String(prefix),
+		MaxKeys:             aws.Int32(maxKeys),
+		ExpectedBucketOwner: c.owner(),
+	}
+	if startAfter != "" {
+		in.StartAfter = aws.String(startAfter)
+	}
+	out, err := c.api.ListObjectsV2(ctx, in)
+	if err != nil {
+		return nil, c.opError("ListObjectsV2", prefix, err)
+	}
+	l := &listed{truncated: aws.ToBool(out.IsTruncated), date: responseDate(out.ResultMetadata)}
+	for _, obj := range out.Contents {
+		key := aws.ToString(obj.Key)
+		l.lastKey = key
+		n, epoch, ok := parseKey(key)
+		if !ok || n != name {
+			l.foreign++
+			continue
+		}
+		l.epochs = append(l.epochs, listedEpoch{key: key, epoch: epoch, lastModified: aws.ToTime(obj.LastModified)})
+	}
+	// Stores return keys in ascending order, and zero-padded epochs sort
+	// like numbers; sort anyway in case a store does not.
+	sortEpochs(l.epochs)
+	return l, nil
+}
+
+// deleteKeys deletes keys in batches of up to 1,000 (one DeleteObjects each).
+func (c *Client) deleteKeys(ctx context.Context, keys []string) error {
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		batch := keys[:n]
+		keys = keys[n:]
+		ids := make([]types.ObjectIdentifier, len(batch))
+		for i, k := range batch {
+			ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
+		}
+		cctx, cancel := c.withTimeout(ctx)
+		out, err := c.api.DeleteObjects(cctx, &s3.DeleteObjectsInput{
+			Bucket:              aws.String(c.bucket),
+			Delete:              &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
+			ExpectedBucketOwner: c.owner(),
+		})
+		cancel()
+		if err != nil {
+			return c.opError("DeleteObjects", batch[0], err)
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return &OpError{Op: "DeleteObjects", Bucket: c.bucket, Key: aws.ToString(e.Key),
+				Err: errors.New(aws.ToString(e.Code) + ": " + aws.ToString(e.Message))}
+		}
+	}
+	return nil
+}
+
+// responseDate returns the Date header of a response, or the zero time.
+func responseDate(md middleware.Metadata) time.Time {
+	raw, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response)
+	if !ok || raw == nil {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(raw.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func sortEpochs(es []listedEpoch) {
+	slices.SortFunc(es, func(a, b listedEpoch) int { return cmp.Compare(a.epoch, b.epoch) })
+}

@@ -1,0 +1,81 @@
+package s3lock
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// The protocol's timing constants. PROTOCOL.md derives each one.
+const (
+	// serverSlack is added to a lease's validity before an observer judges
+	// it lapsed from the store's clock. Last-Modified and Date have
+	// one-second resolution, so the age computed from them can exceed the
+	// true age by up to a second; two seconds also absorb clock-rate drift.
+	serverSlack = 2 * time.Second
+
+	// attemptWindow bounds an acquisition attempt that is trusted without a
+	// second look: if the create's answer arrives more than this long after
+	// the attempt's LIST went out, the acquirer lists again to make sure no
+	// newer epoch exists (the epoch it created may have been an old,
+	// deleted one).
+	attemptWindow = 5 * time.Second
+
+	// cleanupAge is how old, by the store's clock, an epoch's successor must
+	// be before the epoch may be deleted: longer than any attempt trusted
+	// without a second look, plus the store's clock resolution.
+	cleanupAge = 2*attemptWindow + serverSlack
+
+	// maxSafetyMargin caps the margin by which a holder stops trusting its
+	// lease before an observer could judge it lapsed.
+	maxSafetyMargin = 5 * time.Second
+)
+
+// safetyMargin is how much earlier than its validity a holder stops trusting
+// a lease: a tenth of it, at most maxSafetyMargin.
+func safetyMargin(validity time.Duration) time.Duration {
+	return min(validity/10, maxSafetyMargin)
+}
+
+// remaining returns how long, at most, the lease read in o may still be
+// judged valid by anyone: validity + slack - age, where age is measured by
+// the store's clock. ok is false when the store sent no Date or
+// Last-Modified, so age is unknown.
+func remaining(o *observed) (time.Duration, bool) {
+	age, ok := o.serverAge()
+	if !ok {
+		return 0, false
+	}
+	return o.body.validity() + serverSlack - age, true
+}
+
+// free reports whether the lease read in o no longer protects anyone:
+// released, or lapsed by the store's clock.
+func free(o *observed) bool {
+	if o.body.Expired {
+		return true
+	}
+	left, ok := remaining(o)
+	return ok && left <= 0
+}
+
+// jitter returns d scaled by a random factor in [1-f, 1+f].
+func jitter(d time.Duration, f float64) time.Duration {
+	return time.Duration(float64(d) * (1 - f + 2*f*rand.Float64()))
+}
+
+// backoff is a capped exponential backoff with full jitter.
+type backoff struct {
+	base, max time.Duration
+	n         int
+}
+
+func (b *backoff) next() time.Duration {
+	d := b.base << min(b.n, 16)
+	if d > b.max || d <= 0 {
+		d = b.max
+	}
+	b.n++
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+func (b *backoff) reset() { b.n = 0 }

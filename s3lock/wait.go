@@ -1,0 +1,167 @@
+package s3lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Acquire takes the lock name, waiting as long as ctx allows. While the lock
+// is held it watches the holder's epoch object with a conditional GET every
+// poll interval (jittered), so a release is noticed within about one
+// interval, and it wakes when the holder's lease would lapse. Transient
+// failures (5xx, throttling, timeouts, the SDK's retry quota) are retried
+// with capped exponential backoff. Errors that waiting cannot fix (access
+// denied, a missing bucket, an unreadable lease object, invalid arguments)
+// are returned at once.
+//
+// When ctx ends, Acquire returns an error that matches ctx's error and wraps
+// the last reason it could not acquire: a *HeldError (errors.Is(err,
+// ErrHeld)) or the last transient failure.
+func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	a, err := c.acquireConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	w := waiter{c: c, name: name, a: a}
+	var bo backoff
+	bo.base, bo.max = 50*time.Millisecond, 2*time.Second
+	for {
+		if ctx.Err() != nil {
+			return nil, w.gaveUp(ctx)
+		}
+		lease, err := c.attempt(ctx, name, a, w.lapsedEtag)
+		var held *HeldError
+		switch {
+		case err == nil:
+			return lease, nil
+		case errors.As(err, &held):
+			bo.reset()
+			w.last = err
+			if werr := w.watch(ctx, held); werr != nil {
+				return nil, werr
+			}
+		case errors.Is(err, errRetry):
+			w.last = err
+		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
+			w.last = err
+			c.cfg.logger.Warn("s3lock: acquire attempt failed; retrying", "bucket", c.bucket, "lock", name, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-c.cfg.clock.After(bo.next()):
+			}
+		case ctx.Err() != nil:
+			return nil, w.gaveUp(ctx)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// waiter is the state of one waiting Acquire.
+type waiter struct {
+	c    *Client
+	name string
+	a    acquireConfig
+	last error // why the last attempt did not acquire
+
+	notified   time.Time
+	lastHolder string
+	lastEpoch  uint64
+	// For stores that send no Date header: when this client first saw the
+	// holder's current ETag, by its own clock, and the ETag it watched stay
+	// unchanged for a whole lease.
+	seenEtag   string
+	seenAt     time.Time
+	lapsedEtag string
+}
+
+func (w *waiter) gaveUp(ctx context.Context) error {
+	if w.last == nil || errors.Is(w.last, errRetry) {
+		return fmt.Errorf("s3lock: gave up waiting for lock %q in bucket %s: %w", w.name, w.c.bucket, ctx.Err())
+	}
+	return fmt.Errorf("s3lock: gave up waiting for lock %q in bucket %s: %w; last: %w", w.name, w.c.bucket, ctx.Err(), w.last)
+}
+
+// watch waits until the lease described by held may have ended: its object
+// changed to released, vanished, or its time ran out. It returns nil to make
+// the caller attempt again, or an error to give up with.
+func (w *waiter) watch(ctx context.Context, held *HeldError) error {
+	clk := w.c.cfg.clock
+	obs := held.obs
+	deadline := w.deadline(obs)
+	w.notify(held, deadline)
+	for {
+		wait := min(jitter(w.c.cfg.pollInterval, 0.2), max(0, deadline.Sub(clk.Now())))
+		select {
+		case <-ctx.Done():
+			return w.gaveUp(ctx)
+		case <-clk.After(wait):
+		}
+		if !clk.Now().Before(deadline) {
+			if _, ok := remaining(obs); !ok {
+				w.lapsedEtag = obs.etag
+			}
+			return nil // its time is up: the attempt judges by the store's clock
+		}
+		o, err := w.c.getEpoch(ctx, obs.key, obs.epoch, obs.etag)
+		switch f := classify(err); {
+		case err == nil && o.body.Expired:
+			return nil // released
+		case err == nil:
+			obs = o // renewed
+			deadline = w.deadline(obs)
+			w.notify(w.c.heldError(w.name, obs), deadline)
+		case f == failNotModified:
+			w.notify(held, deadline)
+		case f == failNotFound:
+			return nil
+		case errors.Is(err, ErrUnavailable), f == failCanceled && ctx.Err() == nil:
+			w.last = err
+		case ctx.Err() != nil:
+			return w.gaveUp(ctx)
+		default:
+			return err
+		}
+	}
+}
+
+// deadline is when, by this client's clock, the lease read in obs may have
+// lapsed if it is not renewed: from the store's clock when the store says
+// what time it is (the attempt then re-checks by that clock), else once this
+// client has seen the same ETag for the lease's whole validity plus slack,
+// counted from when it first received it (the holder's last write was sent
+// before that, so the holder stopped trusting the lease earlier).
+func (w *waiter) deadline(obs *observed) time.Time {
+	if left, ok := remaining(obs); ok {
+		return obs.sent.Add(left)
+	}
+	if obs.etag != w.seenEtag {
+		w.seenEtag, w.seenAt = obs.etag, obs.received
+	}
+	return w.seenAt.Add(obs.body.validity() + serverSlack)
+}
+
+// notify calls the wait observer when the holder changes, and at most once a
+// second otherwise.
+func (w *waiter) notify(held *HeldError, deadline time.Time) {
+	now := w.c.cfg.clock.Now()
+	changed := held.Holder != w.lastHolder || held.Epoch != w.lastEpoch
+	if !changed && now.Sub(w.notified) < time.Second {
+		return
+	}
+	w.notified, w.lastHolder, w.lastEpoch = now, held.Holder, held.Epoch
+	h := *held
+	h.ExpiresIn = max(0, deadline.Sub(now))
+	if changed {
+		w.c.cfg.logger.Info("s3lock: waiting for lock", "bucket", w.c.bucket, "lock", w.name,
+			"holder", h.Holder, "epoch", h.Epoch, "expires_in", h.ExpiresIn.Round(time.Millisecond))
+	}
+	if w.a.onWait != nil {
+		w.a.onWait(&h)
+	}
+}
