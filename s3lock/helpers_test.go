@@ -1,6 +1,7 @@
 package s3lock_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -35,7 +36,10 @@ func counting() (*s3test.Counter, s3test.Option) {
 func mustRelease(t *testing.T, l *s3lock.Lease) {
 	t.Helper()
 	t.Cleanup(func() {
-		if err := l.Release(t.Context()); err != nil && l.Err() == nil {
+		// t.Context is already cancelled when cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := l.Release(ctx); err != nil && l.Err() == nil {
 			t.Errorf("releasing %s: %v", l.Key(), err)
 		}
 	})
@@ -52,3 +56,9 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// cleanupWait is how long to wait for epochs written now to become old enough
+// (by the store's clock) to be deleted: the cleanup age, plus up to a second
+// lost to Last-Modified's resolution and up to a second by which versitygw's
+// Date header lags (its HTTP server refreshes it once a second).
+func cleanupWait() time.Duration { return s3lock.CleanupAge() + 2500*time.Millisecond }

@@ -300,6 +300,14 @@ func (l *Lease) startBackground(cleanup func(context.Context)) {
 	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
+		if cleanup != nil {
+			// The cleanup runs to completion (bounded by its own timeout)
+			// even if the lease is released meanwhile: it is this lease's
+			// share of keeping the lock's history short.
+			cctx, cancel := context.WithTimeout(context.Background(), 2*l.c.cfg.requestTimeout)
+			cleanup(cctx)
+			cancel()
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -309,9 +317,6 @@ func (l *Lease) startBackground(cleanup func(context.Context)) {
 			case <-ctx.Done():
 			}
 		}()
-		if cleanup != nil {
-			cleanup(ctx)
-		}
 		l.keepAlive(ctx)
 	}()
 }

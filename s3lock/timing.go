@@ -13,21 +13,26 @@ const (
 	// true age by up to a second; two seconds also absorb clock-rate drift.
 	serverSlack = 2 * time.Second
 
+	// maxSafetyMargin caps the margin by which a holder stops trusting its
+	// lease before an observer could judge it lapsed.
+	maxSafetyMargin = 5 * time.Second
+)
+
+// Variables only so that tests can shorten them (export_test.go); the
+// protocol never changes them.
+var (
 	// attemptWindow bounds an acquisition attempt that is trusted without a
 	// second look: if the create's answer arrives more than this long after
 	// the attempt's LIST went out, the acquirer lists again to make sure no
 	// newer epoch exists (the epoch it created may have been an old,
 	// deleted one).
-	attemptWindow = 5 * time.Second
+	attemptWindow = 2 * time.Second
 
 	// cleanupAge is how old, by the store's clock, an epoch's successor must
 	// be before the epoch may be deleted: longer than any attempt trusted
-	// without a second look, plus the store's clock resolution.
-	cleanupAge = 2*attemptWindow + serverSlack
-
-	// maxSafetyMargin caps the margin by which a holder stops trusting its
-	// lease before an observer could judge it lapsed.
-	maxSafetyMargin = 5 * time.Second
+	// without a second look, plus the store's clock resolution (serverSlack)
+	// and a second of margin.
+	cleanupAge = attemptWindow + serverSlack + time.Second
 )
 
 // safetyMargin is how much earlier than its validity a holder stops trusting

@@ -60,6 +60,8 @@ type Rule struct {
 	Probability float64
 	// Delay for Latency faults (uniform in [0, Delay]).
 	Delay time.Duration
+	// Limit caps how many faults the rule injects (0: no cap).
+	Limit int
 }
 
 // Faults is an http.RoundTripper that injects faults by rule, with a seeded
@@ -71,12 +73,13 @@ type Faults struct {
 	mu       sync.Mutex
 	rng      *rand.Rand
 	injected map[Fault]int
+	perRule  map[int]int
 	disabled bool
 }
 
 // NewFaults returns a fault injector with the given seed and rules.
 func NewFaults(seed uint64, rules ...Rule) *Faults {
-	return &Faults{Rules: rules, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), injected: map[Fault]int{}}
+	return &Faults{Rules: rules, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), injected: map[Fault]int{}, perRule: map[int]int{}}
 }
 
 // Wrap makes f inject faults into requests sent through next.
@@ -111,8 +114,11 @@ func (f *Faults) pick(req *http.Request) (Rule, bool) {
 	}
 	op := Operation(req)
 	conditional := req.Header.Get("If-Match") != "" || req.Header.Get("If-None-Match") != ""
-	for _, r := range f.Rules {
+	for i, r := range f.Rules {
 		if len(r.Ops) > 0 && !slices.Contains(r.Ops, op) {
+			continue
+		}
+		if r.Limit > 0 && f.perRule[i] >= r.Limit {
 			continue
 		}
 		if r.Fault == Conflict && (req.Method != http.MethodPut || !conditional) {
@@ -120,6 +126,7 @@ func (f *Faults) pick(req *http.Request) (Rule, bool) {
 		}
 		if f.rng.Float64() < r.Probability {
 			f.injected[r.Fault]++
+			f.perRule[i]++
 			if r.Fault == Latency && r.Delay > 0 {
 				r.Delay = time.Duration(f.rng.Int64N(int64(r.Delay)))
 			}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -131,9 +132,9 @@ func (n *Namespace) Name(s string) string { return n.Prefix + s }
 type Option func(*clientConfig)
 
 type clientConfig struct {
-	wrap        func(http.RoundTripper) http.RoundTripper
-	maxAttempts int
-	noRetry     bool
+	wrap       func(http.RoundTripper) http.RoundTripper
+	noRetry    bool
+	retryQuota uint
 }
 
 // WithTransport wraps the HTTP transport, e.g. with a Counter or Faults.
@@ -144,6 +145,11 @@ func WithTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
 // WithoutRetries makes the SDK give up after the first attempt, so a test
 // sees every fault itself.
 func WithoutRetries() Option { return func(c *clientConfig) { c.noRetry = true } }
+
+// WithRetryQuota gives the SDK's retryer a token bucket of this size (the
+// SDK's default is 500; a retry costs 5), so a test can run it dry and see
+// its "retry quota exceeded" error.
+func WithRetryQuota(tokens uint) Option { return func(c *clientConfig) { c.retryQuota = tokens } }
 
 // New returns a fresh namespace with a client built from opts.
 func New(t testing.TB, opts ...Option) *Namespace {
@@ -192,6 +198,9 @@ func NewClient(t testing.TB, tg Target, opts ...Option) *s3.Client {
 			so.MaxBackoff = 50 * time.Millisecond
 			if cc.noRetry {
 				so.MaxAttempts = 1
+			}
+			if cc.retryQuota > 0 {
+				so.RateLimiter = ratelimit.NewTokenRateLimit(cc.retryQuota)
 			}
 		}),
 	}

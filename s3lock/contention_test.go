@@ -1,0 +1,203 @@
+package s3lock_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+type contention struct {
+	workers, rounds int
+	// faults, when set, returns the fault injector of one worker's client.
+	faults func(worker int) *s3test.Faults
+}
+
+// span is one critical section: what a worker did while holding a lease.
+type span struct {
+	worker     int
+	epoch      uint64
+	start, end time.Time
+}
+
+// run makes every worker acquire the lock `rounds` times and, while holding
+// it, do an unconditional read-modify-write of a counter object. Mutual
+// exclusion is what keeps the counter exact.
+func (cfg contention) run(t *testing.T) []span {
+	t.Helper()
+	ns := s3test.New(t)
+	name := ns.Name("contended")
+	counterKey := ns.Name("counter")
+	putCounter(t, ns, counterKey, 0)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		spans []span
+		wg    sync.WaitGroup
+	)
+	injectors := make([]*s3test.Faults, cfg.workers)
+	for w := range cfg.workers {
+		var copts []s3test.Option
+		if cfg.faults != nil {
+			injectors[w] = cfg.faults(w)
+			f := injectors[w]
+			copts = append(copts, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+		} else {
+			copts = append(copts, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return next }))
+		}
+		c := newLockClient(t, ns, fmt.Sprintf("worker-%02d", w), []s3lock.Option{
+			s3lock.WithLeaseDuration(10 * time.Second),
+			s3lock.WithRequestTimeout(5 * time.Second),
+		}, copts...)
+		wg.Go(func() {
+			for r := range cfg.rounds {
+				l, err := c.Acquire(ctx, name)
+				if err != nil {
+					t.Errorf("worker %d round %d: Acquire: %v", w, r, err)
+					return
+				}
+				s := span{worker: w, epoch: l.Epoch(), start: time.Now()}
+				n, err := getCounter(ctx, ns, counterKey)
+				if err == nil {
+					err = putCounterCtx(ctx, ns, counterKey, n+1)
+				}
+				s.end = time.Now()
+				if err != nil {
+					t.Errorf("worker %d: counter: %v", w, err)
+				}
+				if lost := l.Err(); lost != nil {
+					t.Errorf("worker %d: lease of epoch %d ended while held: %v", w, l.Epoch(), lost)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("worker %d: Release epoch %d: %v", w, l.Epoch(), err)
+				}
+				mu.Lock()
+				spans = append(spans, s)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range injectors {
+		if f != nil {
+			f.Disable()
+		}
+	}
+	if t.Failed() {
+		return spans
+	}
+
+	total := cfg.workers * cfg.rounds
+	if n, err := getCounter(t.Context(), ns, counterKey); err != nil || n != total {
+		t.Errorf("counter = %d (%v); want %d: two holders overlapped", n, err, total)
+	}
+	// Epochs strictly increase in the order the critical sections ran, and
+	// no two critical sections overlap in time.
+	slices.SortFunc(spans, func(a, b span) int { return a.start.Compare(b.start) })
+	for i := 1; i < len(spans); i++ {
+		prev, cur := spans[i-1], spans[i]
+		if cur.epoch <= prev.epoch {
+			t.Errorf("epoch %d (worker %d) ran after epoch %d (worker %d): epochs must increase", cur.epoch, cur.worker, prev.epoch, prev.worker)
+		}
+		if cur.start.Before(prev.end) {
+			t.Errorf("epoch %d (worker %d) started before epoch %d (worker %d) ended", cur.epoch, cur.worker, prev.epoch, prev.worker)
+		}
+	}
+	// No lease is left behind: every epoch object still in the bucket is
+	// released.
+	checker := newLockClient(t, ns, "checker", nil)
+	st, err := checker.Current(t.Context(), name)
+	if err != nil || st.Held || !st.Released {
+		t.Errorf("final state %+v, %v; want released", st, err)
+	}
+	for _, key := range s3test.Keys(t, ns.Client, ns.Bucket, name+"/") {
+		out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if !bytes.Contains(body, []byte(`"expired":true`)) {
+			t.Errorf("orphaned lease: %s is not released: %s", key, body)
+		}
+	}
+	return spans
+}
+
+func TestContention(t *testing.T) {
+	spans := contention{workers: 16, rounds: 30}.run(t)
+	if len(spans) > 0 && spans[len(spans)-1].epoch != uint64(len(spans)) {
+		t.Errorf("last epoch %d after %d acquisitions; without faults no epoch is skipped", spans[len(spans)-1].epoch, len(spans))
+	}
+}
+
+func TestContention_Faults(t *testing.T) {
+	var mu sync.Mutex
+	var injectors []*s3test.Faults
+	contention{workers: 8, rounds: 15, faults: func(w int) *s3test.Faults {
+		f := s3test.NewFaults(uint64(w+1),
+			s3test.Rule{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 0.06},
+			s3test.Rule{Fault: s3test.ServerErrorAfter, Ops: []string{"PutObject"}, Probability: 0.04},
+			s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 0.04},
+			s3test.Rule{Fault: s3test.Conflict, Probability: 0.06},
+			s3test.Rule{Fault: s3test.Latency, Probability: 0.10, Delay: 40 * time.Millisecond},
+		)
+		mu.Lock()
+		injectors = append(injectors, f)
+		mu.Unlock()
+		return f
+	}}.run(t)
+	total := map[s3test.Fault]int{}
+	for _, f := range injectors {
+		for k, v := range f.Injected() {
+			total[k] += v
+		}
+	}
+	t.Logf("faults injected: %v", total)
+	for _, k := range []s3test.Fault{s3test.DropResponse, s3test.ServerErrorAfter, s3test.ServerErrorBefore, s3test.Conflict, s3test.Latency} {
+		if total[k] == 0 {
+			t.Errorf("no %s fault was injected; the test did not exercise it", k)
+		}
+	}
+}
+
+func putCounter(t *testing.T, ns *s3test.Namespace, key string, n int) {
+	t.Helper()
+	if err := putCounterCtx(t.Context(), ns, key, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func putCounterCtx(ctx context.Context, ns *s3test.Namespace, key string, n int) error {
+	_, err := ns.Client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(ns.Bucket), Key: aws.String(key), Body: bytes.NewReader([]byte(strconv.Itoa(n))),
+	})
+	return err
+}
+
+func getCounter(ctx context.Context, ns *s3test.Namespace, key string) (int, error) {
+	out, err := ns.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return 0, err
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(string(b))
+}

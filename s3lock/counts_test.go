@@ -1,0 +1,127 @@
+package s3lock_test
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// seedHistory writes released epochs 1..n of name directly, as a lock that
+// has had n epochs would have them (before any cleanup).
+func seedHistory(t testing.TB, ns *s3test.Namespace, name string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	work := make(chan int)
+	errs := make(chan error, 1)
+	for range 32 {
+		wg.Go(func() {
+			for e := range work {
+				_, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{
+					Bucket: aws.String(ns.Bucket),
+					Key:    aws.String(s3lock.Key(name, uint64(e))),
+					Body:   bytes.NewReader(s3lock.EncodeReleasedForTest("seed", uint64(e), time.Minute)),
+				})
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for e := 1; e <= n; e++ {
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatalf("seeding history: %v", err)
+	default:
+	}
+}
+
+// prepareHistory gives the lock name `prior` earlier epochs, and lets the
+// protocol's own cleanup bring a long history back to one LIST page, as it
+// does for any lock that has had that many epochs.
+func prepareHistory(t testing.TB, ns *s3test.Namespace, c *s3lock.Client, name string, prior int) {
+	t.Helper()
+	switch {
+	case prior == 0:
+	case prior < 100:
+		for range prior {
+			l, err := c.TryAcquire(t.Context(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	default:
+		seedHistory(t, ns, name, prior-1)
+		// Old epochs may only be deleted once their successors are older
+		// than the cleanup age (PROTOCOL.md, "Cleanup").
+		time.Sleep(cleanupWait())
+		l, err := c.TryAcquire(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(t.Context()); err != nil { // waits for the sweep
+			t.Fatal(err)
+		}
+		if keys := s3test.Keys(t, ns.Client, ns.Bucket, name+"/"); len(keys) > s3lock.DefaultHistory {
+			t.Fatalf("after the sweep %d epoch objects remain; want at most %d", len(keys), s3lock.DefaultHistory)
+		}
+	}
+}
+
+// TestRequestCounts checks, at the transport, what acquisition and release
+// cost: constant however many epochs the lock has had.
+func TestRequestCounts(t *testing.T) {
+	s3lock.SetTimingForTest(t, 500*time.Millisecond)
+	type cost struct{ acquire, release int }
+	costs := map[int]cost{}
+	for _, prior := range []int{0, 1, 5000} {
+		ns := s3test.New(t)
+		counter, withCounter := counting()
+		c := newLockClient(t, ns, "counted", nil, withCounter)
+		name := ns.Name("counted")
+		prepareHistory(t, ns, c, name, prior)
+
+		counter.Reset()
+		l, err := c.TryAcquire(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acq := counter.String()
+		got := cost{acquire: counter.Total()}
+		if l.Epoch() != uint64(prior+1) {
+			t.Errorf("prior=%d: epoch %d; want %d", prior, l.Epoch(), prior+1)
+		}
+		counter.Reset()
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got.release = counter.Total()
+		t.Logf("prior epochs %d: acquire %d requests (%s), release %d (%s)", prior, got.acquire, acq, got.release, counter)
+		costs[prior] = got
+	}
+	if c := costs[0]; c.acquire != 2 || c.release != 1 {
+		t.Errorf("a lock that never existed: acquire %d, release %d requests; want 2 (LIST, PUT) and 1", c.acquire, c.release)
+	}
+	if c := costs[1]; c.acquire != 3 || c.release != 1 {
+		t.Errorf("one prior epoch: acquire %d, release %d requests; want 3 (LIST, GET, PUT) and 1", c.acquire, c.release)
+	}
+	if costs[5000] != costs[1] {
+		t.Errorf("5,000 prior epochs cost %+v; want the same as one prior epoch, %+v", costs[5000], costs[1])
+	}
+}

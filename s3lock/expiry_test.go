@@ -1,0 +1,98 @@
+package s3lock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestExpiry_TakeoverOnlyAfterLapse: a holder that stops renewing is taken
+// over only after its lease lapses — also when the holder's or the waiter's
+// clock is off by an hour either way — and the waiter does not wait forever.
+func TestExpiry_TakeoverOnlyAfterLapse(t *testing.T) {
+	const lease = 3 * time.Second
+	cases := []struct {
+		name                   string
+		holderSkew, waiterSkew time.Duration
+	}{
+		{"no skew", 0, 0},
+		{"waiter clock +1h", 0, time.Hour},
+		{"waiter clock -1h", 0, -time.Hour},
+		{"holder clock +1h", time.Hour, 0},
+		{"holder clock -1h", -time.Hour, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := s3test.New(t)
+			name := ns.Name("expiry")
+			holder := newLockClient(t, ns, "crashed", []s3lock.Option{
+				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3lock.OffsetClock{Offset: tc.holderSkew})})
+			waiter := newLockClient(t, ns, "waiter", []s3lock.Option{
+				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3lock.OffsetClock{Offset: tc.waiterSkew}),
+				s3lock.WithPollInterval(50 * time.Millisecond)})
+
+			sent := time.Now() // before the holder's create was sent
+			old, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+			if err != nil {
+				t.Fatal(err)
+			}
+			old.Detach() // the holder stops renewing, as if it crashed
+
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			l, err := waiter.Acquire(ctx, name)
+			if err != nil {
+				t.Fatalf("waiter never acquired: %v", err)
+			}
+			took := time.Since(sent)
+			mustRelease(t, l)
+			if l.Epoch() != 2 {
+				t.Errorf("epoch = %d; want 2", l.Epoch())
+			}
+			// The old lease could be valid until `lease` after its create
+			// was sent; no takeover may happen before that.
+			if took < lease {
+				t.Errorf("taken over %s after the holder acquired; the lease of %s had not lapsed", took, lease)
+			}
+		})
+	}
+}
+
+// TestExpiry_HolderStopsTrustingFirst: a lease that is not renewed ends (Done
+// closes, Err matches ErrLeaseLost) before anyone else can acquire the lock.
+func TestExpiry_HolderStopsTrustingFirst(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("trust")
+	holder := newLockClient(t, ns, "holder", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)})
+	waiter := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+	l, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan time.Time, 1)
+	go func() {
+		<-l.Done()
+		ended <- time.Now()
+	}()
+	l2, err := waiter.Acquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := time.Now()
+	mustRelease(t, l2)
+	select {
+	case at := <-ended:
+		if !at.Before(acquired) {
+			t.Errorf("holder stopped trusting its lease at %v, after the takeover at %v", at, acquired)
+		}
+	default:
+		t.Fatal("the lapsed lease's Done channel is still open after a takeover")
+	}
+	if err := l.Err(); err == nil {
+		t.Fatal("Err() = nil for a lapsed lease")
+	}
+}

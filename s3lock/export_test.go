@@ -1,0 +1,37 @@
+package s3lock
+
+import (
+	"testing"
+	"time"
+)
+
+// SetTimingForTest shortens the attempt window and the cleanup age for one
+// test, keeping cleanupAge > attemptWindow + serverSlack as the protocol
+// requires.
+func SetTimingForTest(t *testing.T, window time.Duration) {
+	t.Helper()
+	oldWindow, oldAge := attemptWindow, cleanupAge
+	attemptWindow = window
+	cleanupAge = window + serverSlack + time.Second
+	t.Cleanup(func() { attemptWindow, cleanupAge = oldWindow, oldAge })
+}
+
+// CleanupAge returns the current cleanup age.
+func CleanupAge() time.Duration { return cleanupAge }
+
+// WaitBackground waits until the lease's background goroutine has finished
+// its first step (the history cleanup, if one was due) by stopping it. The
+// lease stays held but is no longer renewed.
+func (l *Lease) WaitBackground() { l.stopBackground() }
+
+// EncodeReleasedForTest returns a released lease payload for epoch, as the
+// protocol writes it, for tests that seed history.
+func EncodeReleasedForTest(holder string, epoch uint64, validity time.Duration) []byte {
+	p := payload{LeaderID: holder, ValidityMs: validity.Milliseconds(), Expired: true, Format: formatVersion,
+		Epoch: epoch, Nonce: randomHex(16), Renewals: 1, AcquiredAt: time.Now().UTC(), ReleasedAt: time.Now().UTC()}
+	b, err := p.encode()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

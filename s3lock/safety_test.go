@@ -1,0 +1,297 @@
+package s3lock_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// gate holds the first create request (If-None-Match) that passes through
+// it until opened: a contender that read the lock, then paused before its
+// write reached the store.
+type gate struct {
+	next    http.RoundTripper
+	once    sync.Once
+	reached chan struct{}
+	open    chan struct{}
+}
+
+func newGate() *gate { return &gate{reached: make(chan struct{}), open: make(chan struct{})} }
+
+func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut && req.Header.Get("If-None-Match") == "*" {
+		held := false
+		g.once.Do(func() { held = true })
+		if held {
+			close(g.reached)
+			<-g.open
+		}
+	}
+	return g.next.RoundTrip(req)
+}
+
+func epochObjectExists(t *testing.T, ns *s3test.Namespace, key string) bool {
+	t.Helper()
+	_, err := ns.Client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
+	return err == nil
+}
+
+// TestStaleContender_RecreatesDeletedEpoch is hazard 4 of the protocol notes:
+// a contender reads "newest = 1", pauses; meanwhile epochs 2..4 are taken
+// and cleanup deletes epoch 2; the contender's create of epoch 2 then
+// succeeds. It must find out that a newer epoch exists and not use it.
+func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
+	s3lock.SetTimingForTest(t, 300*time.Millisecond)
+	ns := s3test.New(t)
+	name := ns.Name("stale")
+	b := newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithHistory(1)})
+	g := newGate()
+	a := newLockClient(t, ns, "paused", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		g.next = next
+		return g
+	}))
+
+	take := func() *s3lock.Lease {
+		t.Helper()
+		l, err := b.TryAcquire(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	release := func(l *s3lock.Lease) {
+		t.Helper()
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release(take()) // epoch 1, released
+
+	type result struct {
+		l   *s3lock.Lease
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		l, err := a.TryAcquire(context.Background(), name)
+		res <- result{l, err}
+	}()
+	<-g.reached // a listed (newest: 1, released) and is about to create epoch 2
+
+	release(take()) // epoch 2
+	time.Sleep(cleanupWait())
+	release(take()) // epoch 3
+	time.Sleep(cleanupWait())
+	l4 := take() // epoch 4: its cleanup deletes epochs 1 and 2
+	mustRelease(t, l4)
+	eventually(t, 10*time.Second, "cleanup to delete epoch 2", func() bool {
+		return !epochObjectExists(t, ns, s3lock.Key(name, 2))
+	})
+
+	close(g.open) // a's create of epoch 2 now lands on a free key
+	r := <-res
+	if r.err == nil {
+		r.l.Release(t.Context())
+		t.Fatalf("the paused contender got epoch %d although epoch 4 is held", r.l.Epoch())
+	}
+	var held *s3lock.HeldError
+	if !errors.As(r.err, &held) || held.Epoch != 4 || held.Holder != "bob" {
+		t.Fatalf("paused contender: %v; want ErrHeld naming bob's epoch 4", r.err)
+	}
+	st, err := b.Current(t.Context(), name)
+	if err != nil || st.Epoch != 4 || !st.Held {
+		t.Fatalf("state after the stale create: %+v, %v; want epoch 4 held", st, err)
+	}
+	if err := l4.Renew(t.Context()); err != nil {
+		t.Errorf("bob's lease suffered from the stale create: %v", err)
+	}
+}
+
+// TestAmbiguousCreate: a create whose outcome the client cannot see is
+// resolved by reading the key back: never an orphaned lease, never a lost
+// one.
+func TestAmbiguousCreate(t *testing.T) {
+	cases := []struct {
+		name    string
+		fault   s3test.Fault
+		noRetry bool
+	}{
+		{"response dropped after commit, SDK retries get 412", s3test.DropResponse, false},
+		{"response dropped after commit, no SDK retry", s3test.DropResponse, true},
+		{"500 after commit, SDK retries get 412", s3test.ServerErrorAfter, false},
+		{"500 after commit, no SDK retry", s3test.ServerErrorAfter, true},
+		{"503 before the store saw it, no SDK retry", s3test.ServerErrorBefore, true},
+		{"409 conflict, no SDK retry", s3test.Conflict, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := s3test.New(t)
+			f := s3test.NewFaults(1, s3test.Rule{Fault: tc.fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
+			copts := []s3test.Option{s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) })}
+			if tc.noRetry {
+				copts = append(copts, s3test.WithoutRetries())
+			}
+			c := newLockClient(t, ns, "creator", nil, copts...)
+			l, err := c.TryAcquire(t.Context(), ns.Name("ambiguous"))
+			if err != nil {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			if f.Injected()[tc.fault] != 1 {
+				t.Fatalf("fault was not injected: %v", f.Injected())
+			}
+			if l.Epoch() != 1 {
+				t.Errorf("epoch = %d; want 1 (the ambiguous write must not cost an epoch)", l.Epoch())
+			}
+			st, err := c.Current(t.Context(), ns.Name("ambiguous"))
+			if err != nil || !st.Held || st.Holder != "creator" || st.Epoch != 1 {
+				t.Fatalf("state = %+v, %v; want epoch 1 held by creator", st, err)
+			}
+			if err := l.Release(t.Context()); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+		})
+	}
+}
+
+// TestAmbiguousRenewAndRelease: renewals and releases whose answer is lost
+// are confirmed by reading back, not mistaken for a lost lease.
+func TestAmbiguousRenewAndRelease(t *testing.T) {
+	for _, fault := range []s3test.Fault{s3test.DropResponse, s3test.ServerErrorAfter, s3test.Conflict, s3test.ServerErrorBefore} {
+		t.Run(fault.String(), func(t *testing.T) {
+			ns := s3test.New(t)
+			f := s3test.NewFaults(1)
+			c := newLockClient(t, ns, "holder", nil, s3test.WithoutRetries(),
+				s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+			name := ns.Name("ambiguous")
+			l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Rules = []s3test.Rule{{Fault: fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1}}
+			if err := l.Renew(t.Context()); err != nil {
+				t.Fatalf("Renew with a %s: %v", fault, err)
+			}
+			f.Rules = []s3test.Rule{{Fault: fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1}}
+			if err := l.Release(t.Context()); err != nil {
+				t.Fatalf("Release with a %s: %v", fault, err)
+			}
+			st, err := c.Current(t.Context(), name)
+			if err != nil || !st.Released || st.Renewals != 2 {
+				t.Fatalf("state = %+v, %v; want released after one renewal and the release", st, err)
+			}
+		})
+	}
+}
+
+// TestReleaseAfterLost: releasing a lease that already lapsed says so and
+// writes nothing, so it cannot disturb the new holder.
+func TestReleaseAfterLost(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("lost")
+	counter, withCounter := counting()
+	a := newLockClient(t, ns, "late", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)}, withCounter)
+	b := newLockClient(t, ns, "next", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+	la, err := a.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Acquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, lb)
+	before, err := b.Current(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	counter.Reset()
+	err = la.Release(t.Context())
+	var lost *s3lock.LeaseLostError
+	if !errors.Is(err, s3lock.ErrLeaseLost) || !errors.As(err, &lost) || lost.Epoch != 1 {
+		t.Fatalf("Release of a lapsed lease = %v; want a LeaseLostError for epoch 1", err)
+	}
+	if n := counter.Count("PutObject"); n != 0 {
+		t.Errorf("Release of a lost lease wrote %d objects; want none", n)
+	}
+	after, err := b.Current(t.Context(), name)
+	if err != nil || after.Epoch != 2 || !after.Held || after.Renewals != before.Renewals {
+		t.Errorf("new holder's state changed: before %+v, after %+v (%v)", before, after, err)
+	}
+}
+
+// TestForceRelease acts only on the epoch named; the holder learns at its
+// next renewal that its lease is gone.
+func TestForceRelease(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("force")
+	holder := newLockClient(t, ns, "stuck", nil)
+	op := newLockClient(t, ns, "operator", nil)
+	l, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.ForceRelease(t.Context(), name, 99); !errors.Is(err, s3lock.ErrNoSuchEpoch) {
+		t.Errorf("ForceRelease of a missing epoch = %v; want ErrNoSuchEpoch", err)
+	}
+	if err := op.ForceRelease(t.Context(), name, 1); err != nil {
+		t.Fatalf("ForceRelease: %v", err)
+	}
+	next, err := op.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatalf("TryAcquire after ForceRelease: %v", err)
+	}
+	mustRelease(t, next)
+	if err := op.ForceRelease(t.Context(), name, 1); err != nil {
+		t.Errorf("ForceRelease of an already released epoch = %v; want nil", err)
+	}
+	st, err := op.Current(t.Context(), name)
+	if err != nil || st.Epoch != 2 || !st.Held || st.Holder != "operator" {
+		t.Fatalf("ForceRelease of epoch 1 disturbed epoch 2: %+v, %v", st, err)
+	}
+	err = l.Renew(t.Context())
+	if !errors.Is(err, s3lock.ErrLeaseLost) {
+		t.Fatalf("Renew after ForceRelease = %v; want ErrLeaseLost", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Error("Done not closed after the lease was found lost")
+	}
+	if err := l.Release(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
+		t.Errorf("Release after loss = %v; want ErrLeaseLost", err)
+	}
+}
+
+// TestLostLease_DoneClosesInBackground: an auto-renewing lease that is
+// force-released ends on its own at its next renewal.
+func TestLostLease_DoneClosesInBackground(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("bg-lost")
+	c := newLockClient(t, ns, "holder", []s3lock.Option{
+		s3lock.WithLeaseDuration(3 * time.Second), s3lock.WithRenewInterval(100 * time.Millisecond)})
+	l, err := c.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ForceRelease(t.Context(), name, l.Epoch()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("lease did not notice it was force-released")
+	}
+	if !errors.Is(l.Err(), s3lock.ErrLeaseLost) {
+		t.Errorf("Err = %v; want ErrLeaseLost", l.Err())
+	}
+}
