@@ -28,7 +28,9 @@ func (c *Client) Verify(ctx context.Context) error {
 		return fmt.Errorf("%w: s3://%s/%s: %s; s3lock cannot provide mutual exclusion on this store",
 			ErrConditionalWritesUnsupported, c.bucket, key, what)
 	}
-	body := func(step string) []byte { return []byte(`{"s3lockProbe":"` + step + `","nonce":"` + randomHex(8) + `"}`) }
+	body := func(step string) []byte {
+		return []byte(`{"s3lockProbe":"` + step + `","nonce":"` + randomHex(8) + `"}`)
+	}
 
 	etag1, err := c.putEpoch(ctx, key, "", body("create"))
 	if err != nil {
