@@ -157,7 +157,7 @@ func (c *Client) readBack(ctx context.Context, key string, epoch uint64) (*obser
 func (c *Client) established(ctx context.Context, name string, epoch uint64, p payload, etag string, sent, start time.Time, a acquireConfig) (*Lease, error) {
 	clk := c.cfg.clock
 	if clk.Now().Sub(start) > attemptWindow {
-		l, err := c.listEpochs(ctx, name, Key(name, epoch), pageSize)
+		l, err := c.listEpochs(ctx, name, Key(name, epoch))
 		if err != nil {
 			c.abandon(ctx, Key(name, epoch), epoch, p)
 			return nil, err

@@ -28,7 +28,7 @@ func (c *Client) cleanupFor(name string, newest uint64, page *listed) func(conte
 	if len(keys) < c.cfg.history {
 		return nil
 	}
-	return func(ctx context.Context) { c.deleteHistory(ctx, name, keys) }
+	return func(ctx context.Context) { _ = c.deleteHistory(ctx, name, keys) }
 }
 
 // deletable returns the keys of epochs (ascending) that may be deleted.
@@ -65,7 +65,7 @@ func (c *Client) sweep(ctx context.Context, name string, newest uint64) {
 	var date time.Time
 	after := ""
 	for {
-		l, err := c.listEpochs(ctx, name, after, pageSize)
+		l, err := c.listEpochs(ctx, name, after)
 		if err != nil {
 			c.cfg.logger.Debug("s3lock: history sweep stopped", "bucket", c.bucket, "lock", name, "err", err)
 			return

@@ -15,15 +15,15 @@ import (
 
 // seedHistory writes released epochs 1..n of name directly, as a lock that
 // has had n epochs would have them (before any cleanup).
-func seedHistory(t testing.TB, ns *s3test.Namespace, name string, n int) {
-	t.Helper()
+func seedHistory(tb testing.TB, ns *s3test.Namespace, name string, n int) {
+	tb.Helper()
 	var wg sync.WaitGroup
 	work := make(chan int)
 	errs := make(chan error, 1)
 	for range 32 {
 		wg.Go(func() {
 			for e := range work {
-				_, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{
+				_, err := ns.Client.PutObject(tb.Context(), &s3.PutObjectInput{
 					Bucket: aws.String(ns.Bucket),
 					Key:    aws.String(s3lock.Key(name, uint64(e))),
 					Body:   bytes.NewReader(s3lock.EncodeReleasedForTest("seed", uint64(e), time.Minute)),
@@ -44,7 +44,7 @@ func seedHistory(t testing.TB, ns *s3test.Namespace, name string, n int) {
 	wg.Wait()
 	select {
 	case err := <-errs:
-		t.Fatalf("seeding history: %v", err)
+		tb.Fatalf("seeding history: %v", err)
 	default:
 	}
 }
@@ -52,34 +52,34 @@ func seedHistory(t testing.TB, ns *s3test.Namespace, name string, n int) {
 // prepareHistory gives the lock name `prior` earlier epochs, and lets the
 // protocol's own cleanup bring a long history back to one LIST page, as it
 // does for any lock that has had that many epochs.
-func prepareHistory(t testing.TB, ns *s3test.Namespace, c *s3lock.Client, name string, prior int) {
-	t.Helper()
+func prepareHistory(tb testing.TB, ns *s3test.Namespace, c *s3lock.Client, name string, prior int) {
+	tb.Helper()
 	switch {
 	case prior == 0:
 	case prior < 100:
 		for range prior {
-			l, err := c.TryAcquire(t.Context(), name)
+			l, err := c.TryAcquire(tb.Context(), name)
 			if err != nil {
-				t.Fatal(err)
+				tb.Fatal(err)
 			}
-			if err := l.Release(t.Context()); err != nil {
-				t.Fatal(err)
+			if err := l.Release(tb.Context()); err != nil {
+				tb.Fatal(err)
 			}
 		}
 	default:
-		seedHistory(t, ns, name, prior-1)
+		seedHistory(tb, ns, name, prior-1)
 		// Old epochs may only be deleted once their successors are older
 		// than the cleanup age (PROTOCOL.md, "Cleanup").
 		time.Sleep(cleanupWait())
-		l, err := c.TryAcquire(t.Context(), name)
+		l, err := c.TryAcquire(tb.Context(), name)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
-		if err := l.Release(t.Context()); err != nil { // waits for the sweep
-			t.Fatal(err)
+		if err := l.Release(tb.Context()); err != nil { // waits for the sweep
+			tb.Fatal(err)
 		}
-		if keys := s3test.Keys(t, ns.Client, ns.Bucket, name+"/"); len(keys) > s3lock.DefaultHistory {
-			t.Fatalf("after the sweep %d epoch objects remain; want at most %d", len(keys), s3lock.DefaultHistory)
+		if keys := s3test.Keys(tb, ns.Client, ns.Bucket, name+"/"); len(keys) > s3lock.DefaultHistory {
+			tb.Fatalf("after the sweep %d epoch objects remain; want at most %d", len(keys), s3lock.DefaultHistory)
 		}
 	}
 }

@@ -13,7 +13,7 @@ const pageSize = 1000
 // fit (history written by another tool, or a burst of more acquisitions than
 // cleanup may yet delete), it gallops over the key space: O(log n) LISTs.
 func (c *Client) findNewest(ctx context.Context, name string) (newest listedEpoch, found bool, first *listed, err error) {
-	first, err = c.listEpochs(ctx, name, "", pageSize)
+	first, err = c.listEpochs(ctx, name, "")
 	if err != nil {
 		return listedEpoch{}, false, nil, err
 	}
@@ -32,7 +32,7 @@ func (c *Client) findNewest(ctx context.Context, name string) (newest listedEpoc
 	hi := MaxEpoch
 	for {
 		probe := min(lo+step, MaxEpoch)
-		l, err := c.listEpochs(ctx, name, Key(name, probe), pageSize)
+		l, err := c.listEpochs(ctx, name, Key(name, probe))
 		if err != nil {
 			return listedEpoch{}, false, nil, err
 		}
@@ -57,7 +57,7 @@ func (c *Client) findNewest(ctx context.Context, name string) (newest listedEpoc
 	// Bisect (lo, hi]: the newest epoch is in it.
 	for hi-lo > pageSize {
 		mid := lo + (hi-lo)/2
-		l, err := c.listEpochs(ctx, name, Key(name, mid), pageSize)
+		l, err := c.listEpochs(ctx, name, Key(name, mid))
 		if err != nil {
 			return listedEpoch{}, false, nil, err
 		}
@@ -78,7 +78,7 @@ func (c *Client) findNewest(ctx context.Context, name string) (newest listedEpoc
 	// Page through what is left.
 	after := Key(name, lo)
 	for {
-		l, err := c.listEpochs(ctx, name, after, pageSize)
+		l, err := c.listEpochs(ctx, name, after)
 		if err != nil {
 			return listedEpoch{}, false, nil, err
 		}

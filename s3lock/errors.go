@@ -182,12 +182,12 @@ func (e *OpError) Error() string {
 }
 
 func (e *OpError) hint() string {
-	switch e.Kind {
-	case ErrAccessDenied:
+	switch {
+	case errors.Is(e.Kind, ErrAccessDenied):
 		return "check that the credentials may " + permissionFor(e.Op) + " in this bucket"
-	case ErrNoSuchBucket:
+	case errors.Is(e.Kind, ErrNoSuchBucket):
 		return "create the bucket or correct its name"
-	case ErrUnavailable:
+	case errors.Is(e.Kind, ErrUnavailable):
 		return "the store may be overloaded or unreachable; retry later"
 	}
 	return ""

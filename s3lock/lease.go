@@ -219,7 +219,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.p = next
 	l.mu.Unlock()
 	l.c.cfg.logger.Info("s3lock: released", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch)
-	l.end(ErrReleased)
+	_ = l.end(ErrReleased)
 	return nil
 }
 
@@ -346,7 +346,7 @@ func (l *Lease) keepAlive(ctx context.Context) {
 			if l.auto {
 				reason = "renewals kept failing until it expired"
 			}
-			l.lost(reason, nil)
+			_ = l.lost(reason, nil)
 			return
 		}
 		if !l.auto {

@@ -100,7 +100,7 @@ func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
 	close(g.open) // a's create of epoch 2 now lands on a free key
 	r := <-res
 	if r.err == nil {
-		r.l.Release(t.Context())
+		_ = r.l.Release(t.Context())
 		t.Fatalf("the paused contender got epoch %d although epoch 4 is held", r.l.Epoch())
 	}
 	var held *s3lock.HeldError

@@ -274,16 +274,16 @@ func (l *listed) newest() (listedEpoch, bool) {
 	return l.epochs[len(l.epochs)-1], true
 }
 
-// listEpochs lists up to maxKeys epoch objects of the lock name with keys
+// listEpochs lists up to one page of epoch objects of the lock name with keys
 // after startAfter ("" for the first).
-func (c *Client) listEpochs(ctx context.Context, name, startAfter string, maxKeys int32) (*listed, error) {
+func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*listed, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	prefix := epochPrefix(name)
 	in := &s3.ListObjectsV2Input{
 		Bucket:              aws.String(c.bucket),
 		Prefix:              aws.String(prefix),
-		MaxKeys:             aws.Int32(maxKeys),
+		MaxKeys:             aws.Int32(pageSize),
 		ExpectedBucketOwner: c.owner(),
 	}
 	if startAfter != "" {

@@ -148,7 +148,7 @@ func (s *Server) waitHealthy(ctx context.Context, limit time.Duration) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("s3server: versitygw exited before it was ready (%v): %s", s.waitErr, s.logs.String())
+			return fmt.Errorf("s3server: versitygw exited before it was ready (%w): %s", s.waitErr, s.logs.String())
 		case <-ctx.Done():
 			return fmt.Errorf("s3server: versitygw at %s not healthy after %s: %s", s.Endpoint, limit, s.logs.String())
 		case <-time.After(20 * time.Millisecond):

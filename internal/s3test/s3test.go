@@ -80,8 +80,8 @@ func External() bool { return os.Getenv(EnvEndpoint) != "" }
 
 // TargetFor returns the store for this test binary, starting the local
 // server on first use.
-func TargetFor(t testing.TB) Target {
-	t.Helper()
+func TargetFor(tb testing.TB) Target {
+	tb.Helper()
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		tg := Target{
 			Region:    envOr(EnvRegion, "us-east-1"),
@@ -94,7 +94,7 @@ func TargetFor(t testing.TB) Target {
 			tg.Endpoint = ep
 		}
 		if tg.Bucket == "" {
-			t.Fatalf("%s is set but %s is not: an external endpoint needs a bucket the tests may write to", EnvEndpoint, EnvBucket)
+			tb.Fatalf("%s is set but %s is not: an external endpoint needs a bucket the tests may write to", EnvEndpoint, EnvBucket)
 		}
 		return tg
 	}
@@ -104,7 +104,7 @@ func TargetFor(t testing.TB) Target {
 		server, serverErr = s3server.Start(ctx, s3server.Options{})
 	})
 	if serverErr != nil {
-		t.Fatalf("starting the local S3 server: %v", serverErr)
+		tb.Fatalf("starting the local S3 server: %v", serverErr)
 	}
 	return Target{
 		Endpoint:  server.Endpoint,
@@ -152,16 +152,16 @@ func WithoutRetries() Option { return func(c *clientConfig) { c.noRetry = true }
 func WithRetryQuota(tokens uint) Option { return func(c *clientConfig) { c.retryQuota = tokens } }
 
 // New returns a fresh namespace with a client built from opts.
-func New(t testing.TB, opts ...Option) *Namespace {
-	t.Helper()
-	tg := TargetFor(t)
-	client := NewClient(t, tg, opts...)
+func New(tb testing.TB, opts ...Option) *Namespace {
+	tb.Helper()
+	tg := TargetFor(tb)
+	client := NewClient(tb, tg, opts...)
 	ns := &Namespace{Client: client, Target: tg}
 	if tg.Local {
 		ns.Bucket = "s3lock-" + RandomHex(6)
-		_, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)})
+		_, err := client.CreateBucket(tb.Context(), &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)})
 		if err != nil {
-			t.Fatalf("creating bucket %s: %v", ns.Bucket, err)
+			tb.Fatalf("creating bucket %s: %v", ns.Bucket, err)
 		}
 	} else {
 		ns.Bucket = tg.Bucket
@@ -172,14 +172,14 @@ func New(t testing.TB, opts ...Option) *Namespace {
 
 // Client returns another client for the same namespace, built from opts:
 // e.g. a second contender with its own transport.
-func (n *Namespace) NewClient(t testing.TB, opts ...Option) *s3.Client {
-	t.Helper()
-	return NewClient(t, n.Target, opts...)
+func (n *Namespace) NewClient(tb testing.TB, opts ...Option) *s3.Client {
+	tb.Helper()
+	return NewClient(tb, n.Target, opts...)
 }
 
 // NewClient builds an *s3.Client for tg.
-func NewClient(t testing.TB, tg Target, opts ...Option) *s3.Client {
-	t.Helper()
+func NewClient(tb testing.TB, tg Target, opts ...Option) *s3.Client {
+	tb.Helper()
 	var cc clientConfig
 	for _, o := range opts {
 		o(&cc)
@@ -210,9 +210,9 @@ func NewClient(t testing.TB, tg Target, opts ...Option) *s3.Client {
 	if tg.AccessKey != "" {
 		o.Credentials = credentials.NewStaticCredentialsProvider(tg.AccessKey, tg.SecretKey, "")
 	} else {
-		cfg, err := config.LoadDefaultConfig(t.Context(), config.WithRegion(tg.Region))
+		cfg, err := config.LoadDefaultConfig(tb.Context(), config.WithRegion(tg.Region))
 		if err != nil {
-			t.Fatalf("loading AWS configuration: %v", err)
+			tb.Fatalf("loading AWS configuration: %v", err)
 		}
 		o.Credentials = cfg.Credentials
 	}
@@ -234,14 +234,14 @@ func envOr(k, def string) string {
 }
 
 // Keys lists every key under prefix in bucket.
-func Keys(t testing.TB, client *s3.Client, bucket, prefix string) []string {
-	t.Helper()
+func Keys(tb testing.TB, client *s3.Client, bucket, prefix string) []string {
+	tb.Helper()
 	var keys []string
 	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
-		page, err := p.NextPage(t.Context())
+		page, err := p.NextPage(tb.Context())
 		if err != nil {
-			t.Fatalf("listing s3://%s/%s: %v", bucket, prefix, err)
+			tb.Fatalf("listing s3://%s/%s: %v", bucket, prefix, err)
 		}
 		for _, o := range page.Contents {
 			keys = append(keys, aws.ToString(o.Key))
