@@ -105,7 +105,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 			return c.established(ctx, name, epoch, p, etag, sent, start, a)
 		}
 		switch classify(err) {
-		case failAccessDenied, failNoSuchBucket, failOther, failNotFound:
+		case failAccessDenied, failNoSuchBucket, failOther, failNotFound, failUnsupported:
 			return nil, err
 		}
 		// 412 (someone else's create, or the SDK's retry of our own

@@ -189,6 +189,8 @@ func (e *OpError) hint() string {
 		return "create the bucket or correct its name"
 	case errors.Is(e.Kind, ErrUnavailable):
 		return "the store may be overloaded or unreachable; retry later"
+	case errors.Is(e.Kind, ErrConditionalWritesUnsupported):
+		return "the store does not implement a request s3lock needs; it cannot hold locks on this store"
 	}
 	return ""
 }

@@ -254,7 +254,7 @@ func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, 
 		}
 		f := classify(err)
 		switch f {
-		case failAccessDenied, failNoSuchBucket, failOther:
+		case failAccessDenied, failNoSuchBucket, failOther, failUnsupported:
 			return "", sent, err
 		case failNotFound:
 			return "", sent, l.lost("its epoch object was deleted", err)

@@ -40,6 +40,7 @@ const (
 	failAccessDenied         // 403
 	failNoSuchBucket         // 404 NoSuchBucket
 	failCanceled             // the caller's context ended
+	failUnsupported          // 501: the store does not implement the request (e.g. conditional writes)
 )
 
 func classify(err error) failure {
@@ -55,6 +56,8 @@ func classify(err error) failure {
 	switch {
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
 		return failPrecondition
+	case status == http.StatusNotImplemented || code == "NotImplemented":
+		return failUnsupported
 	case status == http.StatusNotModified || code == "NotModified":
 		return failNotModified
 	case code == "NoSuchBucket":
@@ -114,6 +117,8 @@ func kindOf(f failure) error {
 		return ErrAccessDenied
 	case failNoSuchBucket:
 		return ErrNoSuchBucket
+	case failUnsupported:
+		return ErrConditionalWritesUnsupported
 	}
 	return nil
 }
@@ -131,11 +136,13 @@ func (c *Client) opError(op, key string, err error) error {
 }
 
 // describeCause turns an SDK error into a short sentence: the API error code
-// and message when there is one, the transport error otherwise.
+// and message when there is one, the transport error otherwise, and what the
+// SDK's retryer gave up on.
 func describeCause(err error) string {
+	msg := err.Error()
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
-		msg := apiErr.ErrorCode()
+		msg = apiErr.ErrorCode()
 		if m := apiErr.ErrorMessage(); m != "" {
 			msg += ": " + m
 		}
@@ -143,9 +150,16 @@ func describeCause(err error) string {
 		if errors.As(err, &respErr) {
 			msg = http.StatusText(respErr.HTTPStatusCode()) + " (" + msg + ")"
 		}
-		return msg
 	}
-	return err.Error()
+	var quota ratelimit.QuotaExceededError
+	if errors.As(err, &quota) {
+		msg += "; the SDK's retry quota exceeded, so it stopped retrying"
+	}
+	var attempts *retry.MaxAttemptsError
+	if errors.As(err, &attempts) {
+		msg += fmt.Sprintf(" (after %d attempts)", attempts.Attempt)
+	}
+	return msg
 }
 
 // observed is an epoch object as read from the store.

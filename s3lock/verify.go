@@ -34,7 +34,7 @@ func (c *Client) Verify(ctx context.Context) error {
 
 	etag1, err := c.putEpoch(ctx, key, "", body("create"))
 	if err != nil {
-		if isNotImplemented(err) {
+		if classify(err) == failUnsupported {
 			return unsupported("it rejected If-None-Match: * as not implemented")
 		}
 		return err
@@ -67,9 +67,4 @@ func (c *Client) Verify(ctx context.Context) error {
 		return unsupported(fmt.Sprintf("two different bodies got the same ETag %s", etag1))
 	}
 	return nil
-}
-
-func isNotImplemented(err error) bool {
-	code, status := errorCode(err)
-	return code == "NotImplemented" || status == 501
 }

@@ -1,0 +1,55 @@
+package s3lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"syscall"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+func apiErr(status int, code string) error {
+	return &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+		Err:      &smithy.GenericAPIError{Code: code, Message: "m"},
+	}}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want failure
+	}{
+		{"412", apiErr(412, "PreconditionFailed"), failPrecondition},
+		{"304", apiErr(304, "NotModified"), failNotModified},
+		{"404 key", apiErr(404, "NoSuchKey"), failNotFound},
+		{"404 bucket", apiErr(404, "NoSuchBucket"), failNoSuchBucket},
+		{"409", apiErr(409, "ConditionalRequestConflict"), failConflict},
+		{"403", apiErr(403, "AccessDenied"), failAccessDenied},
+		{"bad signature", apiErr(403, "SignatureDoesNotMatch"), failAccessDenied},
+		{"500", apiErr(500, "InternalError"), failTransient},
+		{"503 slow down", apiErr(503, "SlowDown"), failTransient},
+		{"429", apiErr(429, "TooManyRequests"), failTransient},
+		{"400 other", apiErr(400, "InvalidArgument"), failOther},
+		{"501", apiErr(501, "NotImplemented"), failUnsupported},
+		{"retry quota", errors.Join(apiErr(503, "SlowDown"), fmt.Errorf("failed to get rate limit token, %w", ratelimit.QuotaExceededError{Available: 0, Requested: 5})), failTransient},
+		{"max attempts", &retry.MaxAttemptsError{Attempt: 3, Err: io.ErrUnexpectedEOF}, failTransient},
+		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), failTransient},
+		{"unexpected EOF", io.ErrUnexpectedEOF, failTransient},
+		{"caller cancelled", context.Canceled, failCanceled},
+		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), failCanceled},
+	}
+	for _, tc := range cases {
+		if got := classify(tc.err); got != tc.want {
+			t.Errorf("%s: classify = %d; want %d", tc.name, got, tc.want)
+		}
+	}
+}

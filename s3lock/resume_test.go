@@ -1,0 +1,93 @@
+package s3lock_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestResume_HandsALeaseToAnotherProcess: one step acquires and detaches,
+// another resumes by token, renews and releases.
+func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("pipeline")
+	step1 := newLockClient(t, ns, "step-1", nil)
+	step2 := newLockClient(t, ns, "step-2", nil)
+
+	l, err := step1.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := l.Detach()
+	parsed, err := s3lock.ParseToken(tok.String())
+	if err != nil || parsed != tok {
+		t.Fatalf("ParseToken(%s) = %+v, %v", tok, parsed, err)
+	}
+
+	r, err := step2.Resume(t.Context(), parsed, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if r.Epoch() != l.Epoch() || r.Holder() != "step-1" {
+		t.Errorf("resumed lease = epoch %d holder %s; want epoch %d holder step-1", r.Epoch(), r.Holder(), l.Epoch())
+	}
+	if err := r.Renew(t.Context()); err != nil {
+		t.Fatalf("Renew of a resumed lease: %v", err)
+	}
+	if err := r.Release(t.Context()); err != nil {
+		t.Fatalf("Release of a resumed lease: %v", err)
+	}
+	if _, err := step2.Resume(t.Context(), parsed); !errors.Is(err, s3lock.ErrLeaseLost) {
+		t.Errorf("Resume of a released lease = %v; want ErrLeaseLost", err)
+	}
+	forged := parsed
+	forged.Nonce = "0000"
+	if _, err := step2.Resume(t.Context(), forged); !errors.Is(err, s3lock.ErrLeaseLost) {
+		t.Errorf("Resume with a wrong nonce = %v; want ErrLeaseLost", err)
+	}
+	other := parsed
+	other.Bucket = "another-bucket"
+	if _, err := step2.Resume(t.Context(), other); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("Resume of another bucket's token = %v; want ErrInvalidConfig", err)
+	}
+	for _, bad := range []string{"", "{}", "not json", `{"bucket":"b","name":"../x","epoch":1,"nonce":"n"}`} {
+		if _, err := s3lock.ParseToken(bad); err == nil {
+			t.Errorf("ParseToken(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestAdopt(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("adopt")
+	c := newLockClient(t, ns, "first", nil)
+	op := newLockClient(t, ns, "importer", nil)
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Detach()
+	if _, err := op.Adopt(t.Context(), name, 2); !errors.Is(err, s3lock.ErrStaleEpoch) {
+		t.Errorf("Adopt of a future epoch = %v; want ErrStaleEpoch", err)
+	}
+	a, err := op.Adopt(t.Context(), name, 1, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatalf("Adopt of the held epoch: %v", err)
+	}
+	if err := a.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Adopt(t.Context(), name, 1); !errors.Is(err, s3lock.ErrStaleEpoch) {
+		t.Errorf("Adopt of a released epoch = %v; want ErrStaleEpoch", err)
+	}
+	l2, err := c.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l2)
+	if _, err := op.Adopt(t.Context(), name, 1); !errors.Is(err, s3lock.ErrStaleEpoch) {
+		t.Errorf("Adopt of a superseded epoch = %v; want ErrStaleEpoch", err)
+	}
+}
