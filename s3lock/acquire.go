@@ -31,7 +31,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOpt
 		return nil, err
 	}
 	for i := 0; ; i++ {
-		lease, err := c.attempt(ctx, name, a, "")
+		lease, err := c.attempt(ctx, name, a, nil)
 		if errors.Is(err, errRetry) && i < maxQuickRetries && ctx.Err() == nil {
 			continue
 		}
@@ -43,11 +43,22 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOpt
 	}
 }
 
+// hints is what a waiting Acquire already knows when it attempts again.
+type hints struct {
+	// released is the newest epoch object as last read, already released:
+	// if the LIST shows the same ETag, the GET can be skipped.
+	released *observed
+	// lapsedEtag is an ETag that the waiter watched stay unchanged for a
+	// whole lease, on a store that does not say what time it is.
+	lapsedEtag string
+}
+
 // attempt makes one acquisition attempt: find the newest epoch, establish
-// that it is released or lapsed, create the next one. lapsedEtag, if set, is
-// an ETag that the caller watched stay unchanged for a whole lease (on a
-// store that does not say what time it is).
-func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, lapsedEtag string) (*Lease, error) {
+// that it is released or lapsed, create the next one.
+func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *hints) (*Lease, error) {
+	if h == nil {
+		h = &hints{}
+	}
 	start := c.cfg.clock.Now()
 	newest, found, page, err := c.findNewest(ctx, name)
 	if err != nil {
@@ -55,13 +66,18 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, laps
 	}
 	next := uint64(1)
 	if found {
-		prev, err := c.getEpoch(ctx, newest.key, newest.epoch, "")
+		var prev *observed
+		if r := h.released; r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag {
+			prev = r // unchanged since it was read released
+		} else {
+			prev, err = c.getEpoch(ctx, newest.key, newest.epoch, "")
+		}
 		switch {
 		case classify(err) == failNotFound:
 			return nil, errRetry // deleted since the LIST: look again
 		case err != nil:
 			return nil, err
-		case !free(prev) && (lapsedEtag == "" || prev.etag != lapsedEtag):
+		case !free(prev) && (h.lapsedEtag == "" || prev.etag != h.lapsedEtag):
 			return nil, c.heldError(name, prev)
 		case newest.epoch >= MaxEpoch:
 			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",

@@ -125,3 +125,46 @@ func TestRequestCounts(t *testing.T) {
 		t.Errorf("5,000 prior epochs cost %+v; want the same as one prior epoch, %+v", costs[5000], costs[1])
 	}
 }
+
+// TestRequestCounts_Handoff: once a waiter's poll reads the holder's epoch
+// released, taking the lock costs one LIST and one PUT: the LIST shows the
+// same ETag it just read, so it need not read the object again.
+func TestRequestCounts_Handoff(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("handoff")
+	holder := newLockClient(t, ns, "holder", nil)
+	counter, withCounter := counting()
+	waiter := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)}, withCounter)
+	l, err := holder.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed := make(chan struct{}, 1)
+	got := make(chan *s3lock.Lease, 1)
+	go func() {
+		wl, err := waiter.Acquire(t.Context(), name, s3lock.WithWaitObserver(func(*s3lock.HeldError) {
+			select {
+			case observed <- struct{}{}:
+			default:
+			}
+		}))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- wl
+	}()
+	<-observed
+	counter.Reset()
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wl := <-got
+	if wl == nil {
+		t.FailNow()
+	}
+	mustRelease(t, wl)
+	t.Logf("from release to acquisition: %s (GET 200: %d)", counter, counter.CountStatus("GetObject", 200))
+	if counter.CountStatus("GetObject", 200) != 1 || counter.Count("ListObjectsV2") != 1 || counter.Count("PutObject") != 1 {
+		t.Errorf("handoff cost %s with %d full GETs; want the poll's GET, one LIST and one PUT", counter, counter.CountStatus("GetObject", 200))
+	}
+}

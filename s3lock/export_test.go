@@ -8,12 +8,12 @@ import (
 // SetTimingForTest shortens the attempt window and the cleanup age for one
 // test, keeping cleanupAge > attemptWindow + serverSlack as the protocol
 // requires.
-func SetTimingForTest(t *testing.T, window time.Duration) {
-	t.Helper()
+func SetTimingForTest(tb testing.TB, window time.Duration) {
+	tb.Helper()
 	oldWindow, oldAge := attemptWindow, cleanupAge
 	attemptWindow = window
 	cleanupAge = window + serverSlack + time.Second
-	t.Cleanup(func() { attemptWindow, cleanupAge = oldWindow, oldAge })
+	tb.Cleanup(func() { attemptWindow, cleanupAge = oldWindow, oldAge })
 }
 
 // CleanupAge returns the current cleanup age.

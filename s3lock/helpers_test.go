@@ -12,16 +12,16 @@ import (
 
 // newLockClient returns an s3lock client on ns with a fresh S3 client built
 // from copts.
-func newLockClient(t *testing.T, ns *s3test.Namespace, holder string, opts []s3lock.Option, copts ...s3test.Option) *s3lock.Client {
-	t.Helper()
+func newLockClient(tb testing.TB, ns *s3test.Namespace, holder string, opts []s3lock.Option, copts ...s3test.Option) *s3lock.Client {
+	tb.Helper()
 	api := ns.Client
 	if len(copts) > 0 {
-		api = ns.NewClient(t, copts...)
+		api = ns.NewClient(tb, copts...)
 	}
 	opts = append([]s3lock.Option{s3lock.WithHolder(holder)}, opts...)
 	c, err := s3lock.New(api, ns.Bucket, opts...)
 	if err != nil {
-		t.Fatalf("s3lock.New: %v", err)
+		tb.Fatalf("s3lock.New: %v", err)
 	}
 	return c
 }

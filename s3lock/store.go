@@ -278,6 +278,7 @@ type listed struct {
 type listedEpoch struct {
 	key          string
 	epoch        uint64
+	etag         string
 	lastModified time.Time
 }
 
@@ -316,7 +317,7 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 			l.foreign++
 			continue
 		}
-		l.epochs = append(l.epochs, listedEpoch{key: key, epoch: epoch, lastModified: aws.ToTime(obj.LastModified)})
+		l.epochs = append(l.epochs, listedEpoch{key: key, epoch: epoch, etag: aws.ToString(obj.ETag), lastModified: aws.ToTime(obj.LastModified)})
 	}
 	// Stores return keys in ascending order, and zero-padded epochs sort
 	// like numbers; sort anyway in case a store does not.

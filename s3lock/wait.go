@@ -34,7 +34,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
 		}
-		lease, err := c.attempt(ctx, name, a, w.lapsedEtag)
+		lease, err := c.attempt(ctx, name, a, &w.hints)
 		var held *HeldError
 		switch {
 		case err == nil:
@@ -73,11 +73,10 @@ type waiter struct {
 	lastHolder string
 	lastEpoch  uint64
 	// For stores that send no Date header: when this client first saw the
-	// holder's current ETag, by its own clock, and the ETag it watched stay
-	// unchanged for a whole lease.
-	seenEtag   string
-	seenAt     time.Time
-	lapsedEtag string
+	// holder's current ETag, by its own clock.
+	seenEtag string
+	seenAt   time.Time
+	hints    hints
 }
 
 func (w *waiter) gaveUp(ctx context.Context) error {
@@ -104,13 +103,14 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 		}
 		if !clk.Now().Before(deadline) {
 			if _, ok := remaining(obs); !ok {
-				w.lapsedEtag = obs.etag
+				w.hints.lapsedEtag = obs.etag
 			}
 			return nil // its time is up: the attempt judges by the store's clock
 		}
 		o, err := w.c.getEpoch(ctx, obs.key, obs.epoch, obs.etag)
 		switch f := classify(err); {
 		case err == nil && o.body.Expired:
+			w.hints.released = o
 			return nil // released
 		case err == nil:
 			obs = o // renewed

@@ -13,8 +13,9 @@ import (
 type Counter struct {
 	Next http.RoundTripper
 
-	mu     sync.Mutex
-	counts map[string]int
+	mu       sync.Mutex
+	counts   map[string]int
+	statuses map[string]int // "op status", e.g. "GetObject 304"
 }
 
 // Wrap makes c count the requests sent through next.
@@ -32,7 +33,24 @@ func (c *Counter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.counts[op]++
 	c.mu.Unlock()
-	return c.Next.RoundTrip(req)
+	resp, err := c.Next.RoundTrip(req)
+	if err == nil {
+		c.mu.Lock()
+		if c.statuses == nil {
+			c.statuses = map[string]int{}
+		}
+		c.statuses[op+" "+strconv.Itoa(resp.StatusCode)]++
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+// CountStatus returns the number of requests for op that were answered with
+// the HTTP status.
+func (c *Counter) CountStatus(op string, status int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.statuses[op+" "+strconv.Itoa(status)]
 }
 
 // Total returns the number of requests counted since the last Reset.
@@ -58,6 +76,7 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts = nil
+	c.statuses = nil
 }
 
 // String lists the counts, e.g. "GetObject=1 ListObjectsV2=1 PutObject=1".

@@ -82,6 +82,15 @@ func External() bool { return os.Getenv(EnvEndpoint) != "" }
 // server on first use.
 func TargetFor(tb testing.TB) Target {
 	tb.Helper()
+	tg, err := LoadTarget()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tg
+}
+
+// LoadTarget is TargetFor for code without a testing.TB (examples).
+func LoadTarget() (Target, error) {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		tg := Target{
 			Region:    envOr(EnvRegion, "us-east-1"),
@@ -94,9 +103,9 @@ func TargetFor(tb testing.TB) Target {
 			tg.Endpoint = ep
 		}
 		if tg.Bucket == "" {
-			tb.Fatalf("%s is set but %s is not: an external endpoint needs a bucket the tests may write to", EnvEndpoint, EnvBucket)
+			return Target{}, fmt.Errorf("%s is set but %s is not: an external endpoint needs a bucket the tests may write to", EnvEndpoint, EnvBucket)
 		}
-		return tg
+		return tg, nil
 	}
 	serverOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -104,7 +113,7 @@ func TargetFor(tb testing.TB) Target {
 		server, serverErr = s3server.Start(ctx, s3server.Options{})
 	})
 	if serverErr != nil {
-		tb.Fatalf("starting the local S3 server: %v", serverErr)
+		return Target{}, fmt.Errorf("starting the local S3 server: %w", serverErr)
 	}
 	return Target{
 		Endpoint:  server.Endpoint,
@@ -113,7 +122,7 @@ func TargetFor(tb testing.TB) Target {
 		SecretKey: s3server.SecretAccessKey,
 		PathStyle: true,
 		Local:     true,
-	}
+	}, nil
 }
 
 // Namespace is one test's private corner of the store.
@@ -154,23 +163,37 @@ func WithRetryQuota(tokens uint) Option { return func(c *clientConfig) { c.retry
 // New returns a fresh namespace with a client built from opts.
 func New(tb testing.TB, opts ...Option) *Namespace {
 	tb.Helper()
-	tg := TargetFor(tb)
-	client := NewClient(tb, tg, opts...)
+	ns, err := Open(tb.Context(), opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ns
+}
+
+// Open is New for code without a testing.TB (examples).
+func Open(ctx context.Context, opts ...Option) (*Namespace, error) {
+	tg, err := LoadTarget()
+	if err != nil {
+		return nil, err
+	}
+	client, err := BuildClient(ctx, tg, opts...)
+	if err != nil {
+		return nil, err
+	}
 	ns := &Namespace{Client: client, Target: tg}
 	if tg.Local {
 		ns.Bucket = "s3lock-" + RandomHex(6)
-		_, err := client.CreateBucket(tb.Context(), &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)})
-		if err != nil {
-			tb.Fatalf("creating bucket %s: %v", ns.Bucket, err)
+		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)}); err != nil {
+			return nil, fmt.Errorf("creating bucket %s: %w", ns.Bucket, err)
 		}
 	} else {
 		ns.Bucket = tg.Bucket
 		ns.Prefix = "s3lock-test/" + RandomHex(6) + "/"
 	}
-	return ns
+	return ns, nil
 }
 
-// Client returns another client for the same namespace, built from opts:
+// NewClient returns another client for the same namespace, built from opts:
 // e.g. a second contender with its own transport.
 func (n *Namespace) NewClient(tb testing.TB, opts ...Option) *s3.Client {
 	tb.Helper()
@@ -180,6 +203,15 @@ func (n *Namespace) NewClient(tb testing.TB, opts ...Option) *s3.Client {
 // NewClient builds an *s3.Client for tg.
 func NewClient(tb testing.TB, tg Target, opts ...Option) *s3.Client {
 	tb.Helper()
+	c, err := BuildClient(tb.Context(), tg, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// BuildClient builds an *s3.Client for tg.
+func BuildClient(ctx context.Context, tg Target, opts ...Option) (*s3.Client, error) {
 	var cc clientConfig
 	for _, o := range opts {
 		o(&cc)
@@ -210,13 +242,13 @@ func NewClient(tb testing.TB, tg Target, opts ...Option) *s3.Client {
 	if tg.AccessKey != "" {
 		o.Credentials = credentials.NewStaticCredentialsProvider(tg.AccessKey, tg.SecretKey, "")
 	} else {
-		cfg, err := config.LoadDefaultConfig(tb.Context(), config.WithRegion(tg.Region))
+		cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(tg.Region))
 		if err != nil {
-			tb.Fatalf("loading AWS configuration: %v", err)
+			return nil, fmt.Errorf("loading AWS configuration: %w", err)
 		}
 		o.Credentials = cfg.Credentials
 	}
-	return s3.New(o)
+	return s3.New(o), nil
 }
 
 // RandomHex returns n random bytes, hex encoded.
