@@ -1,0 +1,56 @@
+// Package s3lock turns an S3 bucket into a lock service: no database, no
+// coordinator, just objects created with S3's conditional writes.
+//
+// # Leases and epochs
+//
+// A lock is a key path, such as "prod/db-migration". Each acquisition of it
+// creates the next epoch object, prod/db-migration/lock-0000000042.json, with
+// If-None-Match: *, so of all contenders exactly one succeeds. A new epoch is
+// created only after the previous one was released or has lapsed. The epoch
+// is the lease's fencing token: it only grows, so whatever the lock protects
+// can refuse writes from an older holder (see FencedPut).
+//
+// A lease is valid for a duration (WithLeaseDuration, default 60s) and renews
+// itself in the background (every third of it by default). Renewals and the
+// release are compare-and-swap writes (If-Match) on the lease's own epoch
+// object. A holder that cannot renew stops trusting its lease before anyone
+// else could consider it lapsed; expiry is judged by the store's clock only
+// (Last-Modified against Date of the same response), so clients whose clocks
+// disagree by hours still never hold a lock together. The Done channel of a
+// Lease closes when it ends, and Err says whether it was released or lost.
+//
+// # Guarantees and failure model
+//
+// Mutual exclusion holds as long as the store enforces conditional writes
+// (check with Client.Verify) and reads are strongly consistent, as on AWS S3.
+// Requests whose outcome is unknown — a timeout, a reset connection, a 5xx, a
+// 412 that answers the SDK's retry of our own write — are resolved by
+// reading the object back and comparing a per-acquisition nonce, so they
+// never leave an orphaned lease or two holders. Acquiring a free lock costs
+// three requests (LIST, GET, PUT) and releasing one, however many epochs the
+// lock has had: old epochs are deleted by later holders, with a guard against
+// a paused contender re-creating one. No lease protects against a holder
+// that pauses after checking it; pass the epoch to the protected resource.
+// PROTOCOL.md, next to this file, has the state machine, every request, and
+// the safety argument.
+//
+// # Use
+//
+//	locks, err := s3lock.New(s3.NewFromConfig(cfg), "my-locks")
+//	...
+//	lease, err := locks.Acquire(ctx, "prod/db-migration") // waits; ctx bounds the wait
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// work; use lease.Epoch() as a fencing token; watch lease.Done()
+//
+// TryAcquire returns at once with an error matching ErrHeld (a *HeldError
+// naming the holder) when the lock is taken. Do wraps acquire, run and
+// release with a context that is cancelled if the lease is lost. Current and
+// List read who holds what. ForceRelease is the operator's unlock for one
+// epoch. A lease can move between processes with its Token (Detach, Resume).
+//
+// Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,
+// ErrUnavailable, ErrAccessDenied, ...) and typed errors with the details
+// (HeldError, LeaseLostError, OpError, CorruptLeaseError); every error names
+// the bucket and key it concerns.
+package s3lock
