@@ -11,6 +11,7 @@ import (
 )
 
 func TestTryAcquire_HeldThenReleased(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	a := newLockClient(t, ns, "alice", nil)
 	b := newLockClient(t, ns, "bob", nil)
@@ -65,6 +66,7 @@ func TestTryAcquire_HeldThenReleased(t *testing.T) {
 }
 
 func TestAcquire_WaitsForRelease(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	a := newLockClient(t, ns, "alice", nil)
 	b := newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithPollInterval(20 * time.Millisecond)})
@@ -105,6 +107,7 @@ func TestAcquire_WaitsForRelease(t *testing.T) {
 }
 
 func TestAcquire_GivesUpWhenContextEnds(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	a := newLockClient(t, ns, "alice", nil)
 	b := newLockClient(t, ns, "bob", nil)
@@ -128,6 +131,7 @@ func TestAcquire_GivesUpWhenContextEnds(t *testing.T) {
 }
 
 func TestCurrent_States(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "alice", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)})
 	name := ns.Name("state")
@@ -170,6 +174,7 @@ func TestCurrent_States(t *testing.T) {
 }
 
 func TestRenew_ExtendsExpiry(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "alice", []s3lock.Option{s3lock.WithLeaseDuration(4 * time.Second)})
 	l, err := c.TryAcquire(t.Context(), ns.Name("renew"), s3lock.WithoutAutoRenew())
@@ -192,6 +197,7 @@ func TestRenew_ExtendsExpiry(t *testing.T) {
 }
 
 func TestLease_RenewsInBackground(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "alice", []s3lock.Option{
 		s3lock.WithLeaseDuration(2 * time.Second), s3lock.WithRenewInterval(200 * time.Millisecond)})

@@ -97,6 +97,7 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestBadNames_RejectedByEveryCall(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "x", nil)
 	ctx := t.Context()
@@ -131,6 +132,7 @@ func putRaw(t *testing.T, ns *s3test.Namespace, key string, body []byte) {
 // error naming the bucket and key, from every reader, and ForceRelease can
 // replace it.
 func TestCorruptLeaseObjects(t *testing.T) {
+	t.Parallel()
 	huge := append([]byte(`{"leaderId":"x","pad":"`), bytes.Repeat([]byte("a"), s3lock.MaxPayloadBytes)...)
 	huge = append(huge, []byte(`"}`)...)
 	cases := []struct {
@@ -192,6 +194,7 @@ func TestCorruptLeaseObjects(t *testing.T) {
 // TestSeedFormatIsRead: an epoch object in the article's format (leaderId,
 // validityMs, expired) is understood.
 func TestSeedFormatIsRead(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "reader", nil)
 	name := ns.Name("locks")
@@ -210,6 +213,7 @@ func TestSeedFormatIsRead(t *testing.T) {
 }
 
 func TestEpochAtMaximum(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "x", nil)
 	name := ns.Name("full")
@@ -226,6 +230,7 @@ func TestEpochAtMaximum(t *testing.T) {
 // TestForeignKeysAreIgnored: keys under a lock's prefix that are not epoch
 // objects neither break acquisition nor count as epochs.
 func TestForeignKeysAreIgnored(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "x", nil)
 	name := ns.Name("mixed")
@@ -254,6 +259,7 @@ func TestForeignKeysAreIgnored(t *testing.T) {
 }
 
 func TestAccessDeniedAndMissingBucket(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	if !ns.Target.Local {
 		t.Skip("needs the local server's credentials")
@@ -298,6 +304,7 @@ func TestAccessDeniedAndMissingBucket(t *testing.T) {
 // ErrUnavailable, distinct from ErrHeld. The SDK's own "retry quota
 // exceeded" counts as transient too.
 func TestTransientFailures(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	f := s3test.NewFaults(1, s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 1})
 	wrap := s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) })

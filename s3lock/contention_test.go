@@ -139,6 +139,7 @@ func (cfg contention) run(t *testing.T) []span {
 }
 
 func TestContention(t *testing.T) {
+	t.Parallel()
 	spans := contention{workers: 16, rounds: 30}.run(t)
 	if len(spans) > 0 && spans[len(spans)-1].epoch != uint64(len(spans)) {
 		t.Errorf("last epoch %d after %d acquisitions; without faults no epoch is skipped", spans[len(spans)-1].epoch, len(spans))
@@ -146,6 +147,7 @@ func TestContention(t *testing.T) {
 }
 
 func TestContention_Faults(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var injectors []*s3test.Faults
 	contention{workers: 8, rounds: 15, faults: func(w int) *s3test.Faults {

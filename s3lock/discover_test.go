@@ -16,6 +16,7 @@ import (
 // LIST page (history written without cleanup), the newest epoch is still
 // found, with gaps and foreign keys in the way, in O(log n) LISTs.
 func TestFindNewest_LongHistory(t *testing.T) {
+	t.Parallel()
 	counter := &s3test.Counter{}
 	ns := s3test.New(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return counter.Wrap(next) }))
 	c, err := New(ns.Client, ns.Bucket)

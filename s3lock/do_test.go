@@ -11,6 +11,7 @@ import (
 )
 
 func TestDo(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("do")
 	c := newLockClient(t, ns, "worker", nil)
@@ -41,6 +42,7 @@ func TestDo(t *testing.T) {
 }
 
 func TestDo_CancelsWhenLeaseIsLost(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("do-lost")
 	c := newLockClient(t, ns, "worker", []s3lock.Option{
@@ -66,6 +68,7 @@ func TestDo_CancelsWhenLeaseIsLost(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "lister", nil)
 	held := []string{ns.Name("team/a"), ns.Name("team/b/c")}

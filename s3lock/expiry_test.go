@@ -13,6 +13,7 @@ import (
 // over only after its lease lapses — also when the holder's or the waiter's
 // clock is off by an hour either way — and the waiter does not wait forever.
 func TestExpiry_TakeoverOnlyAfterLapse(t *testing.T) {
+	t.Parallel()
 	const lease = 3 * time.Second
 	cases := []struct {
 		name                   string
@@ -65,6 +66,7 @@ func TestExpiry_TakeoverOnlyAfterLapse(t *testing.T) {
 // TestExpiry_HolderStopsTrustingFirst: a lease that is not renewed ends (Done
 // closes, Err matches ErrLeaseLost) before anyone else can acquire the lock.
 func TestExpiry_HolderStopsTrustingFirst(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("trust")
 	holder := newLockClient(t, ns, "holder", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)})

@@ -17,6 +17,7 @@ import (
 // TestFencedPut_StaleLeaseCannotOverwrite: a holder that paused past the
 // end of its lease cannot overwrite what the next holder wrote.
 func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("fenced")
 	target := ns.Name("protected/state.json")

@@ -11,6 +11,7 @@ import (
 // TestResume_HandsALeaseToAnotherProcess: one step acquires and detaches,
 // another resumes by token, renews and releases.
 func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("pipeline")
 	step1 := newLockClient(t, ns, "step-1", nil)
@@ -60,6 +61,7 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 }
 
 func TestAdopt(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("adopt")
 	c := newLockClient(t, ns, "first", nil)

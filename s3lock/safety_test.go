@@ -120,6 +120,7 @@ func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
 // resolved by reading the key back: never an orphaned lease, never a lost
 // one.
 func TestAmbiguousCreate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		fault   s3test.Fault
@@ -165,6 +166,7 @@ func TestAmbiguousCreate(t *testing.T) {
 // TestAmbiguousRenewAndRelease: renewals and releases whose answer is lost
 // are confirmed by reading back, not mistaken for a lost lease.
 func TestAmbiguousRenewAndRelease(t *testing.T) {
+	t.Parallel()
 	for _, fault := range []s3test.Fault{s3test.DropResponse, s3test.ServerErrorAfter, s3test.Conflict, s3test.ServerErrorBefore} {
 		t.Run(fault.String(), func(t *testing.T) {
 			ns := s3test.New(t)
@@ -195,6 +197,7 @@ func TestAmbiguousRenewAndRelease(t *testing.T) {
 // TestReleaseAfterLost: releasing a lease that already lapsed says so and
 // writes nothing, so it cannot disturb the new holder.
 func TestReleaseAfterLost(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("lost")
 	counter, withCounter := counting()
@@ -232,6 +235,7 @@ func TestReleaseAfterLost(t *testing.T) {
 // TestForceRelease acts only on the epoch named; the holder learns at its
 // next renewal that its lease is gone.
 func TestForceRelease(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("force")
 	holder := newLockClient(t, ns, "stuck", nil)
@@ -275,6 +279,7 @@ func TestForceRelease(t *testing.T) {
 // TestLostLease_DoneClosesInBackground: an auto-renewing lease that is
 // force-released ends on its own at its next renewal.
 func TestLostLease_DoneClosesInBackground(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("bg-lost")
 	c := newLockClient(t, ns, "holder", []s3lock.Option{

@@ -31,6 +31,7 @@ func (s ignoringStore) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	ns := s3test.New(t)
 	cases := []struct {
 		name string
