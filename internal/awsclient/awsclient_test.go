@@ -284,10 +284,11 @@ func TestNew_ResponseTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
 	var conns sync.WaitGroup
 	done := make(chan struct{})
+	accepting := make(chan struct{})
 	go func() {
+		defer close(accepting)
 		for {
 			c, err := l.Accept()
 			if err != nil {
@@ -301,7 +302,12 @@ func TestNew_ResponseTimeout(t *testing.T) {
 			}()
 		}
 	}()
-	defer func() { close(done); conns.Wait() }()
+	defer func() {
+		l.Close()
+		<-accepting
+		close(done)
+		conns.Wait()
+	}()
 
 	client, err := awsclient.New(t.Context(), awsclient.Options{
 		Endpoint: "http://" + l.Addr().String(), UsePathStyle: true, AccessKey: "a", SecretKey: "s",
