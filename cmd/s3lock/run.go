@@ -105,6 +105,16 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 	forward := make(chan os.Signal, 4)
 	a.setSignalHandler(func(sig os.Signal) { forward <- sig })
 	defer a.setSignalHandler(nil)
+	if ctx.Err() != nil {
+		// Interrupted between the acquisition and now: do not start.
+		relErr := a.release(lease)
+		code := exitError
+		var se signalErr
+		if errors.As(context.Cause(ctx), &se) {
+			code = signalCode(se.sig)
+		}
+		return exitWith(code, errors.Join(fmt.Errorf("%w before the command started", context.Cause(ctx)), relErr))
+	}
 
 	if err := child.Start(); err != nil {
 		relErr := a.release(lease)
