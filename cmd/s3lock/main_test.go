@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -37,7 +39,20 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building s3lock:", err)
 		return 1
 	}
-	return s3test.Main(m)
+	code := s3test.Main(m)
+	if code == 0 {
+		// The in-process tests (verify's probe lease, the progress printer)
+		// must not leave goroutines behind; idle HTTP connections may stay.
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // processLimit bounds every s3lock process a test starts, so that a hang

@@ -67,7 +67,9 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 	c := newCLI(t)
 	name := c.name("deploy")
 	pidFile := filepath.Join(c.dir, "first.pid")
-	first := c.command(t.Context(), nil, "run", "--quiet", "--lease", "3s", "--holder", "first", name, "--",
+	// A short lease keeps the test short; 5s leaves the first holder's
+	// renewals (every 1.7s) room on a loaded machine.
+	first := c.command(t.Context(), nil, "run", "--quiet", "--lease", "5s", "--holder", "first", name, "--",
 		"sh", "-c", `echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 120`, pidFile)
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -83,7 +85,7 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 		t.Fatalf("after SIGKILL the lock is %+v, want it still held by the first run", held)
 	}
 
-	r := c.mustRun("run", "--lease", "3s", "--wait", "1m", "--holder", "second", name, "--", "sh", "-c", `printf %s "$S3LOCK_EPOCH"`)
+	r := c.mustRun("run", "--lease", "5s", "--wait", "1m", "--holder", "second", name, "--", "sh", "-c", `printf %s "$S3LOCK_EPOCH"`)
 	if r.stdout != strconv.FormatUint(held.Epoch+1, 10) {
 		t.Fatalf("the second run got epoch %q, want %d", r.stdout, held.Epoch+1)
 	}
@@ -96,6 +98,8 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 	// one-second resolution: they can disagree by up to two seconds. The
 	// first holder itself stopped trusting its lease earlier still (its
 	// last renewal plus 90% of the lease).
+	t.Logf("first lease (epoch %d) lapses at %s by the store's clock; second acquired at %s",
+		held.Epoch, held.ExpiresAt.Format(time.StampMilli), second.AcquiredAt.Format(time.StampMilli))
 	if earliest := held.ExpiresAt.Add(-2 * time.Second); second.AcquiredAt.Before(earliest) {
 		t.Fatalf("the second run acquired at %s, before the first lease lapsed at %s",
 			second.AcquiredAt.Format(time.StampMilli), held.ExpiresAt.Format(time.StampMilli))
