@@ -198,7 +198,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		// Without subcommand: show help (and exit 0 on --help, 2 otherwise).
+		// Without a command: help on stderr and exit 2 (--help: stdout, 0).
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unknown command %q", args[0])
@@ -206,6 +206,7 @@ func (a *app) rootCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(a.stderr)
 			_ = cmd.Help()
 			return exitWith(exitUsage, nil)
 		},

@@ -103,7 +103,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 			t.Errorf("s3lock %q: %s", args, r)
 		}
 	}
-	if r := c.run(); r.code != exitUsage || !strings.Contains(r.stdout, "Usage:") {
+	if r := c.run(); r.code != exitUsage || !strings.Contains(r.stderr, "Usage:") || r.stdout != "" {
 		t.Errorf("s3lock without a command: %s", r)
 	}
 }
