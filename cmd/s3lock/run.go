@@ -103,7 +103,12 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 
 	// Signals that arrive from here on go to the command, not to our context.
 	forward := make(chan os.Signal, 4)
-	a.setSignalHandler(func(sig os.Signal) { forward <- sig })
+	a.setSignalHandler(func(sig os.Signal) {
+		select {
+		case forward <- sig:
+		default: // a burst while the command exits: it has enough to act on
+		}
+	})
 	defer a.setSignalHandler(nil)
 	if ctx.Err() != nil {
 		// Interrupted between the acquisition and now: do not start.
