@@ -154,8 +154,10 @@ func (a *app) trapSignals() {
 	}()
 }
 
+// untrapSignals stops the router. The signals stay caught (and are now
+// dropped) until the process exits, so one that arrives while s3lock exits
+// cannot replace the exit code it is about to return.
 func (a *app) untrapSignals() {
-	signal.Stop(a.signals)
 	close(a.stopTrap)
 	a.trapWG.Wait()
 }

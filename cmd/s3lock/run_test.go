@@ -245,3 +245,33 @@ func alive(pid int) bool {
 	}
 	return true
 }
+
+// Regression: signals that arrived after the command exited, while s3lock
+// released the lease, filled the forwarding queue and blocked the signal
+// router, and s3lock hung on exit.
+func TestRun_SignalBurstDoesNotHang(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("burst")
+	marker := filepath.Join(c.dir, "marker")
+	cmd := c.command(t.Context(), nil, "run", "--quiet", name, "--", "sh", "-c",
+		`trap 'exit 5' HUP; echo ready >> "$0"; while :; do sleep 0.1; done`, marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+	done := make(chan int, 1)
+	go func() { done <- waitExit(t, cmd) }()
+	for {
+		select {
+		case code := <-done:
+			if code != 5 {
+				t.Fatalf("s3lock exited %d, want the command's 5", code)
+			}
+			return
+		default:
+			_ = cmd.Process.Signal(syscall.SIGHUP)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
