@@ -27,7 +27,7 @@ func TestVerify(t *testing.T) {
 	}
 
 	// With the default prefix the probe lock is hidden from status.
-	if r := c.mustRun("status", "--output", "json"); strings.TrimSpace(r.stdout) != "[]" {
+	if r := c.mustRun("status", "--prefix", c.name(""), "--output", "json"); strings.TrimSpace(r.stdout) != "[]" {
 		t.Fatalf("status lists the probe lock: %s", r.stdout)
 	}
 
