@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// acquireFlags are the flags of the commands that take a lock.
+type acquireFlags struct {
+	lock     lockConfig
+	wait     time.Duration
+	quiet    bool
+	metadata map[string]string
+}
+
+func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration) {
+	fs := cmd.Flags()
+	fs.StringVar(&af.lock.holder, "holder", "", "identity written into the lease, shown to whoever finds the lock held (env "+envHolder+"; default user@host:pid plus a random suffix)")
+	durationFlag(fs, &af.lock.lease, "lease", defaultLease, fmt.Sprintf("how long the lease lasts unless renewed (%s to %s)", s3lock.MinLeaseDuration, s3lock.MaxLeaseDuration))
+	durationFlag(fs, &af.wait, "wait", defaultWait, "how long to wait for a held lock; 0 tries once")
+	fs.StringToStringVar(&af.metadata, "metadata", nil, "KEY=VALUE pairs stored with the lease and shown by status (repeatable)")
+	fs.BoolVarP(&af.quiet, "quiet", "q", false, "print no progress or acquisition messages")
+}
+
+// acquire takes the lock name with c. It tries once at first, so that a
+// store that cannot be reached (or refuses the credentials) is reported at
+// once; only a lock that is held is waited for, up to af.wait, with progress
+// on stderr. While waiting, transient store failures are ridden out.
+func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.AcquireOption) (*s3lock.Lease, error) {
+	opts := append([]s3lock.AcquireOption{}, extra...)
+	if len(af.metadata) > 0 {
+		opts = append(opts, s3lock.WithMetadata(af.metadata))
+	}
+	lease, err := c.TryAcquire(ctx, name, opts...)
+	var held *s3lock.HeldError
+	switch {
+	case err == nil:
+		a.acquired(lease, 0, af.quiet)
+		return lease, nil
+	case !errors.As(err, &held):
+		return nil, err
+	case af.wait == 0:
+		return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more; use --wait to wait for it",
+			name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn)))
+	}
+
+	p := newProgress(a.stderr, name, af.wait, af.quiet)
+	p.observe(held)
+	wctx, cancel := context.WithTimeout(ctx, af.wait)
+	defer cancel()
+	lease, err = c.Acquire(wctx, name, append(opts, s3lock.WithWaitObserver(p.observe))...)
+	p.stop()
+	switch {
+	case err == nil:
+		a.acquired(lease, p.waited(), af.quiet)
+		return lease, nil
+	case ctx.Err() != nil:
+		return nil, err // interrupted
+	case errors.As(err, &held):
+		return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",
+			name, holderText(held.Holder), held.Epoch, af.wait))
+	}
+	return nil, err
+}
+
+func (a *app) acquired(l *s3lock.Lease, waited time.Duration, quiet bool) {
+	if quiet {
+		return
+	}
+	msg := fmt.Sprintf("s3lock: acquired lock %q (epoch %d, s3://%s/%s)", l.Name(), l.Epoch(), l.Bucket(), l.Key())
+	if waited >= time.Second {
+		msg += fmt.Sprintf(" after waiting %s", waited.Round(time.Second))
+	}
+	fmt.Fprintln(a.stderr, msg)
+}
+
+// oneName checks that a command got exactly one lock name.
+func oneName(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return usagef("missing the lock NAME")
+	case len(args) > 1:
+		return usagef("expected one lock NAME, got %d arguments: %q", len(args), args)
+	}
+	return nil
+}

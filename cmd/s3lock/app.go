@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// Environment variables read by s3lock, besides the standard AWS ones.
+const (
+	envBucket       = "S3LOCK_BUCKET"
+	envEndpoint     = "S3LOCK_ENDPOINT"
+	envPathStyle    = "S3LOCK_USE_PATH_STYLE"
+	envHolder       = "S3LOCK_HOLDER"
+	envToken        = "S3LOCK_TOKEN"
+	envBucketOwner  = "S3LOCK_EXPECTED_BUCKET_OWNER"
+	envRegionS3Lock = "S3LOCK_REGION"
+)
+
+// Defaults of the command-line tool. The SDK's defaults are for programs
+// that live as long as their lease; these are for shell steps.
+const (
+	// defaultWait is how long run and acquire wait for a held lock: long
+	// enough to queue behind another pipeline's short step, short enough that
+	// a stuck holder fails the job rather than hanging it until the CI
+	// timeout. --wait 0 tries once.
+	defaultWait = 5 * time.Minute
+	// defaultRunLease is the lease of `s3lock run`, renewed in the
+	// background every third of it: a crashed runner blocks others for a
+	// minute.
+	defaultRunLease = s3lock.DefaultLeaseDuration
+	// defaultTokenLease is the lease of `s3lock acquire`: nothing renews it
+	// between pipeline steps unless they call `s3lock renew`, so it must
+	// cover the steps until release.
+	defaultTokenLease = 10 * time.Minute
+	// defaultGrace is how long run waits after SIGTERM before it kills a
+	// command whose lease was lost.
+	defaultGrace = 10 * time.Second
+	// releaseTimeout bounds the release after the command has exited (or
+	// s3lock was interrupted): a release that cannot be confirmed leaves the
+	// lease to lapse.
+	releaseTimeout = 30 * time.Second
+)
+
+// app is one invocation of the tool.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	// Connection flags (persistent on the root command).
+	bucket      string
+	endpoint    string
+	pathStyle   bool
+	region      string
+	profile     string
+	bucketOwner string
+	debug       bool
+
+	ran bool // a command's RunE started: its errors are not usage errors
+
+	sigMu    sync.Mutex
+	onSignal func(os.Signal) // nil: cancel the command's context
+	cancel   context.CancelCauseFunc
+	signals  chan os.Signal
+	stopTrap chan struct{}
+	trapWG   sync.WaitGroup
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr}
+}
+
+// execute runs the command line args and returns the exit code.
+func (a *app) execute(args []string) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	a.cancel = cancel
+	a.trapSignals()
+	defer a.untrapSignals()
+
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code, hint := classify(ctx, err)
+	if !a.ran {
+		// Cobra's own errors: unknown command or flag, bad flag value.
+		var ee *exitErr
+		if !errors.As(err, &ee) {
+			code, hint = exitUsage, true
+		}
+	}
+	var ee *exitErr
+	if errors.As(err, &ee) && ee.err == nil {
+		return code // the message was printed already
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	msg := cmd.CommandPath() + ": " + strings.TrimPrefix(oneLine(err.Error()), "s3lock: ")
+	if hint {
+		msg += " (see '" + cmd.CommandPath() + " --help')"
+	}
+	fmt.Fprintln(a.stderr, msg)
+	return code
+}
+
+// trapSignals routes SIGINT, SIGTERM and SIGHUP to the current handler: by
+// default they cancel the command's context; `s3lock run` forwards them to
+// its command while that runs.
+func (a *app) trapSignals() {
+	a.signals = make(chan os.Signal, 4)
+	a.stopTrap = make(chan struct{})
+	signal.Notify(a.signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	a.trapWG.Add(1)
+	go func() {
+		defer a.trapWG.Done()
+		for {
+			select {
+			case <-a.stopTrap:
+				return
+			case sig := <-a.signals:
+				a.sigMu.Lock()
+				h := a.onSignal
+				a.sigMu.Unlock()
+				if h != nil {
+					h(sig)
+				} else {
+					a.cancel(signalErr{sig})
+				}
+			}
+		}
+	}()
+}
+
+// untrapSignals stops the router. The signals stay caught (and are now
+// dropped) until the process exits, so one that arrives while s3lock exits
+// cannot replace the exit code it is about to return.
+func (a *app) untrapSignals() {
+	close(a.stopTrap)
+	a.trapWG.Wait()
+}
+
+// setSignalHandler makes h receive the signals (nil: cancel the context).
+func (a *app) setSignalHandler(h func(os.Signal)) {
+	a.sigMu.Lock()
+	a.onSignal = h
+	a.sigMu.Unlock()
+}
+
+const rootLong = `s3lock holds locks in an S3 bucket (or any S3-compatible store that enforces
+conditional writes). A lock is a name; each time it is acquired it gets a new
+epoch, a number that only grows: pass it to what the lock protects as a
+fencing token. A lease lasts --lease unless renewed; a holder that crashes
+blocks others only until its lease lapses.
+
+Configuration comes from flags, else from the environment:
+  --bucket                 S3LOCK_BUCKET
+  --endpoint               S3LOCK_ENDPOINT (else AWS_ENDPOINT_URL_S3, AWS's own)
+  --use-path-style         S3LOCK_USE_PATH_STYLE (true/false)
+  --region                 S3LOCK_REGION, AWS_REGION, AWS_DEFAULT_REGION, the profile
+  --profile                AWS_PROFILE
+  --expected-bucket-owner  S3LOCK_EXPECTED_BUCKET_OWNER
+  --holder                 S3LOCK_HOLDER (else user@host:pid plus a random suffix)
+Credentials come from the standard AWS chain: AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), the shared credentials and config
+files (SSO and assumed-role profiles included), web identity, ECS and EC2 roles.
+
+Progress goes to stderr; stdout carries only machine-readable output (tokens,
+JSON, tables), so it can be captured.
+
+` + exitCodesHelp
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "s3lock",
+		Short:         "Locks held in an S3 bucket, for shell steps and pipelines",
+		Long:          rootLong,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without a command: help on stderr and exit 2 (--help: stdout, 0).
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(a.stderr)
+			_ = cmd.Help()
+			return exitWith(exitUsage, nil)
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			a.ran = true
+			return a.resolveEnv(cmd)
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &exitErr{code: exitUsage, err: err, hint: true}
+	})
+	root.CompletionOptions.HiddenDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.bucket, "bucket", "", "bucket that holds the locks (env "+envBucket+")")
+	pf.StringVar(&a.endpoint, "endpoint", "", "URL of an S3-compatible store, e.g. http://127.0.0.1:7070 (env "+envEndpoint+")")
+	pf.BoolVar(&a.pathStyle, "use-path-style", false, "address the bucket in the path, as most S3-compatible stores need (env "+envPathStyle+")")
+	pf.StringVar(&a.region, "region", "", "AWS region of the bucket (env "+envRegionS3Lock+", AWS_REGION)")
+	pf.StringVar(&a.profile, "profile", "", "profile of the shared AWS config files (env AWS_PROFILE)")
+	pf.StringVar(&a.bucketOwner, "expected-bucket-owner", "", "fail unless the bucket belongs to this AWS account id (env "+envBucketOwner+")")
+	pf.BoolVar(&a.debug, "debug", false, "log the lock operations to stderr")
+
+	root.AddCommand(
+		a.runCommand(),
+		a.acquireCommand(),
+		a.renewCommand(),
+		a.releaseCommand(),
+		a.statusCommand(),
+		a.forceReleaseCommand(),
+		a.verifyCommand(),
+	)
+	return root
+}
+
+// resolveEnv fills the connection flags that were not given from the
+// environment.
+func (a *app) resolveEnv(cmd *cobra.Command) error {
+	flags := cmd.Flags()
+	str := func(p *string, flag string, envs ...string) {
+		if flags.Changed(flag) {
+			return
+		}
+		for _, e := range envs {
+			if v := os.Getenv(e); v != "" {
+				*p = v
+				return
+			}
+		}
+	}
+	str(&a.bucket, "bucket", envBucket)
+	str(&a.endpoint, "endpoint", envEndpoint)
+	str(&a.region, "region", envRegionS3Lock) // AWS_REGION is read by the SDK
+	str(&a.bucketOwner, "expected-bucket-owner", envBucketOwner)
+	if !flags.Changed("use-path-style") {
+		if v := os.Getenv(envPathStyle); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return usagef("%s=%q is not true or false", envPathStyle, v)
+			}
+			a.pathStyle = b
+		}
+	}
+	if f := flags.Lookup("holder"); f != nil && !f.Changed {
+		if v := os.Getenv(envHolder); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lockConfig is what every command that locks needs beyond the connection.
+type lockConfig struct {
+	holder string
+	lease  time.Duration // 0: the SDK's default
+}
+
+// needBucket returns a usage error when no bucket is configured.
+func (a *app) needBucket() error {
+	if a.bucket == "" {
+		return usagef("no bucket: set --bucket or %s", envBucket)
+	}
+	return nil
+}
+
+// client builds the lock client for bucket. It validates everything it can
+// before making any request.
+func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ...s3lock.Option) (*s3lock.Client, error) {
+	if err := s3lock.ValidateBucket(bucket); err != nil {
+		return nil, err
+	}
+	opts := a.lockOptions(lc, extra...)
+	// Check the lock options before the AWS configuration, whose loading
+	// may read files.
+	if _, err := s3lock.New(noAPI{}, bucket, opts...); err != nil {
+		return nil, err
+	}
+	api, err := a.s3API(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s3lock.New(api, bucket, opts...)
+}
+
+// lockOptions returns the s3lock options for lc and the global flags.
+func (a *app) lockOptions(lc lockConfig, extra ...s3lock.Option) []s3lock.Option {
+	var opts []s3lock.Option
+	if lc.holder != "" {
+		opts = append(opts, s3lock.WithHolder(lc.holder))
+	}
+	if lc.lease != 0 {
+		opts = append(opts, s3lock.WithLeaseDuration(lc.lease))
+	}
+	if a.bucketOwner != "" {
+		opts = append(opts, s3lock.WithExpectedBucketOwner(a.bucketOwner))
+	}
+	if a.debug {
+		opts = append(opts, s3lock.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	}
+	return append(opts, extra...)
+}
+
+// s3API builds the S3 client from the connection flags and the standard
+// AWS configuration. It makes no request.
+func (a *app) s3API(ctx context.Context) (*s3.Client, error) {
+	api, err := awsclient.New(ctx, awsclient.Options{
+		Region:       a.region,
+		Profile:      a.profile,
+		Endpoint:     a.endpoint,
+		UsePathStyle: a.pathStyle,
+		AppID:        "s3lock-cli",
+	})
+	if errors.Is(err, awsclient.ErrNoRegion) {
+		return nil, usagef("no AWS region: set --region, %s or AWS_REGION", envRegionS3Lock)
+	}
+	return api, err
+}
+
+// noAPI lets client validate options with s3lock.New before the real S3
+// client exists; it is never called.
+type noAPI struct{ s3lock.S3API }
+
+// durationFlag registers a duration flag that rejects negative values.
+func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	fs.Var(&nonNegDuration{p: p}, name, usage)
+	*p = def
+	fs.Lookup(name).DefValue = def.String()
+}
+
+type nonNegDuration struct{ p *time.Duration }
+
+func (d *nonNegDuration) String() string {
+	if d.p == nil {
+		return "0s"
+	}
+	return d.p.String()
+}
+
+func (d *nonNegDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("not a duration (examples: 90s, 5m, 1h30m)")
+	}
+	if v < 0 {
+		return errors.New("must not be negative")
+	}
+	*d.p = v
+	return nil
+}
+
+func (d *nonNegDuration) Type() string { return "duration" }

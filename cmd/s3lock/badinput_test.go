@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// Every kind of bad input gets one line on stderr that ends with a pointer to
+// --help, nothing on stdout, and a non-zero exit code: never a panic, a
+// usage dump or a hang.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("bad-input")
+	for _, tc := range []struct {
+		name string
+		env  []string // replaces the test environment when set
+		args []string
+		code int
+		// the line must contain this
+		says string
+	}{
+		{"missing bucket", c.without("S3LOCK_BUCKET"), []string{"run", name, "--", "true"}, exitUsage, "S3LOCK_BUCKET"},
+		{"missing bucket for status", c.without("S3LOCK_BUCKET"), []string{"status"}, exitUsage, "--bucket"},
+		{"malformed bucket", nil, []string{"status", "--bucket", "Not_A_Bucket"}, exitUsage, "bucket name"},
+		{"bad duration", nil, []string{"run", "--lease", "5x", name, "--", "true"}, exitUsage, "--lease"},
+		{"lease too short", nil, []string{"run", "--lease", "1s", name, "--", "true"}, exitUsage, "lease duration"},
+		{"negative wait", nil, []string{"acquire", "--wait", "-1s", name}, exitUsage, "--wait"},
+		{"unknown flag", nil, []string{"status", "--frobnicate"}, exitUsage, "--frobnicate"},
+		{"unknown flag after the name", nil, []string{"run", name, "--frobnicate", "--", "true"}, exitUsage, "--frobnicate"},
+		{"unknown command", nil, []string{"frobnicate"}, exitUsage, "frobnicate"},
+		{"unreachable endpoint", nil, []string{"run", "--endpoint", "http://127.0.0.1:1", name, "--", "true"}, exitError, "127.0.0.1:1"},
+		{"unreachable endpoint for status", nil, []string{"status", "--endpoint", "http://127.0.0.1:1"}, exitError, "127.0.0.1:1"},
+		{"endpoint that is not a URL", nil, []string{"status", "--endpoint", "127.0.0.1:9000"}, exitUsage, "endpoint"},
+		{"invalid name", nil, []string{"run", "bad//name", "--", "true"}, exitUsage, "invalid lock name"},
+		{"invalid name for status", nil, []string{"status", "/abs"}, exitUsage, "invalid lock name"},
+		{"missing --", nil, []string{"run", name, "true"}, exitUsage, "'--'"},
+		{"missing command", nil, []string{"run", name, "--"}, exitUsage, "command"},
+		{"missing name", nil, []string{"run", "--", "true"}, exitUsage, "NAME"},
+		{"two names", nil, []string{"acquire", name, name}, exitUsage, "one lock NAME"},
+		{"bad output", nil, []string{"status", "-o", "yaml"}, exitUsage, "--output"},
+		{"malformed token", nil, []string{"release", "--token", "{"}, exitUsage, "token"},
+		{"missing token", nil, []string{"renew"}, exitUsage, envToken},
+		{"token file missing", nil, []string{"release", "--token", "@/nonexistent/token"}, exitUsage, "token"},
+		{"bad path-style setting", append(c.without(envPathStyle), envPathStyle+"=maybe"), []string{"status"}, exitUsage, envPathStyle},
+		{"bad epoch", nil, []string{"force-release", name, "--epoch", "x"}, exitUsage, "--epoch"},
+		{"epoch zero", nil, []string{"force-release", name, "--epoch", "0"}, exitUsage, "epoch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := tc.env
+			if env == nil {
+				env = c.env
+			}
+			r := c.runWith(env, "", tc.args...)
+			if r.code == 0 || r.code != tc.code {
+				t.Fatalf("got %s, want exit %d", r, tc.code)
+			}
+			line := strings.TrimSuffix(r.stderr, "\n")
+			if line == "" || strings.Contains(line, "\n") {
+				t.Fatalf("stderr is not one line: %q", r.stderr)
+			}
+			if !strings.Contains(line, "--help'") || !strings.Contains(line, tc.says) {
+				t.Fatalf("stderr %q lacks %q or the --help hint", line, tc.says)
+			}
+			if strings.Contains(line, "panic") || r.stdout != "" {
+				t.Fatalf("stdout %q, stderr %q", r.stdout, line)
+			}
+		})
+	}
+}
+
+// The held lock and a timed-out wait are not usage errors: exit 3, no hint.
+func TestHeldExitCode(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("held")
+	lease, err := c.sdk.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(t.Context())
+	for _, wait := range []string{"0", "1s"} {
+		r := c.run("run", "--wait", wait, name, "--", "true")
+		if r.code != exitHeld || !strings.Contains(r.stderr, "test-sdk") || strings.Contains(r.stderr, "--help'") {
+			t.Fatalf("--wait %s: %s", wait, r)
+		}
+	}
+}
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, args := range [][]string{
+		{"--help"}, {"run", "--help"}, {"acquire", "--help"}, {"renew", "--help"}, {"release", "--help"},
+		{"status", "--help"}, {"force-release", "--help"}, {"verify", "--help"}, {"help", "run"},
+	} {
+		r := c.run(args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, "Exit codes:") {
+			t.Errorf("s3lock %q: %s", args, r)
+		}
+	}
+	if r := c.run(); r.code != exitUsage || !strings.Contains(r.stderr, "Usage:") || r.stdout != "" {
+		t.Errorf("s3lock without a command: %s", r)
+	}
+}
+
+// In CI logs a wait prints one line when the holder changes and then one
+// every few seconds, not one per observation.
+func TestProgress_PlainLines(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf, "deploy", time.Minute, false)
+	for range 5 {
+		p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 41500 * time.Millisecond})
+	}
+	p.print(s3lock.HeldError{Holder: "bob", Epoch: 4, ExpiresIn: 10 * time.Second})
+	p.lastPrint = p.lastPrint.Add(-plainInterval)
+	p.print(s3lock.HeldError{Holder: "bob", Epoch: 4, ExpiresIn: 5 * time.Second})
+	p.stop()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines, want 3:\n%s", len(lines), buf.String())
+	}
+	want := `s3lock: waiting for lock "deploy": held by alice (epoch 3), lapses in 42s unless renewed`
+	if !strings.HasPrefix(lines[0], want) || !strings.Contains(lines[1], "bob (epoch 4), lapses in 10s") ||
+		!strings.Contains(lines[2], "lapses in 5s") || strings.Contains(buf.String(), "\r") {
+		t.Fatalf("lines:\n%s", buf.String())
+	}
+}

@@ -1,0 +1,21 @@
+//go:build !unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+)
+
+func foregroundOfTerminal() bool { return false }
+
+func configureChild(*exec.Cmd, bool) {}
+
+// signalChild sends sig to the command; where signals other than a kill
+// cannot be delivered, it kills it.
+func signalChild(p *os.Process, sig os.Signal, _ bool) error {
+	if err := p.Signal(sig); err != nil {
+		return p.Kill()
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// Exit codes. `s3lock run` exits with its command's own code once the command
+// has run; these are the codes of s3lock itself.
+const (
+	exitOK    = 0
+	exitError = 1 // the store failed or refused: unreachable, access denied, no such bucket, ...
+	exitUsage = 2 // bad flags, arguments or configuration
+	exitHeld  = 3 // the lock is held by someone else (and --wait ran out)
+	exitLost  = 4 // the lease was lost: work done under it may not have been exclusive
+	// exitCannotRun and exitNotFound follow the shells' convention for a
+	// command that could not be started.
+	exitCannotRun = 126
+	exitNotFound  = 127
+	// exitSignal + N: s3lock (or its command) was stopped by signal N.
+	exitSignal = 128
+)
+
+const exitCodesHelp = `Exit codes:
+  0    success
+  1    error: the store is unreachable, refused the credentials, has no such bucket, ...
+  2    usage: bad flags, arguments or configuration
+  3    the lock is held by someone else (and --wait ran out)
+  4    the lease was lost (lapsed or force-released) before it was released:
+       the work done under it may not have been exclusive
+  126  run: the command could not be started; 127: it was not found
+  128+N  stopped by signal N while waiting (130 for SIGINT, 143 for SIGTERM)
+  s3lock run otherwise exits with its command's exit code (128+N if the
+  command was killed by signal N).`
+
+// exitErr carries an exit code and, if err is set, the message to print.
+type exitErr struct {
+	code int
+	err  error
+	// hint adds "see 's3lock CMD --help'" to the message.
+	hint bool
+}
+
+func (e *exitErr) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitErr) Unwrap() error { return e.err }
+
+// usagef returns a usage error (exit code 2) with a help hint.
+func usagef(format string, args ...any) error {
+	return &exitErr{code: exitUsage, err: fmt.Errorf(format, args...), hint: true}
+}
+
+// exitWith returns an error that exits with code after printing err (if
+// err is not nil).
+func exitWith(code int, err error) error { return &exitErr{code: code, err: err} }
+
+// signalErr is the cause of a context cancelled by a signal.
+type signalErr struct{ sig os.Signal }
+
+func (e signalErr) Error() string { return "interrupted by " + signalName(e.sig) }
+
+func signalCode(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return exitSignal + int(s)
+	}
+	return exitError
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	}
+	return sig.String()
+}
+
+// classify turns an error into an exit code, and says whether the message
+// should end with a pointer to --help.
+func classify(ctx context.Context, err error) (code int, hint bool) {
+	var ee *exitErr
+	var sig signalErr
+	switch {
+	case errors.As(err, &ee):
+		return ee.code, ee.hint
+	case errors.As(context.Cause(ctx), &sig) && errors.Is(err, context.Canceled):
+		return signalCode(sig.sig), false
+	case errors.Is(err, s3lock.ErrInvalidName), errors.Is(err, s3lock.ErrInvalidConfig),
+		errors.Is(err, awsclient.ErrInvalidOptions), errors.Is(err, awsclient.ErrNoRegion):
+		return exitUsage, true
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		return exitLost, false
+	case errors.Is(err, s3lock.ErrHeld):
+		return exitHeld, false
+	}
+	return exitError, true
+}
+
+// oneLine flattens a message onto one line: joined errors are separated by
+// newlines, and a log collector would split them.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "\r", "")
+	return strings.ReplaceAll(s, "\n", "; ")
+}

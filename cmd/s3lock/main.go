@@ -1,0 +1,17 @@
+// Command s3lock holds locks in an S3 bucket from the shell: it runs a
+// command while holding a lock (s3lock run), hands a lease from one pipeline
+// step to the next (acquire, renew, release), and inspects and repairs locks
+// (status, force-release, verify). See README.md beside this file, or
+// `s3lock --help`.
+package main
+
+import (
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(newApp(os.Stdin, os.Stdout, os.Stderr).execute(os.Args[1:]))
+}

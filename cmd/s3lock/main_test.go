@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// binary is the s3lock executable built once for the tests, which drive it
+// as a user would: as a separate process, against the local S3 server.
+var binary string
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "s3lock-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "s3lock")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building s3lock:", err)
+		return 1
+	}
+	code := s3test.Main(m)
+	if code == 0 {
+		// The in-process tests (verify's probe lease, the progress printer)
+		// must not leave goroutines behind; idle HTTP connections may stay.
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// processLimit bounds every s3lock process a test starts, so that a hang
+// fails the test instead of the whole run. It is a guard, not an assertion
+// on speed.
+const processLimit = 2 * time.Minute
+
+// cli is one test's view of the tool: a fresh bucket on the local server, an
+// environment that points s3lock at it, and an SDK client to check what
+// s3lock did.
+type cli struct {
+	t   *testing.T
+	ns  *s3test.Namespace
+	sdk *s3lock.Client
+	env []string
+	dir string // scratch directory, also the processes' HOME
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	ns := s3test.New(t)
+	sdk, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("test-sdk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cli{t: t, ns: ns, sdk: sdk, dir: t.TempDir()}
+	tg := ns.Target
+	// Start from the test's environment without any AWS or s3lock setting
+	// of the machine, so that only what is set here is in effect.
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "S3LOCK_") || (strings.HasPrefix(k, "AWS_") && tg.AccessKey != "") || k == "HOME" {
+			continue
+		}
+		c.env = append(c.env, kv)
+	}
+	c.env = append(c.env,
+		"HOME="+c.dir,
+		"S3LOCK_BUCKET="+ns.Bucket,
+		"S3LOCK_USE_PATH_STYLE="+fmt.Sprint(tg.PathStyle),
+	)
+	if tg.Endpoint != "" {
+		c.env = append(c.env, "S3LOCK_ENDPOINT="+tg.Endpoint)
+	}
+	if tg.AccessKey != "" {
+		c.env = append(c.env,
+			"AWS_ACCESS_KEY_ID="+tg.AccessKey,
+			"AWS_SECRET_ACCESS_KEY="+tg.SecretKey,
+			"AWS_REGION="+tg.Region,
+			"AWS_CONFIG_FILE="+filepath.Join(c.dir, "aws-config"),
+			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(c.dir, "aws-credentials"),
+			"AWS_EC2_METADATA_DISABLED=true",
+		)
+	}
+	return c
+}
+
+// name returns a lock name inside the test's namespace.
+func (c *cli) name(s string) string { return c.ns.Name(s) }
+
+// without returns the environment without the variables named.
+func (c *cli) without(names ...string) []string {
+	var env []string
+	for _, kv := range c.env {
+		k, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, n := range names {
+			drop = drop || k == n
+		}
+		if !drop {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// command returns an s3lock process with the test environment plus extra
+// variables; the caller starts it.
+func (c *cli) command(ctx context.Context, extraEnv []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(append([]string{}, c.env...), extraEnv...)
+	cmd.Dir = c.dir
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+}
+
+// run runs s3lock to completion with the test environment.
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	return c.runWith(c.env, "", args...)
+}
+
+// runWith runs s3lock with env (replacing the test environment) and stdin.
+func (c *cli) runWith(env []string, stdin string, args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.t.Context(), processLimit)
+	defer cancel()
+	cmd := c.command(ctx, nil, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = strings.NewReader(stdin)
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		c.t.Fatalf("s3lock %q did not finish within %s\nstderr: %s", args, processLimit, r.stderr)
+	case errors.As(err, &exitErr):
+		r.code = exitErr.ExitCode()
+	case err != nil:
+		c.t.Fatalf("running s3lock %q: %v", args, err)
+	}
+	return r
+}
+
+// mustRun runs s3lock and fails the test unless it exits 0.
+func (c *cli) mustRun(args ...string) result {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.code != 0 {
+		c.t.Fatalf("s3lock %q: %s", args, r)
+	}
+	return r
+}
+
+// current reads the lock's state with the SDK.
+func (c *cli) current(name string) s3lock.State {
+	c.t.Helper()
+	st, err := c.sdk.Current(c.t.Context(), name)
+	if err != nil {
+		c.t.Fatalf("Current(%s): %v", name, err)
+	}
+	return st
+}
+
+// eventually polls cond until it holds, failing the test after limit. The
+// limit is a guard against hangs, not an assertion on speed.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fileHas reports whether the file at path contains s.
+func fileHas(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+// waitExit waits for a started process and returns its exit code.
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exitErr *exec.ExitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &exitErr):
+			return exitErr.ExitCode()
+		default:
+			t.Fatalf("waiting for s3lock: %v", err)
+		}
+	case <-time.After(processLimit):
+		_ = cmd.Process.Kill()
+		t.Fatalf("s3lock did not exit within %s", processLimit)
+	}
+	return -1
+}
+
+// syncBuffer is a bytes.Buffer that a test may read while a process writes
+// to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

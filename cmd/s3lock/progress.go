@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// plainInterval is how often a wait that changes nothing is reported when
+// stderr is not a terminal (CI logs).
+const plainInterval = 5 * time.Second
+
+// progress reports a wait for a held lock on stderr: on a terminal, one line
+// rewritten in place; elsewhere, a plain line when the holder changes and
+// every plainInterval.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	width int // terminal width; 0 if unknown
+	name  string
+	limit time.Duration
+	start time.Time
+
+	events chan s3lock.HeldError
+	done   chan struct{}
+	once   sync.Once
+
+	// printer state
+	shown      bool // a live line is on the terminal
+	lastPrint  time.Time
+	lastHolder string
+	lastEpoch  uint64
+}
+
+// newProgress starts a reporter for a wait of up to limit for the lock name.
+// quiet reporters print nothing.
+func newProgress(w io.Writer, name string, limit time.Duration, quiet bool) *progress {
+	p := &progress{w: w, name: name, limit: limit, start: time.Now(),
+		events: make(chan s3lock.HeldError, 1), done: make(chan struct{})}
+	if quiet {
+		p.w = io.Discard
+	} else if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.tty = true
+		if width, _, err := term.GetSize(int(f.Fd())); err == nil {
+			p.width = width
+		}
+	}
+	go p.loop()
+	return p
+}
+
+// observe is the s3lock.WithWaitObserver callback. It never blocks: an
+// event that the printer has not taken yet is replaced by the newer one.
+func (p *progress) observe(h *s3lock.HeldError) {
+	ev := *h
+	for {
+		select {
+		case p.events <- ev:
+			return
+		default:
+		}
+		select {
+		case <-p.events:
+		default:
+		}
+	}
+}
+
+func (p *progress) loop() {
+	defer close(p.done)
+	for ev := range p.events {
+		p.print(ev)
+	}
+}
+
+func (p *progress) print(h s3lock.HeldError) {
+	now := time.Now()
+	changed := h.Holder != p.lastHolder || h.Epoch != p.lastEpoch
+	if !p.tty && !changed && now.Sub(p.lastPrint) < plainInterval {
+		return
+	}
+	p.lastPrint, p.lastHolder, p.lastEpoch = now, h.Holder, h.Epoch
+	waited := now.Sub(p.start).Round(time.Second)
+	line := fmt.Sprintf("s3lock: waiting for lock %q: held by %s (epoch %d), lapses in %s unless renewed; waited %s of %s",
+		p.name, holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn), waited, p.limit)
+	if !p.tty {
+		fmt.Fprintln(p.w, line)
+		return
+	}
+	if p.width > 1 && len(line) >= p.width {
+		line = line[:p.width-2] + "…"
+	}
+	fmt.Fprint(p.w, "\r\033[K"+line)
+	p.shown = true
+}
+
+// stop ends the reporting and clears the live line.
+func (p *progress) stop() {
+	p.once.Do(func() {
+		close(p.events)
+		<-p.done
+		if p.shown {
+			fmt.Fprint(p.w, "\r\033[K")
+		}
+	})
+}
+
+// waited says how long the wait took, for the final message.
+func (p *progress) waited() time.Duration { return time.Since(p.start) }
+
+// roundUp rounds a positive duration up to whole seconds, so "lapses in 0s"
+// is not shown while time is left.
+func roundUp(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	if r := d % time.Second; r != 0 {
+		d += time.Second - r
+	}
+	return d
+}
+
+// holderText quotes a holder for messages.
+func holderText(h string) string {
+	if h == "" {
+		return "an unknown holder"
+	}
+	if strings.ContainsAny(h, " \t") {
+		return fmt.Sprintf("%q", h)
+	}
+	return h
+}

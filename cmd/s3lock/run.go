@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+const runLong = `Acquire the lock NAME, run CMD while holding it, and release the lock when CMD
+exits. s3lock exits with CMD's exit code (128+N if CMD was killed by signal N).
+
+Waiting: if the lock is held, s3lock waits up to --wait (default 5m; 0 tries
+once) and reports who holds it on stderr. If the store cannot be reached at the
+first attempt, s3lock fails at once instead of waiting.
+
+CMD's environment gets:
+  S3LOCK_EPOCH   the lease's epoch: the fencing token, only ever grows
+  S3LOCK_KEY     the key of the lease's object in the bucket
+  S3LOCK_HOLDER  the holder identity written into the lease
+  S3LOCK_BUCKET  the bucket
+  S3LOCK_NAME    the lock name
+
+While CMD runs, the lease is renewed every third of --lease. SIGINT, SIGTERM
+and SIGHUP sent to s3lock are forwarded to CMD (when s3lock runs in the
+foreground of a terminal, CMD gets the terminal's Ctrl-C itself and only
+SIGTERM is forwarded). If the lease is lost (renewals kept failing until it
+lapsed, or someone force-released it), s3lock sends CMD SIGTERM, then SIGKILL
+after --grace-period, releases nothing, and exits with code 4. If s3lock
+itself is killed, CMD gets SIGTERM (Linux) and the lease lapses after --lease.
+
+` + exitCodesHelp
+
+func (a *app) runCommand() *cobra.Command {
+	var af acquireFlags
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "run [flags] NAME -- CMD [ARGS...]",
+		Short: "Run a command while holding a lock",
+		Long:  runLong,
+		Example: `  s3lock run --bucket my-locks migrations -- ./migrate.sh up
+  S3LOCK_BUCKET=my-locks s3lock run deploy/prod --wait 15m -- terraform apply -auto-approve`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case len(args) == 0:
+				return usagef("missing the lock NAME and the command: s3lock run NAME -- CMD [ARGS...]")
+			case dash < 0:
+				return usagef("missing '--' before the command: s3lock run NAME -- CMD [ARGS...]")
+			case dash == 0:
+				return usagef("missing the lock NAME before '--'")
+			case dash > 1:
+				return usagef("expected one lock NAME before '--', got %q", args[:dash])
+			case len(args) == dash:
+				return usagef("missing the command after '--'")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.run(cmd.Context(), args[0], args[1:], af, grace)
+		},
+	}
+	af.register(cmd, defaultRunLease)
+	durationFlag(cmd.Flags(), &grace, "grace-period", defaultGrace, "how long a command whose lease was lost gets between SIGTERM and SIGKILL")
+	return cmd
+}
+
+func (a *app) run(ctx context.Context, name string, argv []string, af acquireFlags, grace time.Duration) error {
+	if err := a.needBucket(); err != nil {
+		return err
+	}
+	if err := s3lock.ValidateName(name); err != nil {
+		return err
+	}
+	c, err := a.client(ctx, a.bucket, af.lock)
+	if err != nil {
+		return err
+	}
+	lease, err := a.acquire(ctx, c, name, af)
+	if err != nil {
+		return err
+	}
+
+	child := exec.Command(argv[0], argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	child.Env = append(os.Environ(),
+		"S3LOCK_EPOCH="+strconv.FormatUint(lease.Epoch(), 10),
+		"S3LOCK_KEY="+lease.Key(),
+		"S3LOCK_HOLDER="+lease.Holder(),
+		"S3LOCK_BUCKET="+lease.Bucket(),
+		"S3LOCK_NAME="+lease.Name(),
+	)
+	fg := foregroundOfTerminal()
+	configureChild(child, fg)
+
+	// Signals that arrive from here on go to the command, not to our context.
+	forward := make(chan os.Signal, 4)
+	a.setSignalHandler(func(sig os.Signal) {
+		select {
+		case forward <- sig:
+		default: // a burst while the command exits: it has enough to act on
+		}
+	})
+	defer a.setSignalHandler(nil)
+	if ctx.Err() != nil {
+		// Interrupted between the acquisition and now: do not start.
+		relErr := a.release(lease)
+		code := exitError
+		var se signalErr
+		if errors.As(context.Cause(ctx), &se) {
+			code = signalCode(se.sig)
+		}
+		return exitWith(code, errors.Join(fmt.Errorf("%w before the command started", context.Cause(ctx)), relErr))
+	}
+
+	if err := child.Start(); err != nil {
+		relErr := a.release(lease)
+		code := exitCannotRun
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = exitNotFound
+		}
+		return exitWith(code, errors.Join(fmt.Errorf("cannot run %s: %w", argv[0], err), relErr))
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+
+	var lost error
+	var kill <-chan time.Time
+	leaseDone := lease.Done()
+	var waitErr error
+loop:
+	for {
+		select {
+		case waitErr = <-exited:
+			break loop
+		case sig := <-forward:
+			if fg && sig != syscall.SIGTERM {
+				continue // the terminal sent it to the command too
+			}
+			_ = signalChild(child.Process, sig, !fg)
+		case <-leaseDone:
+			leaseDone = nil
+			if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
+				continue
+			}
+			lost = lease.Err()
+			fmt.Fprintf(a.stderr, "s3lock: %s; stopping the command (SIGTERM, SIGKILL after %s)\n", oneLine(lost.Error()), grace)
+			_ = signalChild(child.Process, syscall.SIGTERM, !fg)
+			kill = time.After(grace)
+		case <-kill:
+			kill = nil
+			fmt.Fprintf(a.stderr, "s3lock: the command did not exit within %s of SIGTERM; killing it\n", grace)
+			_ = signalChild(child.Process, syscall.SIGKILL, !fg)
+		}
+	}
+
+	code := childExitCode(child.ProcessState, waitErr)
+	relErr := a.release(lease)
+	if lost == nil && errors.Is(relErr, s3lock.ErrLeaseLost) {
+		lost = relErr
+	}
+	if lost != nil {
+		return exitWith(exitLost, fmt.Errorf("%w (the command exited with status %d; its work may not have been exclusive)", lost, code))
+	}
+	if relErr != nil {
+		fmt.Fprintf(a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), lease.Duration())
+	}
+	if code != 0 {
+		return exitWith(code, nil)
+	}
+	return nil
+}
+
+// release releases lease with a context of its own: the command's context
+// may have been cancelled by the signal that stopped the command.
+func (a *app) release(lease *s3lock.Lease) error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	return lease.Release(ctx)
+}
+
+// childExitCode returns the exit code a shell would report for the command.
+func childExitCode(ps *os.ProcessState, waitErr error) int {
+	if ps == nil {
+		if waitErr != nil {
+			return exitError
+		}
+		return 0
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitSignal + int(ws.Signal())
+	}
+	if code := ps.ExitCode(); code >= 0 {
+		return code
+	}
+	return exitError
+}

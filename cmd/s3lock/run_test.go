@@ -1,0 +1,277 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+func TestRun_CommandSeesTheLease(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("migrations")
+	script := `printf '%s|%s|%s|%s|%s' "$S3LOCK_EPOCH" "$S3LOCK_KEY" "$S3LOCK_HOLDER" "$S3LOCK_BUCKET" "$S3LOCK_NAME"`
+	for epoch := uint64(1); epoch <= 2; epoch++ {
+		r := c.mustRun("run", "--holder", "ci-job-7", "--metadata", "commit=abc123", name, "--", "sh", "-c", script)
+		want := fmt.Sprintf("%d|%s|ci-job-7|%s|%s", epoch, s3lock.Key(name, epoch), c.ns.Bucket, name)
+		if r.stdout != want {
+			t.Fatalf("the command printed %q, want %q", r.stdout, want)
+		}
+		st := c.current(name)
+		if st.Epoch != epoch || !st.Released || st.Holder != "ci-job-7" || st.Metadata["commit"] != "abc123" {
+			t.Fatalf("after run %d the lock is %+v, want epoch %d released by ci-job-7 with the metadata", epoch, st, epoch)
+		}
+	}
+}
+
+func TestRun_ExitCodePropagates(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("job")
+	for _, tc := range []struct {
+		name string
+		argv []string
+		code int
+	}{
+		{"success", []string{"true"}, 0},
+		{"failure", []string{"sh", "-c", "exit 7"}, 7},
+		{"code 3, like s3lock's own held code", []string{"sh", "-c", "exit 3"}, 3},
+		{"killed by a signal", []string{"sh", "-c", "kill -KILL $$"}, 128 + 9},
+		{"not found", []string{"./no-such-command"}, exitNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.run(append([]string{"run", "--quiet", name, "--"}, tc.argv...)...)
+			if r.code != tc.code {
+				t.Fatalf("got %s, want exit %d", r, tc.code)
+			}
+			if st := c.current(name); !st.Released {
+				t.Fatalf("the lock was not released after the command exited: %+v", st)
+			}
+		})
+	}
+}
+
+// A holder killed with SIGKILL leaves its lease behind; the next `s3lock
+// run` waits and takes the next epoch only once that lease has lapsed.
+func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("deploy")
+	pidFile := filepath.Join(c.dir, "first.pid")
+	// A short lease keeps the test short; 5s leaves the first holder's
+	// renewals (every 1.7s) room on a loaded machine.
+	first := c.command(t.Context(), nil, "run", "--quiet", "--lease", "5s", "--holder", "first", name, "--",
+		"sh", "-c", `echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 120`, pidFile)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the first command to start", func() bool { return fileHas(pidFile, "\n") })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+
+	held := c.current(name)
+	if !held.Held || held.Holder != "first" {
+		t.Fatalf("after SIGKILL the lock is %+v, want it still held by the first run", held)
+	}
+
+	r := c.mustRun("run", "--lease", "5s", "--wait", "1m", "--holder", "second", name, "--", "sh", "-c", `printf %s "$S3LOCK_EPOCH"`)
+	if r.stdout != strconv.FormatUint(held.Epoch+1, 10) {
+		t.Fatalf("the second run got epoch %q, want %d", r.stdout, held.Epoch+1)
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("held by first (epoch %d)", held.Epoch)) {
+		t.Fatalf("the second run did not report waiting for the first: %s", r.stderr)
+	}
+	second := c.current(name)
+	// held.ExpiresAt and the second run's judgement that the lease lapsed
+	// are both derived from the store's Last-Modified and Date, which have
+	// one-second resolution: they can disagree by up to two seconds. The
+	// first holder itself stopped trusting its lease earlier still (its
+	// last renewal plus 90% of the lease).
+	t.Logf("first lease (epoch %d) lapses at %s by the store's clock; second acquired at %s",
+		held.Epoch, held.ExpiresAt.Format(time.StampMilli), second.AcquiredAt.Format(time.StampMilli))
+	if earliest := held.ExpiresAt.Add(-2 * time.Second); second.AcquiredAt.Before(earliest) {
+		t.Fatalf("the second run acquired at %s, before the first lease lapsed at %s",
+			second.AcquiredAt.Format(time.StampMilli), held.ExpiresAt.Format(time.StampMilli))
+	}
+
+	// Linux also stops the first command when its s3lock dies.
+	if b, err := os.ReadFile(pidFile); err == nil && isLinux() {
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		eventually(t, 30*time.Second, "the orphaned command to be stopped", func() bool { return !alive(pid) })
+	}
+}
+
+func TestRun_LeaseLostStopsCommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// script runs as the command; $0 is a marker file
+		script string
+		// what the marker file must say afterwards
+		want string
+		// stderr must mention this
+		stderr string
+	}{
+		{
+			name:   "exits on SIGTERM",
+			script: `trap 'echo terminated >> "$0"; exit 0' TERM; echo ready >> "$0"; while :; do sleep 0.1; done`,
+			want:   "terminated", stderr: "stopping the command",
+		},
+		{
+			name:   "ignores SIGTERM and is killed",
+			script: `trap '' TERM; echo ready >> "$0"; while :; do sleep 0.1; done; echo survived >> "$0"`,
+			want:   "ready", stderr: "killing it",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCLI(t)
+			name := c.name("lost")
+			marker := filepath.Join(c.dir, "marker")
+			var stderr syncBuffer
+			cmd := c.command(t.Context(), nil, "run", "--lease", "3s", "--grace-period", "1s", name, "--", "sh", "-c", tc.script, marker)
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+			st := c.current(name)
+			if err := c.sdk.ForceRelease(t.Context(), name, st.Epoch); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitExit(t, cmd); code != exitLost {
+				t.Fatalf("s3lock exited %d, want %d (lease lost); stderr: %s", code, exitLost, stderr.String())
+			}
+			b, _ := os.ReadFile(marker)
+			if !strings.Contains(string(b), tc.want) || strings.Contains(string(b), "survived") {
+				t.Fatalf("marker file says %q, want %q", b, tc.want)
+			}
+			if !strings.Contains(stderr.String(), "lost") || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Fatalf("stderr does not explain the lost lease: %s", stderr.String())
+			}
+		})
+	}
+}
+
+func TestRun_ForwardsSignals(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			c := newCLI(t)
+			name := c.name("signals")
+			marker := filepath.Join(c.dir, "marker")
+			script := `trap 'echo "got $1" >> "$0"; exit 42' ` + strings.TrimPrefix(signalName(sig), "SIG") +
+				`; echo ready >> "$0"; while :; do sleep 0.1; done`
+			cmd := c.command(t.Context(), nil, "run", "--quiet", name, "--", "sh", "-c", script, marker, signalName(sig))
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitExit(t, cmd); code != 42 {
+				t.Fatalf("s3lock exited %d, want the command's 42", code)
+			}
+			if !fileHas(marker, "got "+signalName(sig)) {
+				b, _ := os.ReadFile(marker)
+				t.Fatalf("the command did not get %s: %q", signalName(sig), b)
+			}
+			if st := c.current(name); !st.Released {
+				t.Fatalf("the lock was not released: %+v", st)
+			}
+		})
+	}
+}
+
+// An interrupted wait exits 128+signal and leaves no lease behind.
+func TestRun_InterruptedWhileWaiting(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("queue")
+	lease, err := c.sdk.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(t.Context())
+	var stderr syncBuffer
+	cmd := c.command(t.Context(), nil, "run", "--wait", "10m", name, "--", "true")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the wait to be reported", func() bool { return strings.Contains(stderr.String(), "waiting for lock") })
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd); code != 128+int(syscall.SIGINT) {
+		t.Fatalf("s3lock exited %d, want %d; stderr: %s", code, 128+int(syscall.SIGINT), stderr.String())
+	}
+	if st := c.current(name); st.Epoch != lease.Epoch() || !st.Held {
+		t.Fatalf("the lock changed: %+v", st)
+	}
+}
+
+func isLinux() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// Regression: signals that arrived after the command exited, while s3lock
+// released the lease, filled the forwarding queue and blocked the signal
+// router, and s3lock hung on exit.
+func TestRun_SignalBurstDoesNotHang(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("burst")
+	marker := filepath.Join(c.dir, "marker")
+	cmd := c.command(t.Context(), nil, "run", "--quiet", name, "--", "sh", "-c",
+		`trap 'exit 5' HUP; echo ready >> "$0"; while :; do sleep 0.1; done`, marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+	done := make(chan int, 1)
+	go func() { done <- waitExit(t, cmd) }()
+	for {
+		select {
+		case code := <-done:
+			if code != 5 {
+				t.Fatalf("s3lock exited %d, want the command's 5", code)
+			}
+			return
+		default:
+			_ = cmd.Process.Signal(syscall.SIGHUP)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// lockStatus is one lock in status's JSON output.
+type lockStatus struct {
+	Name string `json:"name"`
+	// State is "held", "released", "lapsed" (neither released nor renewed
+	// in time) or "free" (never acquired).
+	State            string            `json:"state"`
+	Epoch            uint64            `json:"epoch"`
+	Key              string            `json:"key,omitempty"`
+	Held             bool              `json:"held"`
+	Holder           string            `json:"holder,omitempty"`
+	AcquiredAt       time.Time         `json:"acquired_at,omitzero"`
+	ExpiresAt        time.Time         `json:"expires_at,omitzero"`
+	ExpiresInSeconds *float64          `json:"expires_in_seconds,omitempty"`
+	ReleasedAt       time.Time         `json:"released_at,omitzero"`
+	ReleasedBy       string            `json:"released_by,omitempty"`
+	LeaseDuration    string            `json:"lease_duration,omitempty"`
+	Renewals         uint64            `json:"renewals"`
+	Metadata         map[string]string `json:"metadata,omitempty"`
+}
+
+func statusOf(s s3lock.State, now time.Time) lockStatus {
+	ls := lockStatus{
+		Name: s.Name, Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
+		AcquiredAt: s.AcquiredAt.UTC(), ReleasedAt: s.ReleasedAt.UTC(), ReleasedBy: s.ReleasedBy,
+		Renewals: s.Renewals, Metadata: s.Metadata,
+	}
+	switch {
+	case s.Epoch == 0:
+		ls.State = "free"
+	case s.Held:
+		ls.State = "held"
+		ls.ExpiresAt = s.ExpiresAt.UTC().Truncate(time.Millisecond)
+		left := max(0, s.ExpiresAt.Sub(now)).Seconds()
+		left = float64(int64(left*10)) / 10
+		ls.ExpiresInSeconds = &left
+	case s.Released:
+		ls.State = "released"
+	default:
+		ls.State = "lapsed"
+	}
+	if s.LeaseDuration > 0 {
+		ls.LeaseDuration = s.LeaseDuration.String()
+	}
+	return ls
+}
+
+func checkOutput(output string, allowed ...string) error {
+	if !slices.Contains(allowed, output) {
+		return usagef("--output %q: use %s", output, strings.Join(allowed, " or "))
+	}
+	return nil
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	var prefix, output string
+	cmd := &cobra.Command{
+		Use:   "status [NAME | --prefix PREFIX]",
+		Short: "Show who holds a lock, or every lock under a prefix",
+		Long: `Show the state of the lock NAME, or of every lock whose name starts with
+PREFIX (all locks in the bucket without either), as a table or as JSON.
+
+States: held (by HOLDER, lapses in EXPIRES unless renewed), released, lapsed
+(its holder neither released nor renewed it in time), free (never acquired).
+
+--output json prints one object for NAME and an array for a prefix, with the
+fields name, state, epoch, key, held, holder, acquired_at, expires_at,
+expires_in_seconds, released_at, released_by, lease_duration, renewals and
+metadata (times in RFC 3339, UTC; empty fields left out).
+
+` + exitCodesHelp,
+		Example: `  s3lock status deploy/prod
+  s3lock status --prefix deploy/ --output json | jq '.[] | select(.held)'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return usagef("expected at most one lock NAME, got %d arguments", len(args))
+			case len(args) == 1 && cmd.Flags().Changed("prefix"):
+				return usagef("give a lock NAME or --prefix, not both")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "table", "json"); err != nil {
+				return err
+			}
+			if err := a.needBucket(); err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				if err := s3lock.ValidateName(args[0]); err != nil {
+					return err
+				}
+			}
+			ctx := cmd.Context()
+			c, err := a.client(ctx, a.bucket, lockConfig{})
+			if err != nil {
+				return err
+			}
+			return a.status(ctx, c, args, prefix, output)
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "prefix", "", "show every lock whose name starts with this")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefix, output string) error {
+	var states []s3lock.State
+	if len(args) == 1 {
+		st, err := c.Current(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		st.Name = args[0] // the zero State of a lock that never existed has none
+		states = []s3lock.State{st}
+	} else {
+		var err error
+		if states, err = c.List(ctx, prefix); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	out := make([]lockStatus, len(states))
+	for i, s := range states {
+		out[i] = statusOf(s, now)
+	}
+	if output == "json" {
+		if len(args) == 1 {
+			return a.printJSON(out[0])
+		}
+		return a.printJSON(out)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tEPOCH\tHOLDER\tEXPIRES\tACQUIRED")
+	for _, s := range out {
+		epoch, holder, expires, acquired := "-", "-", "-", "-"
+		if s.Epoch > 0 {
+			epoch = strconv.FormatUint(s.Epoch, 10)
+		}
+		if s.Holder != "" {
+			holder = s.Holder
+		}
+		if s.ExpiresInSeconds != nil {
+			expires = "in " + roundUp(time.Duration(*s.ExpiresInSeconds*float64(time.Second))).String()
+		}
+		if !s.AcquiredAt.IsZero() {
+			acquired = s.AcquiredAt.Format(time.RFC3339)
+		}
+		state := s.State
+		if s.ReleasedBy != "" {
+			state += " (forced by " + s.ReleasedBy + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, state, epoch, holder, expires, acquired)
+	}
+	return tw.Flush()
+}
+
+func (a *app) forceReleaseCommand() *cobra.Command {
+	var epoch uint64
+	var holder string
+	cmd := &cobra.Command{
+		Use:   "force-release NAME --epoch N",
+		Short: "Release a lock's epoch whoever holds it (operators only)",
+		Long: `Mark epoch N of the lock NAME released, whoever holds it, so the next acquirer
+does not have to wait for the lease to lapse. Use 's3lock status NAME' to see
+the current epoch. Only that epoch is touched: a newer lease is never
+released by mistake. Releasing an epoch that is already released succeeds.
+
+The holder is not told at once: it finds out at its next renewal (an
+'s3lock run' then stops its command and exits with code 4). Until then it may
+still believe it holds the lock, which is what the epoch as fencing token is
+for. The lease records --holder as the one who released it.
+
+` + exitCodesHelp,
+		Example: `  s3lock status deploy/prod
+  s3lock force-release deploy/prod --epoch 42`,
+		Args: oneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("epoch") {
+				return usagef("missing --epoch: the epoch to release (see 's3lock status %s')", args[0])
+			}
+			if err := a.needBucket(); err != nil {
+				return err
+			}
+			if err := s3lock.ValidateName(args[0]); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, err := a.client(ctx, a.bucket, lockConfig{holder: holder})
+			if err != nil {
+				return err
+			}
+			if err := c.ForceRelease(ctx, args[0], epoch); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "s3lock: released epoch %d of lock %q\n", epoch, args[0])
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&epoch, "epoch", 0, "the epoch to release (required)")
+	cmd.Flags().StringVar(&holder, "holder", "", "who is releasing, recorded in the lease (env "+envHolder+")")
+	return cmd
+}

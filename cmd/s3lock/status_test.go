@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	held, released, never := c.name("team/held"), c.name("team/released"), c.name("team/never")
+	lease, err := c.sdk.TryAcquire(t.Context(), held, s3lock.WithMetadata(map[string]string{"job": "deploy"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(t.Context())
+	l2, err := c.sdk.TryAcquire(t.Context(), released)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("table", func(t *testing.T) {
+		r := c.mustRun("status", "--prefix", c.name("team/"))
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") {
+			t.Fatalf("want a header and two locks:\n%s", r.stdout)
+		}
+		if f := strings.Fields(lines[1]); len(f) < 5 || f[0] != held || f[1] != "held" || f[2] != "1" || f[3] != "test-sdk" || f[4] != "in" {
+			t.Fatalf("row %q does not show %s held by test-sdk at epoch 1", lines[1], held)
+		}
+		if f := strings.Fields(lines[2]); len(f) < 3 || f[0] != released || f[1] != "released" || f[2] != "1" {
+			t.Fatalf("row %q does not show %s released", lines[2], released)
+		}
+	})
+
+	t.Run("json for a prefix", func(t *testing.T) {
+		r := c.mustRun("status", "--prefix", c.name("team/"), "--output", "json")
+		var got []lockStatus
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		if len(got) != 2 || got[0].Name != held || got[1].Name != released {
+			t.Fatalf("got %+v, want %s and %s", got, held, released)
+		}
+		h := got[0]
+		if h.State != "held" || !h.Held || h.Epoch != 1 || h.Holder != "test-sdk" || h.Key != lease.Key() ||
+			h.ExpiresInSeconds == nil || *h.ExpiresInSeconds <= 0 || h.Metadata["job"] != "deploy" || h.LeaseDuration != "1m0s" {
+			t.Fatalf("held lock reported as %+v", h)
+		}
+		if r := got[1]; r.State != "released" || r.Held || !r.ExpiresAt.IsZero() || r.ReleasedAt.IsZero() {
+			t.Fatalf("released lock reported as %+v", r)
+		}
+	})
+
+	t.Run("json for one name, flags after the name", func(t *testing.T) {
+		r := c.mustRun("status", held, "-o", "json")
+		var got lockStatus
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		if got.Name != held || got.State != "held" || got.Epoch != lease.Epoch() {
+			t.Fatalf("got %+v", got)
+		}
+	})
+
+	t.Run("a lock never acquired", func(t *testing.T) {
+		r := c.mustRun("status", never, "--output", "json")
+		var got lockStatus
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		if got.Name != never || got.State != "free" || got.Epoch != 0 || got.Held {
+			t.Fatalf("got %+v", got)
+		}
+		r = c.mustRun("status", never)
+		if f := strings.Fields(strings.Split(r.stdout, "\n")[1]); len(f) < 2 || f[0] != never || f[1] != "free" {
+			t.Fatalf("table: %s", r.stdout)
+		}
+	})
+}
+
+func TestForceRelease(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("stuck")
+	lease, err := c.sdk.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Detach()
+
+	if r := c.run("force-release", name); r.code != exitUsage || !strings.Contains(r.stderr, "--epoch") {
+		t.Fatalf("without --epoch: %s", r)
+	}
+	if r := c.run("force-release", name, "--epoch", "9"); r.code != exitError {
+		t.Fatalf("a missing epoch: %s", r)
+	}
+
+	c.mustRun("force-release", name, "--epoch", "1", "--holder", "oncall")
+	st := c.current(name)
+	if !st.Released || st.ReleasedBy != "oncall" || st.Epoch != 1 {
+		t.Fatalf("after force-release the lock is %+v", st)
+	}
+	if err := lease.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
+		t.Fatalf("the holder's renewal got %v, want ErrLeaseLost", err)
+	}
+	r := c.mustRun("status", name)
+	if !strings.Contains(r.stdout, "forced by oncall") {
+		t.Fatalf("status does not show the forced release:\n%s", r.stdout)
+	}
+	// The lock is free at once.
+	if r := c.run("run", "--wait", "0", "--quiet", name, "--", "true"); r.code != 0 {
+		t.Fatalf("run after force-release: %s", r)
+	}
+}

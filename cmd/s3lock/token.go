@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+const tokenHelp = `The token is the JSON that 's3lock acquire' prints. --token takes it as:
+  '{"bucket":...}'  the JSON itself
+  @FILE             read from FILE
+  -                 read from standard input
+Without --token, the token is read from the environment variable ` + envToken + `.
+Treat a token like a key: whoever has it can release the lease.`
+
+// tokenOutput is what acquire and renew print: the SDK's Token (all that
+// release and renew read back) plus fields for scripts.
+type tokenOutput struct {
+	s3lock.Token
+	Key           string    `json:"key"`
+	Holder        string    `json:"holder"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	LeaseDuration string    `json:"lease_duration"`
+}
+
+func tokenOf(l *s3lock.Lease) tokenOutput {
+	return tokenOutput{
+		Token:         l.Token(),
+		Key:           l.Key(),
+		Holder:        l.Holder(),
+		ExpiresAt:     l.ExpiresAt().UTC().Truncate(time.Millisecond),
+		LeaseDuration: l.Duration().String(),
+	}
+}
+
+func (a *app) printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(a.stdout, string(b))
+	return err
+}
+
+func (a *app) acquireCommand() *cobra.Command {
+	var af acquireFlags
+	cmd := &cobra.Command{
+		Use:   "acquire [flags] NAME",
+		Short: "Acquire a lock and print its lease token, for multi-step pipelines",
+		Long: `Acquire the lock NAME and print a lease token (one line of JSON) on stdout.
+The lease is not renewed in the background: it lasts --lease (default 10m)
+unless a later step runs 's3lock renew'. A later step releases it with
+'s3lock release'.
+
+The token's fields: bucket, name, epoch, nonce (what release and renew need),
+key, holder, expires_at (RFC 3339, when this lease stops being trusted unless
+renewed) and lease_duration.
+
+  export S3LOCK_TOKEN="$(s3lock acquire --lease 30m deploy/prod)"
+  ... steps; fencing token: $(echo "$S3LOCK_TOKEN" | jq .epoch)
+  s3lock renew      # optional, extends by --lease again
+  s3lock release
+
+` + exitCodesHelp,
+		Args: oneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.needBucket(); err != nil {
+				return err
+			}
+			if err := s3lock.ValidateName(args[0]); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, err := a.client(ctx, a.bucket, af.lock)
+			if err != nil {
+				return err
+			}
+			lease, err := a.acquire(ctx, c, args[0], af, s3lock.WithoutAutoRenew())
+			if err != nil {
+				return err
+			}
+			lease.Detach()
+			return a.printJSON(tokenOf(lease))
+		},
+	}
+	af.register(cmd, defaultTokenLease)
+	return cmd
+}
+
+func (a *app) renewCommand() *cobra.Command {
+	var token, output string
+	cmd := &cobra.Command{
+		Use:   "renew --token TOKEN",
+		Short: "Renew a lease held by a token, and print its new expiry",
+		Long: `Renew the lease of a token printed by 's3lock acquire': extend it by its lease
+duration, counted from now. Prints the new expiry (RFC 3339) on stdout, or with
+--output json a new token (the same fields as acquire prints).
+
+The lease must still be held: if it lapsed or was force-released, renew fails
+with exit code 4.
+
+` + tokenHelp + "\n\n" + exitCodesHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			lease, err := a.resume(ctx, cmd, token)
+			if err != nil {
+				return err
+			}
+			defer lease.Detach()
+			if err := lease.Renew(ctx); err != nil {
+				return err
+			}
+			if output == "json" {
+				return a.printJSON(tokenOf(lease))
+			}
+			_, err = fmt.Fprintln(a.stdout, lease.ExpiresAt().UTC().Format(time.RFC3339))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&token, "token", "", "the lease token: JSON, @FILE or - for stdin (env "+envToken+")")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text (the expiry) or json (a new token)")
+	return cmd
+}
+
+func (a *app) releaseCommand() *cobra.Command {
+	var token string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "release --token TOKEN",
+		Short: "Release a lease held by a token",
+		Long: `Release the lease of a token printed by 's3lock acquire', so the next acquirer
+gets the lock at once. Releasing a lease that this token already released
+succeeds. If the lease was lost before (it lapsed, or was force-released),
+release fails with exit code 4: the work done under it may not have been
+exclusive.
+
+` + tokenHelp + "\n\n" + exitCodesHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			tok, c, err := a.tokenClient(ctx, cmd, token)
+			if err != nil {
+				return err
+			}
+			lease, err := c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
+			if errors.Is(err, s3lock.ErrLeaseLost) && releasedByHolder(ctx, c, tok) {
+				if !quiet {
+					fmt.Fprintf(a.stderr, "s3lock: lock %q (epoch %d) was already released\n", tok.Name, tok.Epoch)
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := a.release(lease); err != nil {
+				return err
+			}
+			if !quiet {
+				fmt.Fprintf(a.stderr, "s3lock: released lock %q (epoch %d)\n", lease.Name(), lease.Epoch())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&token, "token", "", "the lease token: JSON, @FILE or - for stdin (env "+envToken+")")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
+	return cmd
+}
+
+// readToken returns the token given by --token (JSON, @FILE or -) or by
+// $S3LOCK_TOKEN.
+func (a *app) readToken(cmd *cobra.Command, arg string) (s3lock.Token, error) {
+	raw := arg
+	switch {
+	case !cmd.Flags().Changed("token"):
+		raw = os.Getenv(envToken)
+		if raw == "" {
+			return s3lock.Token{}, usagef("no lease token: pass --token (JSON, @FILE or -) or set %s", envToken)
+		}
+	case arg == "-":
+		b, err := io.ReadAll(io.LimitReader(a.stdin, 64<<10))
+		if err != nil {
+			return s3lock.Token{}, fmt.Errorf("reading the token from stdin: %w", err)
+		}
+		raw = string(b)
+	case strings.HasPrefix(arg, "@"):
+		b, err := os.ReadFile(arg[1:])
+		if err != nil {
+			return s3lock.Token{}, usagef("reading the token: %v", err)
+		}
+		raw = string(b)
+	}
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return s3lock.Token{}, usagef("the lease token is empty")
+	}
+	return s3lock.ParseToken(raw)
+}
+
+// tokenClient reads the token and returns it with a client for its bucket
+// (the token's, unless --bucket or S3LOCK_BUCKET names one, which must then
+// match).
+func (a *app) tokenClient(ctx context.Context, cmd *cobra.Command, arg string) (s3lock.Token, *s3lock.Client, error) {
+	tok, err := a.readToken(cmd, arg)
+	if err != nil {
+		return tok, nil, err
+	}
+	bucket := a.bucket
+	if bucket == "" {
+		bucket = tok.Bucket
+	}
+	c, err := a.client(ctx, bucket, lockConfig{})
+	return tok, c, err
+}
+
+// resume takes over the lease of a token, without renewing it in the
+// background.
+func (a *app) resume(ctx context.Context, cmd *cobra.Command, arg string) (*s3lock.Lease, error) {
+	tok, c, err := a.tokenClient(ctx, cmd, arg)
+	if err != nil {
+		return nil, err
+	}
+	return c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
+}
+
+// releasedByHolder reports whether the token's epoch is the lock's newest
+// and was released by its holder (not force-released): a release retried
+// after the first one succeeded. The SDK's Resume reports that case as a
+// lost lease, like a lapsed or force-released one.
+func releasedByHolder(ctx context.Context, c *s3lock.Client, tok s3lock.Token) bool {
+	st, err := c.Current(ctx, tok.Name)
+	return err == nil && st.Epoch == tok.Epoch && st.Released && st.ReleasedBy == ""
+}

@@ -1,0 +1,324 @@
+package awsclient_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+)
+
+func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
+
+// isolate clears every AWS setting the machine running the tests may have,
+// so only what a test sets itself is in effect.
+func isolate(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_") {
+			t.Setenv(k, "") // restores the old value after the test
+			os.Unsetenv(k)
+		}
+	}
+	t.Setenv("HOME", dir)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// roundTrip writes, lists and reads back an object through client.
+func roundTrip(t *testing.T, client *s3.Client, bucket string) {
+	t.Helper()
+	ctx := t.Context()
+	prefix := "awsclient-" + s3test.RandomHex(4) + "/"
+	key := prefix + "object"
+	_, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader("hello")})
+	if err != nil {
+		t.Fatalf("PutObject: %v", err)
+	}
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("GetObject: %v", err)
+	}
+	defer out.Body.Close()
+	body, _ := io.ReadAll(out.Body)
+	if string(body) != "hello" {
+		t.Fatalf("read back %q, want %q", body, "hello")
+	}
+	if keys := s3test.Keys(t, client, bucket, prefix); len(keys) != 1 || keys[0] != key {
+		t.Fatalf("listed %v, want [%s]", keys, key)
+	}
+}
+
+func localOnly(t *testing.T) *s3test.Namespace {
+	t.Helper()
+	if s3test.External() {
+		t.Skip("needs the local server's static credentials")
+	}
+	return s3test.New(t)
+}
+
+func TestNew_StaticCredentials(t *testing.T) {
+	ns := localOnly(t)
+	isolate(t)
+	tg := ns.Target
+	client, err := awsclient.New(t.Context(), awsclient.Options{
+		Region: tg.Region, AccessKey: tg.AccessKey, SecretKey: tg.SecretKey,
+		Endpoint: tg.Endpoint, UsePathStyle: true, AppID: "awsclient-test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := client.Options().Region; got != tg.Region {
+		t.Errorf("region %q, want %q", got, tg.Region)
+	}
+	roundTrip(t, client, ns.Bucket)
+}
+
+func TestNew_EnvironmentCredentials(t *testing.T) {
+	ns := localOnly(t)
+	isolate(t)
+	tg := ns.Target
+	t.Setenv("AWS_ACCESS_KEY_ID", tg.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", tg.SecretKey)
+	t.Setenv("AWS_REGION", "eu-west-3")
+	client, err := awsclient.New(t.Context(), awsclient.Options{Endpoint: tg.Endpoint, UsePathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := client.Options().Region; got != "eu-west-3" {
+		t.Errorf("region %q, want the one from AWS_REGION", got)
+	}
+	// The local server checks the region in the signature.
+	t.Setenv("AWS_REGION", tg.Region)
+	client, err = awsclient.New(t.Context(), awsclient.Options{Endpoint: tg.Endpoint, UsePathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, client, ns.Bucket)
+}
+
+func TestNew_SharedProfile(t *testing.T) {
+	ns := localOnly(t)
+	isolate(t)
+	tg := ns.Target
+	creds := fmt.Sprintf("[locktest]\naws_access_key_id = %s\naws_secret_access_key = %s\n", tg.AccessKey, tg.SecretKey)
+	// The local server checks the region in the signature, so the profile
+	// must name the server's region; the endpoint default is another one.
+	conf := fmt.Sprintf("[profile locktest]\nregion = %s\n", tg.Region)
+	if err := os.WriteFile(os.Getenv("AWS_SHARED_CREDENTIALS_FILE"), []byte(creds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(os.Getenv("AWS_CONFIG_FILE"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	client, err := awsclient.New(t.Context(), awsclient.Options{Profile: "locktest", Endpoint: tg.Endpoint, UsePathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := client.Options().Region; got != tg.Region {
+		t.Errorf("region %q, want the profile's", got)
+	}
+	roundTrip(t, client, ns.Bucket)
+
+	// The same profile chosen through AWS_PROFILE.
+	t.Setenv("AWS_PROFILE", "locktest")
+	client, err = awsclient.New(t.Context(), awsclient.Options{Endpoint: tg.Endpoint, UsePathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, client, ns.Bucket)
+
+	_, err = awsclient.New(t.Context(), awsclient.Options{Profile: "no-such-profile", Endpoint: tg.Endpoint})
+	if err == nil {
+		t.Fatal("a missing profile was accepted")
+	}
+}
+
+// A fake STS that hands out the local server's credentials (without a
+// session token, which the server would reject) lets the test
+// check the whole assume-role path: the request STS receives, and that the
+// S3 client then signs with the credentials it returned.
+func TestNew_AssumeRole(t *testing.T) {
+	ns := localOnly(t)
+	isolate(t)
+	tg := ns.Target
+	var mu sync.Mutex
+	var got url.Values
+	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = r.PostForm
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/xml")
+		fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>
+<Credentials><AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey>
+<Expiration>%s</Expiration></Credentials>
+<AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/locker/ci</Arn><AssumedRoleId>AROA:ci</AssumedRoleId></AssumedRoleUser>
+</AssumeRoleResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></AssumeRoleResponse>`,
+			tg.AccessKey, tg.SecretKey, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	}))
+	defer sts.Close()
+	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
+
+	client, err := awsclient.New(t.Context(), awsclient.Options{
+		Region: tg.Region, AccessKey: "base-key", SecretKey: "base-secret",
+		Endpoint: tg.Endpoint, UsePathStyle: true,
+		AssumeRole: &awsclient.AssumeRole{
+			RoleARN:     "arn:aws:iam::123456789012:role/locker",
+			SessionName: "ci",
+			ExternalID:  "ext-1",
+			Duration:    30 * time.Minute,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, client, ns.Bucket)
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]string{
+		"Action": "AssumeRole", "RoleArn": "arn:aws:iam::123456789012:role/locker",
+		"RoleSessionName": "ci", "ExternalId": "ext-1", "DurationSeconds": "1800",
+	}
+	for k, v := range want {
+		if got.Get(k) != v {
+			t.Errorf("STS got %s=%q, want %q (all: %v)", k, got.Get(k), v, got)
+		}
+	}
+}
+
+func TestNew_InvalidOptions(t *testing.T) {
+	isolate(t)
+	for _, tc := range []struct {
+		name string
+		opts awsclient.Options
+	}{
+		{"access key without secret", awsclient.Options{Region: "us-east-1", AccessKey: "a"}},
+		{"secret without access key", awsclient.Options{Region: "us-east-1", SecretKey: "s"}},
+		{"token alone", awsclient.Options{Region: "us-east-1", Token: "t"}},
+		{"endpoint without scheme", awsclient.Options{Endpoint: "127.0.0.1:9000"}},
+		{"endpoint with another scheme", awsclient.Options{Endpoint: "ftp://example.com"}},
+		{"negative timeout", awsclient.Options{Region: "us-east-1", ConnectTimeout: -time.Second}},
+		{"negative attempts", awsclient.Options{Region: "us-east-1", MaxAttempts: -1}},
+		{"assume role without ARN", awsclient.Options{Region: "us-east-1", AssumeRole: &awsclient.AssumeRole{}}},
+		{"assume role with a malformed ARN", awsclient.Options{Region: "us-east-1", AssumeRole: &awsclient.AssumeRole{RoleARN: "locker"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := awsclient.New(t.Context(), tc.opts)
+			if !errors.Is(err, awsclient.ErrInvalidOptions) {
+				t.Fatalf("got %v, want ErrInvalidOptions", err)
+			}
+		})
+	}
+}
+
+func TestNew_Region(t *testing.T) {
+	isolate(t)
+	_, err := awsclient.New(t.Context(), awsclient.Options{})
+	if !errors.Is(err, awsclient.ErrNoRegion) {
+		t.Fatalf("no region anywhere: got %v, want ErrNoRegion", err)
+	}
+	client, err := awsclient.New(t.Context(), awsclient.Options{Endpoint: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := client.Options().Region; got != awsclient.DefaultEndpointRegion {
+		t.Fatalf("custom endpoint without a region: got %q, want %q", got, awsclient.DefaultEndpointRegion)
+	}
+}
+
+// An endpoint that refuses connections fails after exactly MaxAttempts
+// attempts, each a connection error: no endless retrying.
+func TestNew_UnreachableEndpointGivesUp(t *testing.T) {
+	isolate(t)
+	for _, attempts := range []int{1, 3} {
+		t.Run(fmt.Sprint(attempts), func(t *testing.T) {
+			client, err := awsclient.New(t.Context(), awsclient.Options{
+				Endpoint: "http://127.0.0.1:1", UsePathStyle: true, AccessKey: "a", SecretKey: "s",
+				MaxAttempts: attempts, MaxBackoff: 10 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = client.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("bucket")})
+			var netErr net.Error
+			if !errors.As(err, &netErr) {
+				t.Fatalf("got %v, want a network error", err)
+			}
+			var maxErr *retry.MaxAttemptsError
+			if !errors.As(err, &maxErr) || maxErr.Attempt != attempts {
+				t.Fatalf("got %v, want it to give up after %d attempts", err, attempts)
+			}
+		})
+	}
+}
+
+// A server that accepts the connection and never answers trips the
+// response timeout instead of hanging.
+func TestNew_ResponseTimeout(t *testing.T) {
+	isolate(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	done := make(chan struct{})
+	accepting := make(chan struct{})
+	go func() {
+		defer close(accepting)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				<-done // hold the connection open without answering
+				c.Close()
+			}()
+		}
+	}()
+	defer func() {
+		l.Close()
+		<-accepting
+		close(done)
+		conns.Wait()
+	}()
+
+	client, err := awsclient.New(t.Context(), awsclient.Options{
+		Endpoint: "http://" + l.Addr().String(), UsePathStyle: true, AccessKey: "a", SecretKey: "s",
+		MaxAttempts: 1, ResponseTimeout: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: aws.String("bucket")})
+	var netErr net.Error
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+}
