@@ -296,11 +296,11 @@ func (a *app) needBucket() error {
 
 // client builds the lock client for bucket. It validates everything it can
 // before making any request.
-func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ...s3lock.Option) (*s3lock.Client, error) {
+func (a *app) client(ctx context.Context, bucket string, lc lockConfig) (*s3lock.Client, error) {
 	if err := s3lock.ValidateBucket(bucket); err != nil {
 		return nil, err
 	}
-	opts := a.lockOptions(lc, extra...)
+	opts := a.lockOptions(lc)
 	// Check the lock options before the AWS configuration, whose loading
 	// may read files.
 	if _, err := s3lock.New(noAPI{}, bucket, opts...); err != nil {
@@ -314,7 +314,7 @@ func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ..
 }
 
 // lockOptions returns the s3lock options for lc and the global flags.
-func (a *app) lockOptions(lc lockConfig, extra ...s3lock.Option) []s3lock.Option {
+func (a *app) lockOptions(lc lockConfig) []s3lock.Option {
 	var opts []s3lock.Option
 	if lc.holder != "" {
 		opts = append(opts, s3lock.WithHolder(lc.holder))
@@ -328,7 +328,7 @@ func (a *app) lockOptions(lc lockConfig, extra ...s3lock.Option) []s3lock.Option
 	if a.debug {
 		opts = append(opts, s3lock.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
-	return append(opts, extra...)
+	return opts
 }
 
 // s3API builds the S3 client from the connection flags and the standard

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestHeldExitCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(t.Context())
+	defer func() { _ = lease.Release(context.Background()) }()
 	for _, wait := range []string{"0", "1s"} {
 		r := c.run("run", "--wait", wait, name, "--", "true")
 		if r.code != exitHeld || !strings.Contains(r.stderr, "test-sdk") || strings.Contains(r.stderr, "--help'") {

@@ -131,9 +131,9 @@ func (c *cli) without(names ...string) []string {
 
 // command returns an s3lock process with the test environment plus extra
 // variables; the caller starts it.
-func (c *cli) command(ctx context.Context, extraEnv []string, args ...string) *exec.Cmd {
+func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(append([]string{}, c.env...), extraEnv...)
+	cmd.Env = append([]string{}, c.env...)
 	cmd.Dir = c.dir
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
@@ -159,7 +159,7 @@ func (c *cli) runWith(env []string, stdin string, args ...string) result {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(c.t.Context(), processLimit)
 	defer cancel()
-	cmd := c.command(ctx, nil, args...)
+	cmd := c.command(ctx, args...)
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

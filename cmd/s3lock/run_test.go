@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 	pidFile := filepath.Join(c.dir, "first.pid")
 	// A short lease keeps the test short; 5s leaves the first holder's
 	// renewals (every 1.7s) room on a loaded machine.
-	first := c.command(t.Context(), nil, "run", "--quiet", "--lease", "5s", "--holder", "first", name, "--",
+	first := c.command(t.Context(), "run", "--quiet", "--lease", "5s", "--holder", "first", name, "--",
 		"sh", "-c", `echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 120`, pidFile)
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestRun_LeaseLostStopsCommand(t *testing.T) {
 			name := c.name("lost")
 			marker := filepath.Join(c.dir, "marker")
 			var stderr syncBuffer
-			cmd := c.command(t.Context(), nil, "run", "--lease", "3s", "--grace-period", "1s", name, "--", "sh", "-c", tc.script, marker)
+			cmd := c.command(t.Context(), "run", "--lease", "3s", "--grace-period", "1s", name, "--", "sh", "-c", tc.script, marker)
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -174,7 +175,7 @@ func TestRun_ForwardsSignals(t *testing.T) {
 			marker := filepath.Join(c.dir, "marker")
 			script := `trap 'echo "got $1" >> "$0"; exit 42' ` + strings.TrimPrefix(signalName(sig), "SIG") +
 				`; echo ready >> "$0"; while :; do sleep 0.1; done`
-			cmd := c.command(t.Context(), nil, "run", "--quiet", name, "--", "sh", "-c", script, marker, signalName(sig))
+			cmd := c.command(t.Context(), "run", "--quiet", name, "--", "sh", "-c", script, marker, signalName(sig))
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -205,9 +206,9 @@ func TestRun_InterruptedWhileWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(t.Context())
+	defer func() { _ = lease.Release(context.Background()) }()
 	var stderr syncBuffer
-	cmd := c.command(t.Context(), nil, "run", "--wait", "10m", name, "--", "true")
+	cmd := c.command(t.Context(), "run", "--wait", "10m", name, "--", "true")
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -254,7 +255,7 @@ func TestRun_SignalBurstDoesNotHang(t *testing.T) {
 	c := newCLI(t)
 	name := c.name("burst")
 	marker := filepath.Join(c.dir, "marker")
-	cmd := c.command(t.Context(), nil, "run", "--quiet", name, "--", "sh", "-c",
+	cmd := c.command(t.Context(), "run", "--quiet", name, "--", "sh", "-c",
 		`trap 'exit 5' HUP; echo ready >> "$0"; while :; do sleep 0.1; done`, marker)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

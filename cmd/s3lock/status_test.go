@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -17,7 +18,7 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(t.Context())
+	defer func() { _ = lease.Release(context.Background()) }()
 	l2, err := c.sdk.TryAcquire(t.Context(), released)
 	if err != nil {
 		t.Fatal(err)
