@@ -44,8 +44,10 @@ func ParseToken(s string) (Token, error) {
 }
 
 // Resume takes over the lease a token names, if it is still held: not
-// released, not lapsed, and still carrying the token's nonce. Otherwise it
-// returns an error matching ErrLeaseLost (or ErrNoSuchEpoch). The resumed
+// released, not lapsed, and still carrying the token's nonce. If the lease
+// was released by its holder (a release already done), the error matches
+// ErrReleased; if it was lost (lapsed, force-released, superseded), it
+// matches ErrLeaseLost; ErrNoSuchEpoch if the epoch object is gone. The resumed
 // lease trusts itself only for what is left of the lease as judged by the
 // store's clock, and renews itself unless WithoutAutoRenew is given.
 func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*Lease, error) {
@@ -107,6 +109,10 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 	switch {
 	case nonce != "" && obs.body.Nonce != nonce:
 		return nil, stale("belongs to another acquisition (holder " + obs.body.LeaderID + ")")
+	case nonce != "" && obs.body.Expired && obs.body.ReleasedBy == "" && obs.body.Reason == "":
+		return nil, fmt.Errorf("%w: s3://%s/%s (epoch %d) was released by its holder", ErrReleased, c.bucket, key, epoch)
+	case obs.body.Expired && obs.body.ReleasedBy != "":
+		return nil, stale("was force-released by " + obs.body.ReleasedBy)
 	case obs.body.Expired:
 		return nil, stale("was released")
 	case obs.body.Nonce == "":

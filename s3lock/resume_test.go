@@ -40,8 +40,8 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 	if err := r.Release(t.Context()); err != nil {
 		t.Fatalf("Release of a resumed lease: %v", err)
 	}
-	if _, err := step2.Resume(t.Context(), parsed); !errors.Is(err, s3lock.ErrLeaseLost) {
-		t.Errorf("Resume of a released lease = %v; want ErrLeaseLost", err)
+	if _, err := step2.Resume(t.Context(), parsed); !errors.Is(err, s3lock.ErrReleased) {
+		t.Errorf("Resume of a released lease = %v; want ErrReleased", err)
 	}
 	forged := parsed
 	forged.Nonce = "0000"

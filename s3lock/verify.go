@@ -15,14 +15,22 @@ import (
 // must succeed, and different bodies must get different ETags. It returns an
 // error matching ErrConditionalWritesUnsupported if the store accepted a
 // write it should have refused, and other errors (ErrAccessDenied, ...) if
-// it could not run the probe. The probe object is deleted afterwards, which
-// needs s3:DeleteObject on the probe prefix.
-func (c *Client) Verify(ctx context.Context) error {
+// it could not run the probe. The probe object is deleted afterwards; that
+// needs s3:DeleteObject, which s3lock also needs to delete old epochs, so a
+// failure to delete it is reported too.
+func (c *Client) Verify(ctx context.Context) (err error) {
 	key := c.cfg.probePrefix + "probe-" + randomHex(8) + ".json"
+	created := false
 	defer func() {
+		if !created {
+			return
+		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
 		defer cancel()
-		_, _ = c.api.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()})
+		_, derr := c.api.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()})
+		if derr != nil && err == nil {
+			err = c.opError("DeleteObject", key, derr)
+		}
 	}()
 	unsupported := func(what string) error {
 		return fmt.Errorf("%w: s3://%s/%s: %s; s3lock cannot provide mutual exclusion on this store",
@@ -33,6 +41,7 @@ func (c *Client) Verify(ctx context.Context) error {
 	}
 
 	etag1, err := c.putEpoch(ctx, key, "", body("create"))
+	created = err == nil
 	if err != nil {
 		if classify(err) == failUnsupported {
 			return unsupported("it rejected If-None-Match: * as not implemented")

@@ -156,7 +156,7 @@ exclusive.
 				return err
 			}
 			lease, err := c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
-			if errors.Is(err, s3lock.ErrLeaseLost) && releasedByHolder(ctx, c, tok) {
+			if errors.Is(err, s3lock.ErrReleased) {
 				if !quiet {
 					fmt.Fprintf(a.stderr, "s3lock: lock %q (epoch %d) was already released\n", tok.Name, tok.Epoch)
 				}
@@ -233,13 +233,4 @@ func (a *app) resume(ctx context.Context, cmd *cobra.Command, arg string) (*s3lo
 		return nil, err
 	}
 	return c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
-}
-
-// releasedByHolder reports whether the token's epoch is the lock's newest
-// and was released by its holder (not force-released): a release retried
-// after the first one succeeded. The SDK's Resume reports that case as a
-// lost lease, like a lapsed or force-released one.
-func releasedByHolder(ctx context.Context, c *s3lock.Client, tok s3lock.Token) bool {
-	st, err := c.Current(ctx, tok.Name)
-	return err == nil && st.Epoch == tok.Epoch && st.Released && st.ReleasedBy == ""
 }

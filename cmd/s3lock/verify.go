@@ -139,8 +139,12 @@ func verifyStore(ctx context.Context, api s3lock.S3API, bucket, probePrefix stri
 	}
 
 	cond := check{Name: "conditional writes", Status: checkOK, Detail: "If-None-Match and If-Match are enforced"}
+	var opErr *s3lock.OpError
 	switch err := c.Verify(ctx); {
 	case err == nil:
+	case errors.As(err, &opErr) && opErr.Op == "DeleteObject":
+		// The probe passed; only deleting it failed, which the delete
+		// check below reports.
 	case ctx.Err() != nil:
 		return rep, err
 	case errors.Is(err, s3lock.ErrConditionalWritesUnsupported):
