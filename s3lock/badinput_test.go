@@ -322,6 +322,16 @@ func TestTransientFailures(t *testing.T) {
 		t.Fatalf("Acquire against a failing store = %v; want DeadlineExceeded and the last ErrUnavailable", err)
 	}
 
+	// A store that does not answer within the request timeout is
+	// unavailable too, not a caller's cancellation.
+	slow := s3test.NewFaults(2, s3test.Rule{Fault: s3test.Latency, Probability: 1, Delay: 2 * time.Second, Fixed: true})
+	impatient := newLockClient(t, ns, "z", []s3lock.Option{s3lock.WithRequestTimeout(200 * time.Millisecond)}, s3test.WithoutRetries(),
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return slow.Wrap(next) }))
+	_, err = impatient.TryAcquire(t.Context(), name)
+	if !errors.Is(err, s3lock.ErrUnavailable) || !strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("TryAcquire against a store that does not answer = %v; want ErrUnavailable naming the timeout", err)
+	}
+
 	quota := newLockClient(t, ns, "y", nil, wrap, s3test.WithRetryQuota(5))
 	// Every retry costs more than the 5 tokens there are: the SDK gives up
 	// with its quota error at the first failure.

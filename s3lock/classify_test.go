@@ -45,6 +45,7 @@ func TestClassify(t *testing.T) {
 		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), failTransient},
 		{"unexpected EOF", io.ErrUnexpectedEOF, failTransient},
 		{"caller cancelled", context.Canceled, failCanceled},
+		{"request timeout", &requestTimeout{err: context.DeadlineExceeded}, failTransient},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), failCanceled},
 	}
 	for _, tc := range cases {

@@ -93,6 +93,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	for p.HasMorePages() {
 		lctx, cancel := c.withTimeout(ctx)
 		page, err := p.NextPage(lctx)
+		err = c.timedOut(ctx, lctx, err)
 		cancel()
 		if err != nil {
 			return nil, c.opError("ListObjectsV2", prefix, err)

@@ -47,10 +47,12 @@ func classify(err error) failure {
 	if err == nil {
 		return failOther
 	}
+	var timeout *requestTimeout
+	if errors.As(err, &timeout) {
+		return failTransient
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		// A deadline of our own per-request timeout is a timeout; the
-		// caller's ending context is reported as such by the caller.
-		return failCanceled
+		return failCanceled // the caller's context ended
 	}
 	code, status := errorCode(err)
 	switch {
@@ -191,6 +193,29 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 	return context.WithTimeout(ctx, c.cfg.requestTimeout)
 }
 
+// requestTimeout marks an error caused by the per-request timeout
+// (WithRequestTimeout) rather than by the caller's context: the store did not
+// answer in time, which may pass.
+type requestTimeout struct {
+	after time.Duration
+	err   error
+}
+
+func (e *requestTimeout) Error() string {
+	return fmt.Sprintf("no answer within %s (%v)", e.after, e.err)
+}
+
+func (e *requestTimeout) Unwrap() error { return e.err }
+
+// timedOut returns err, marked as a request timeout if cctx (the request's
+// context, derived from ctx) ended while ctx did not.
+func (c *Client) timedOut(ctx, cctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		return &requestTimeout{after: c.cfg.requestTimeout, err: err}
+	}
+	return err
+}
+
 func (c *Client) owner() *string {
 	if c.cfg.expectedBucketOwner == "" {
 		return nil
@@ -202,16 +227,16 @@ func (c *Client) owner() *string {
 // object answer failNotModified. Its errors are *OpError or
 // *CorruptLeaseError.
 func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneMatch string) (*observed, error) {
-	ctx, cancel := c.withTimeout(ctx)
+	cctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
 	if ifNoneMatch != "" {
 		in.IfNoneMatch = aws.String(ifNoneMatch)
 	}
 	sent := c.cfg.clock.Now()
-	out, err := c.api.GetObject(ctx, in)
+	out, err := c.api.GetObject(cctx, in)
 	if err != nil {
-		return nil, c.opError("GetObject", key, err)
+		return nil, c.opError("GetObject", key, c.timedOut(ctx, cctx, err))
 	}
 	defer out.Body.Close()
 	if out.ContentLength != nil && *out.ContentLength > MaxPayloadBytes {
@@ -225,7 +250,7 @@ func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneM
 			ce.Bucket, ce.Key, ce.etag = c.bucket, key, aws.ToString(out.ETag)
 			return nil, ce
 		}
-		return nil, c.opError("GetObject", key, err)
+		return nil, c.opError("GetObject", key, c.timedOut(ctx, cctx, err))
 	}
 	return &observed{
 		key:          key,
@@ -243,7 +268,7 @@ func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneM
 // (If-None-Match: *), compare-and-swap on etag otherwise (If-Match). It
 // returns the new ETag.
 func (c *Client) putEpoch(ctx context.Context, key, etag string, body []byte) (string, error) {
-	ctx, cancel := c.withTimeout(ctx)
+	cctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	in := &s3.PutObjectInput{
 		Bucket:              aws.String(c.bucket),
@@ -259,9 +284,9 @@ func (c *Client) putEpoch(ctx context.Context, key, etag string, body []byte) (s
 	} else {
 		in.IfMatch = aws.String(etag)
 	}
-	out, err := c.api.PutObject(ctx, in)
+	out, err := c.api.PutObject(cctx, in)
 	if err != nil {
-		return "", c.opError("PutObject", key, err)
+		return "", c.opError("PutObject", key, c.timedOut(ctx, cctx, err))
 	}
 	return aws.ToString(out.ETag), nil
 }
@@ -292,7 +317,7 @@ func (l *listed) newest() (listedEpoch, bool) {
 // listEpochs lists up to one page of epoch objects of the lock name with keys
 // after startAfter ("" for the first).
 func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*listed, error) {
-	ctx, cancel := c.withTimeout(ctx)
+	cctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	prefix := epochPrefix(name)
 	in := &s3.ListObjectsV2Input{
@@ -304,9 +329,9 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 	if startAfter != "" {
 		in.StartAfter = aws.String(startAfter)
 	}
-	out, err := c.api.ListObjectsV2(ctx, in)
+	out, err := c.api.ListObjectsV2(cctx, in)
 	if err != nil {
-		return nil, c.opError("ListObjectsV2", prefix, err)
+		return nil, c.opError("ListObjectsV2", prefix, c.timedOut(ctx, cctx, err))
 	}
 	l := &listed{truncated: aws.ToBool(out.IsTruncated), date: responseDate(out.ResultMetadata)}
 	for _, obj := range out.Contents {
@@ -341,6 +366,7 @@ func (c *Client) deleteKeys(ctx context.Context, keys []string) error {
 			Delete:              &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
 			ExpectedBucketOwner: c.owner(),
 		})
+		err = c.timedOut(ctx, cctx, err)
 		cancel()
 		if err != nil {
 			return c.opError("DeleteObjects", batch[0], err)

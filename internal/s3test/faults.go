@@ -58,8 +58,10 @@ type Rule struct {
 	Ops []string
 	// Probability in [0, 1] that a matching request gets the fault.
 	Probability float64
-	// Delay for Latency faults (uniform in [0, Delay]).
+	// Delay for Latency faults: uniform in [0, Delay], or exactly Delay
+	// when Fixed.
 	Delay time.Duration
+	Fixed bool
 	// Limit caps how many faults the rule injects (0: no cap).
 	Limit int
 }
@@ -127,7 +129,7 @@ func (f *Faults) pick(req *http.Request) (Rule, bool) {
 		if f.rng.Float64() < r.Probability {
 			f.injected[r.Fault]++
 			f.perRule[i]++
-			if r.Fault == Latency && r.Delay > 0 {
+			if r.Fault == Latency && r.Delay > 0 && !r.Fixed {
 				r.Delay = time.Duration(f.rng.Int64N(int64(r.Delay)))
 			}
 			return r, true
