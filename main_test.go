@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +15,13 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
+func TestMain(m *testing.M) {
+	code := s3test.Main(m)
+	if pluginDir != "" {
+		_ = os.RemoveAll(pluginDir)
+	}
+	os.Exit(code)
+}
 
 // TestAccMain_EphemeralLeaseReleasedWhenApplyFails runs the built provider
 // binary under the real terraform CLI: when a resource that depends on an
@@ -24,14 +31,7 @@ func TestAccMain_EphemeralLeaseReleasedWhenApplyFails(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
 	}
-	tfBin := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if tfBin == "" {
-		p, err := exec.LookPath("terraform")
-		if err != nil {
-			t.Skip("no terraform binary on PATH")
-		}
-		tfBin = p
-	}
+	tfBin := terraformBinary(t)
 	ns := s3test.New(t)
 	run, blocked := ns.Name("run"), ns.Name("blocked")
 
@@ -46,21 +46,8 @@ func TestAccMain_EphemeralLeaseReleasedWhenApplyFails(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = held.Release(context.Background()) })
 
-	dir := t.TempDir()
-	pluginDir := filepath.Join(dir, "plugins")
-	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "terraform-provider-s3lock"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the provider: %v\n%s", err, out)
-	}
-	cliConfig := filepath.Join(dir, "terraformrc")
-	writeFile(t, cliConfig, fmt.Sprintf(`provider_installation {
-  dev_overrides {
-    "registry.terraform.io/s3lock/s3lock" = %q
-  }
-  direct {}
-}
-`, pluginDir))
-	work := filepath.Join(dir, "work")
+	cliConfig := devOverrides(t)
+	work := filepath.Join(t.TempDir(), "work")
 	tg := ns.Target
 	writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf(`terraform {
   required_providers {
@@ -94,10 +81,7 @@ resource "s3lock_lease" "blocked" {
 }
 `, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, run, ns.Bucket, blocked))
 
-	apply := exec.Command(tfBin, "apply", "-auto-approve", "-input=false", "-no-color")
-	apply.Dir = work
-	apply.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-	out, err := apply.CombinedOutput()
+	out, err := terraform(tfBin, work, cliConfig, "apply", "-auto-approve", "-input=false", "-no-color")
 	if err == nil {
 		t.Fatalf("terraform apply succeeded; want it to fail waiting for %q:\n%s", blocked, out)
 	}
@@ -114,6 +98,205 @@ resource "s3lock_lease" "blocked" {
 	if st.Epoch < 2 || st.Held || !st.Released || st.Holder != "e2e" {
 		t.Fatalf("after the failed apply the run's lock is %+v; want its newest epoch (>= 2) released\nterraform output:\n%s", st, out)
 	}
+}
+
+// TestAccMain_ExamplesValidate checks every example configuration with
+// terraform validate against the built provider: attribute names, types and
+// the provider's own validators (durations, lock names).
+func TestAccMain_ExamplesValidate(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
+	}
+	tfBin := terraformBinary(t)
+	cliConfig := devOverrides(t)
+	var dirs []string
+	err := filepath.WalkDir("examples", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if tf, _ := filepath.Glob(filepath.Join(p, "*.tf")); len(tf) > 0 {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < 6 {
+		t.Fatalf("found only %d example directories: %v", len(dirs), dirs)
+	}
+	for _, d := range dirs {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			work := filepath.Join(t.TempDir(), "example")
+			if err := os.CopyFS(work, os.DirFS(filepath.Dir(d))); err != nil {
+				t.Fatal(err)
+			}
+			work = filepath.Join(work, filepath.Base(d))
+			// The snippets in the tfplugindocs layout do not say where the
+			// provider comes from; the scenarios do.
+			if !dirMentions(t, work, "required_providers") {
+				writeFile(t, filepath.Join(work, "zz_providers_test.tf"),
+					"terraform {\n  required_providers {\n    s3lock = { source = \"s3lock/s3lock\" }\n  }\n}\n")
+			}
+			if dirMentions(t, work, "module ") {
+				if out, err := terraform(tfBin, work, cliConfig, "get", "-no-color"); err != nil {
+					t.Fatalf("terraform get: %v\n%s", err, out)
+				}
+			}
+			if out, err := terraform(tfBin, work, cliConfig, "validate", "-no-color"); err != nil {
+				t.Fatalf("terraform validate: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestAccMain_DocsUpToDate regenerates the documentation with tfplugindocs
+// (as make generate does, offline) into a temporary directory and fails if it
+// differs from the committed docs/; it also checks the examples' formatting.
+func TestAccMain_DocsUpToDate(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("needs the terraform CLI: set TF_ACC=1 to run it (make test does)")
+	}
+	tfBin := terraformBinary(t)
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	rel, err := filepath.Rel(root, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyConfig := filepath.Join(t.TempDir(), "terraformrc")
+	writeFile(t, emptyConfig, "")
+	env := append(os.Environ(),
+		"PATH="+filepath.Dir(tfBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"TF_CLI_CONFIG_FILE="+emptyConfig, "CHECKPOINT_DISABLE=1")
+
+	gen := exec.Command("go", "-C", "tools/tfplugindocs", "tool", "tfplugindocs", "generate",
+		"--provider-dir", root, "--provider-name", "s3lock", "--rendered-website-dir", rel)
+	gen.Env = env
+	if b, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("tfplugindocs generate: %v\n%s", err, b)
+	}
+	want := readTree(t, out)
+	got := readTree(t, "docs")
+	for name, content := range want {
+		switch old, ok := got[name]; {
+		case !ok:
+			t.Errorf("docs/%s is missing: run make generate and commit the result", name)
+		case old != content:
+			t.Errorf("docs/%s is out of date: run make generate and commit the result", name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("docs/%s is not generated any more: run make generate and commit the result", name)
+		}
+	}
+
+	fmtCheck := exec.Command(tfBin, "fmt", "-check", "-recursive", "examples")
+	fmtCheck.Env = env
+	if b, err := fmtCheck.CombinedOutput(); err != nil {
+		t.Errorf("terraform fmt -check -recursive examples: %v; these files need terraform fmt:\n%s", err, b)
+	}
+}
+
+// readTree returns the files under dir by slash-separated relative path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// terraformBinary returns the terraform CLI the tests run.
+func terraformBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TF_ACC_TERRAFORM_PATH"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("no terraform binary on PATH")
+	}
+	return p
+}
+
+var (
+	buildOnce sync.Once
+	pluginDir string
+	buildErr  error
+)
+
+// devOverrides builds the provider once per test binary and returns a
+// terraform CLI configuration that uses it for s3lock/s3lock (no download,
+// no terraform init needed).
+func devOverrides(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "s3lock-provider-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		pluginDir = dir
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "terraform-provider-s3lock"), ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building the provider: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	cfg := filepath.Join(t.TempDir(), "terraformrc")
+	writeFile(t, cfg, fmt.Sprintf(`provider_installation {
+  dev_overrides {
+    "registry.terraform.io/s3lock/s3lock" = %q
+  }
+  direct {}
+}
+`, pluginDir))
+	return cfg
+}
+
+// terraform runs the terraform CLI in dir with the CLI configuration cfg.
+func terraform(bin, dir, cfg string, args ...string) ([]byte, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cfg, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	return cmd.CombinedOutput()
+}
+
+// dirMentions reports whether any .tf file in dir contains s.
+func dirMentions(t *testing.T, dir, s string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.tf"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), s) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeFile(t *testing.T, path, content string) {
