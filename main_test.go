@@ -250,7 +250,8 @@ var (
 func devOverrides(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "s3lock-provider-bin-")
+		// One binary for all the tests of this package; TestMain removes it.
+		dir, err := os.MkdirTemp("", "s3lock-provider-bin-") //nolint:usetesting // outlives any one test
 		if err != nil {
 			buildErr = err
 			return

@@ -86,6 +86,7 @@ func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
 		{
 			name: "held",
 			setup: func(t *testing.T, name string) {
+				t.Helper()
 				e.hold(t, "deployer", name, time.Hour, s3lock.WithMetadata(map[string]string{"change": "CHG-7", "env": "prod"}))
 			},
 			check: func(st s3lock.State) error {
@@ -98,6 +99,7 @@ func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
 		{
 			name: "released",
 			setup: func(t *testing.T, name string) {
+				t.Helper()
 				for range 2 {
 					if err := e.hold(t, "deployer", name, time.Hour).Release(t.Context()); err != nil {
 						t.Fatal(err)
@@ -114,6 +116,7 @@ func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
 		{
 			name: "force-released",
 			setup: func(t *testing.T, name string) {
+				t.Helper()
 				e.hold(t, "crashed", name, time.Hour)
 				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
 					t.Fatal(err)
@@ -129,6 +132,7 @@ func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
 		{
 			name: "lapsed",
 			setup: func(t *testing.T, name string) {
+				t.Helper()
 				e.hold(t, "vanished", name, s3lock.MinLeaseDuration).Detach()
 				e.waitLapsed(t, name)
 			},

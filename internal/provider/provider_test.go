@@ -59,16 +59,22 @@ func prepareTerraformEnv() (cleanup func(), err error) {
 		if err := os.WriteFile(cfg, nil, 0o600); err != nil {
 			return cleanup, err
 		}
-		os.Setenv("TF_CLI_CONFIG_FILE", cfg)
-		cleanup = func() { os.RemoveAll(dir) }
+		cleanup = func() { _ = os.RemoveAll(dir) }
+		if err := os.Setenv("TF_CLI_CONFIG_FILE", cfg); err != nil {
+			return cleanup, err
+		}
 	}
 	if os.Getenv("TF_ACC_TERRAFORM_PATH") == "" {
 		if p, err := exec.LookPath("terraform"); err == nil {
-			os.Setenv("TF_ACC_TERRAFORM_PATH", p)
+			if err := os.Setenv("TF_ACC_TERRAFORM_PATH", p); err != nil {
+				return cleanup, err
+			}
 		}
 	}
 	if os.Getenv("TF_ACC_PROVIDER_NAMESPACE") == "" {
-		os.Setenv("TF_ACC_PROVIDER_NAMESPACE", "s3lock")
+		if err := os.Setenv("TF_ACC_PROVIDER_NAMESPACE", "s3lock"); err != nil {
+			return cleanup, err
+		}
 	}
 	return cleanup, nil
 }

@@ -282,6 +282,7 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 		{
 			name: "force-released",
 			lose: func(t *testing.T, e *accEnv, name string) uint64 {
+				t.Helper()
 				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
 					t.Fatalf("ForceRelease: %v", err)
 				}
@@ -291,6 +292,7 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 		{
 			name: "superseded",
 			lose: func(t *testing.T, e *accEnv, name string) uint64 {
+				t.Helper()
 				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
 					t.Fatalf("ForceRelease: %v", err)
 				}
@@ -308,6 +310,7 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 		{
 			name: "epoch object deleted",
 			lose: func(t *testing.T, e *accEnv, name string) uint64 {
+				t.Helper()
 				_, err := e.ns.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{
 					Bucket: aws.String(e.bucket), Key: aws.String(s3lock.Key(name, 1)),
 				})
@@ -414,6 +417,7 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 		{
 			name: "stale epoch",
 			setup: func(t *testing.T, e *accEnv, name string) string {
+				t.Helper()
 				for range 2 {
 					if err := e.hold(t, "earlier", name, time.Minute).Release(t.Context()); err != nil {
 						t.Fatal(err)
@@ -427,6 +431,7 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 		{
 			name: "released epoch",
 			setup: func(t *testing.T, e *accEnv, name string) string {
+				t.Helper()
 				if err := e.hold(t, "earlier", name, time.Minute).Release(t.Context()); err != nil {
 					t.Fatal(err)
 				}
@@ -437,18 +442,19 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 		{
 			name: "lock never existed",
 			setup: func(t *testing.T, e *accEnv, name string) string {
+				t.Helper()
 				return leaseID(e.bucket, name, 1)
 			},
 			want: matchError("Cannot import lease", "not the current epoch"),
 		},
 		{
 			name:  "no epoch",
-			setup: func(t *testing.T, e *accEnv, name string) string { return e.bucket + "/" + name },
+			setup: func(t *testing.T, e *accEnv, name string) string { t.Helper(); return e.bucket + "/" + name },
 			want:  matchError("Invalid import ID", "<bucket>/<name>/<epoch>"),
 		},
 		{
 			name:  "no name",
-			setup: func(t *testing.T, e *accEnv, name string) string { return e.bucket + "/7" },
+			setup: func(t *testing.T, e *accEnv, _ string) string { t.Helper(); return e.bucket + "/7" },
 			want:  matchError("Invalid import ID", "<bucket>/<name>/<epoch>"),
 		},
 	}
