@@ -23,33 +23,47 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestAccMain_EphemeralLeaseReleasedWhenApplyFails runs the built provider
-// binary under the real terraform CLI: when a resource that depends on an
-// ephemeral lease fails, Terraform does not close the lease, and the
-// provider releases it when Terraform stops it.
-func TestAccMain_EphemeralLeaseReleasedWhenApplyFails(t *testing.T) {
+// TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly runs the built provider
+// binary under the real terraform CLI. When a resource that depends on an
+// ephemeral lease fails, or the run is interrupted, Terraform (1.11) does not
+// close the lease; the provider releases it when Terraform stops it.
+func TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
 	}
 	tfBin := terraformBinary(t)
-	ns := s3test.New(t)
-	run, blocked := ns.Name("run"), ns.Name("blocked")
-
-	// Someone else holds "blocked" for the whole test.
-	other, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("other-team"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := other.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithDuration(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = held.Release(context.Background()) })
-
 	cliConfig := devOverrides(t)
-	work := filepath.Join(t.TempDir(), "work")
-	tg := ns.Target
-	writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf(`terraform {
+	cases := []struct {
+		name string
+		// createTimeout is how long the dependent resource waits for a
+		// lock that someone else holds for the whole test.
+		createTimeout string
+		// interrupt, when set, sends terraform an interrupt once the
+		// apply holds the run's lease.
+		interrupt bool
+		wantOut   string
+	}{
+		{name: "dependent resource fails", createTimeout: "1s", wantOut: "Could not acquire lock"},
+		{name: "interrupted", createTimeout: "10m", interrupt: true, wantOut: "Interrupt received"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := s3test.New(t)
+			run, blocked := ns.Name("run"), ns.Name("blocked")
+			other, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("other-team"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := other.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithDuration(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = held.Release(context.Background()) })
+
+			work := filepath.Join(t.TempDir(), "work")
+			tg := ns.Target
+			writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf(`terraform {
   required_providers {
     s3lock = { source = "s3lock/s3lock" }
   }
@@ -76,27 +90,48 @@ resource "s3lock_lease" "blocked" {
   depends_on = [ephemeral.s3lock_lease.run]
 
   timeouts {
-    create = "1s"
+    create = %q
   }
 }
-`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, run, ns.Bucket, blocked))
+`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, run, ns.Bucket, blocked, tc.createTimeout))
 
-	out, err := terraform(tfBin, work, cliConfig, "apply", "-auto-approve", "-input=false", "-no-color")
-	if err == nil {
-		t.Fatalf("terraform apply succeeded; want it to fail waiting for %q:\n%s", blocked, out)
-	}
-	if !strings.Contains(string(out), "Could not acquire lock") {
-		t.Fatalf("terraform apply failed for another reason:\n%s", out)
-	}
-
-	st, err := other.Current(t.Context(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The plan took epoch 1 and closed it; the apply took epoch 2 and
-	// failed without closing it: the provider released it on shutdown.
-	if st.Epoch < 2 || st.Held || !st.Released || st.Holder != "e2e" {
-		t.Fatalf("after the failed apply the run's lock is %+v; want its newest epoch (>= 2) released\nterraform output:\n%s", st, out)
+			cmd := terraformCmd(tfBin, work, cliConfig, "apply", "-auto-approve", "-input=false", "-no-color")
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.interrupt {
+				// The plan takes epoch 1 and closes it; the apply takes
+				// epoch 2 and then waits for "blocked".
+				deadline := time.Now().Add(2 * time.Minute)
+				for {
+					st, err := other.Current(t.Context(), run)
+					if err == nil && st.Held && st.Epoch >= 2 {
+						break
+					}
+					if time.Now().After(deadline) {
+						_ = cmd.Process.Kill()
+						t.Fatalf("the apply never took the run's lock (last: %+v, %v)", st, err)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if err := cmd.Process.Signal(os.Interrupt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = cmd.Wait()
+			if err == nil || !strings.Contains(out.String(), tc.wantOut) {
+				t.Fatalf("terraform apply: %v; want it to fail with %q:\n%s", err, tc.wantOut, out.String())
+			}
+			st, err := other.Current(t.Context(), run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Epoch < 2 || st.Held || !st.Released || st.Holder != "e2e" {
+				t.Fatalf("after the apply the run's lock is %+v; want its newest epoch (>= 2) released\nterraform output:\n%s", st, out.String())
+			}
+		})
 	}
 }
 
@@ -278,10 +313,16 @@ func devOverrides(t *testing.T) string {
 
 // terraform runs the terraform CLI in dir with the CLI configuration cfg.
 func terraform(bin, dir, cfg string, args ...string) ([]byte, error) {
+	return terraformCmd(bin, dir, cfg, args...).CombinedOutput()
+}
+
+// terraformCmd prepares the terraform CLI to run in dir with the CLI
+// configuration cfg.
+func terraformCmd(bin, dir, cfg string, args ...string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cfg, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-	return cmd.CombinedOutput()
+	return cmd
 }
 
 // dirMentions reports whether any .tf file in dir contains s.

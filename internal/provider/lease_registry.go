@@ -13,8 +13,8 @@ import (
 // for Terraform and Terraform has not closed yet.
 //
 // Terraform normally closes every ephemeral lease it opened, but not always:
-// when a resource that depends on the lease fails, Terraform 1.11 skips the
-// close and stops the provider. A lease left open would keep others waiting
+// when a resource that depends on the lease fails, or the run is interrupted,
+// Terraform 1.11 skips the close and stops the provider. A lease left open would keep others waiting
 // for its whole lease_duration although nothing renews it any more, so the
 // provider releases what is left when its server stops (see NewWithCleanup).
 type leaseRegistry struct {
