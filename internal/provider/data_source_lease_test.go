@@ -1,0 +1,182 @@
+package provider
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// expectedAttrs are the attributes a data source must show for a lock in
+// state st, as s3lock.Client.Current reads it: "" means null (absent).
+// expires_at is derived from the time of each read, so it is only checked to
+// be present exactly when the lock is held.
+func expectedAttrs(st s3lock.State) map[string]string {
+	m := map[string]string{
+		"held":        strconv.FormatBool(st.Held),
+		"released":    strconv.FormatBool(st.Released),
+		"epoch":       strconv.FormatUint(st.Epoch, 10),
+		"key":         st.Key,
+		"holder":      st.Holder,
+		"acquired_at": formatTime(st.AcquiredAt),
+		"released_at": formatTime(st.ReleasedAt),
+		"released_by": st.ReleasedBy,
+		"metadata.%":  "",
+	}
+	if st.Epoch > 0 {
+		m["lease_duration"] = formatDuration(st.LeaseDuration)
+	}
+	if len(st.Metadata) > 0 {
+		m["metadata.%"] = strconv.Itoa(len(st.Metadata))
+		for k, v := range st.Metadata {
+			m["metadata."+k] = v
+		}
+	}
+	return m
+}
+
+// compareAttrs compares flatmap attributes (under prefix) with want.
+func compareAttrs(attrs map[string]string, prefix string, st s3lock.State) error {
+	var diffs []string
+	for k, v := range expectedAttrs(st) {
+		got, ok := attrs[prefix+k]
+		if v == "" && !ok {
+			continue
+		}
+		if got != v {
+			diffs = append(diffs, fmt.Sprintf("%s%s = %q, Current says %q", prefix, k, got, v))
+		}
+	}
+	if _, ok := attrs[prefix+"expires_at"]; ok != st.Held {
+		diffs = append(diffs, fmt.Sprintf("%sexpires_at present %v, but held is %v", prefix, ok, st.Held))
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%s", strings.Join(diffs, "\n"))
+	}
+	return nil
+}
+
+// checkDataMatchesCurrent compares a data source with Current.
+func checkDataMatchesCurrent(t *testing.T, e *accEnv, addr, name string) tfresource.TestCheckFunc {
+	t.Helper()
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok {
+			return fmt.Errorf("%s is not in state", addr)
+		}
+		return compareAttrs(rs.Primary.Attributes, "", e.current(t, name))
+	}
+}
+
+// TestAccLeaseDataSource_MatchesCurrent: the data source reads what the SDK
+// reads for held, released, force-released, lapsed and never-existing locks.
+func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
+	e := newAccEnv(t)
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, name string)
+		check func(st s3lock.State) error // what the case is about
+	}{
+		{
+			name: "held",
+			setup: func(t *testing.T, name string) {
+				t.Helper()
+				e.hold(t, "deployer", name, time.Hour, s3lock.WithMetadata(map[string]string{"change": "CHG-7", "env": "prod"}))
+			},
+			check: func(st s3lock.State) error {
+				if !st.Held || st.Epoch != 1 || st.Metadata["change"] != "CHG-7" {
+					return fmt.Errorf("not held with metadata: %+v", st)
+				}
+				return nil
+			},
+		},
+		{
+			name: "released",
+			setup: func(t *testing.T, name string) {
+				t.Helper()
+				for range 2 {
+					if err := e.hold(t, "deployer", name, time.Hour).Release(t.Context()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			check: func(st s3lock.State) error {
+				if st.Held || !st.Released || st.Epoch != 2 {
+					return fmt.Errorf("not released at epoch 2: %+v", st)
+				}
+				return nil
+			},
+		},
+		{
+			name: "force-released",
+			setup: func(t *testing.T, name string) {
+				t.Helper()
+				e.hold(t, "crashed", name, time.Hour)
+				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(st s3lock.State) error {
+				if st.Held || !st.Released || st.ReleasedBy != "operator" {
+					return fmt.Errorf("not force-released by operator: %+v", st)
+				}
+				return nil
+			},
+		},
+		{
+			name: "lapsed",
+			setup: func(t *testing.T, name string) {
+				t.Helper()
+				e.hold(t, "vanished", name, s3lock.MinLeaseDuration).Detach()
+				e.waitLapsed(t, name)
+			},
+			check: func(st s3lock.State) error {
+				if st.Held || st.Released || st.Epoch != 1 {
+					return fmt.Errorf("not lapsed: %+v", st)
+				}
+				return nil
+			},
+		},
+		{
+			name:  "never existed",
+			setup: func(*testing.T, string) {},
+			check: func(st s3lock.State) error {
+				if st.Held || st.Released || st.Epoch != 0 {
+					return fmt.Errorf("exists: %+v", st)
+				}
+				return nil
+			},
+		},
+	}
+	var config strings.Builder
+	config.WriteString(e.providerConfig(nil))
+	var checks []tfresource.TestCheckFunc
+	for i, tc := range cases {
+		name := e.name("ds/" + strings.ReplaceAll(tc.name, " ", "-"))
+		addr := fmt.Sprintf("data.s3lock_lease.c%d", i)
+		fmt.Fprintf(&config, "\ndata \"s3lock_lease\" \"c%d\" {\n  bucket = %q\n  name   = %q\n}\n", i, e.bucket, name)
+		checks = append(checks,
+			func(*terraform.State) error {
+				if err := tc.check(e.current(t, name)); err != nil {
+					return fmt.Errorf("case %s: the setup did not work: %w", tc.name, err)
+				}
+				return nil
+			},
+			checkDataMatchesCurrent(t, e, addr, name),
+		)
+		tc.setup(t, name)
+	}
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config.String(),
+			Check:  tfresource.ComposeAggregateTestCheckFunc(checks...),
+		}},
+	})
+}

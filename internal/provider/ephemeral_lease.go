@@ -1,0 +1,286 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+var (
+	_ ephemeral.EphemeralResource              = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithConfigure = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithRenew     = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithClose     = (*leaseEphemeralResource)(nil)
+)
+
+const (
+	// defaultEphemeralLeaseDuration bounds how long a crashed Terraform run
+	// keeps others waiting; Terraform renews the lease long before it ends.
+	defaultEphemeralLeaseDuration = "2m"
+	// defaultWaitTimeout is how long Open waits for a held lock.
+	defaultWaitTimeout = "5m"
+	// maxWaitTimeout bounds wait_timeout.
+	maxWaitTimeout = 24 * time.Hour
+)
+
+// NewLeaseEphemeralResource returns the s3lock_lease ephemeral resource.
+func NewLeaseEphemeralResource() ephemeral.EphemeralResource { return &leaseEphemeralResource{} }
+
+// leaseEphemeralResource is a lease held for exactly one Terraform run.
+type leaseEphemeralResource struct {
+	factory *clientFactory
+}
+
+// leaseEphemeralModelV0 is the configuration and result of the ephemeral
+// s3lock_lease.
+type leaseEphemeralModelV0 struct {
+	Bucket        types.String `tfsdk:"bucket"`
+	Name          types.String `tfsdk:"name"`
+	LeaseDuration types.String `tfsdk:"lease_duration"`
+	WaitTimeout   types.String `tfsdk:"wait_timeout"`
+	Metadata      types.Map    `tfsdk:"metadata"`
+	Epoch         types.Int64  `tfsdk:"epoch"`
+	Key           types.String `tfsdk:"key"`
+	Holder        types.String `tfsdk:"holder"`
+	AcquiredAt    types.String `tfsdk:"acquired_at"`
+	ExpiresAt     types.String `tfsdk:"expires_at"`
+}
+
+func (e *leaseEphemeralResource) Metadata(_ context.Context, req ephemeral.MetadataRequest, resp *ephemeral.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_lease"
+}
+
+func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaRequest, resp *ephemeral.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A lease on an s3lock lock, held for exactly one Terraform run: Terraform opens " +
+			"it (acquiring the lock, waiting up to `wait_timeout` while someone else holds it), renews it while " +
+			"the run lasts, and closes it (releasing the lock) when the run ends, also when the run fails or " +
+			"is interrupted.\n\n" +
+			"Make the resources that must run under the lock depend on it with " +
+			"`depends_on = [ephemeral.s3lock_lease.<name>]`. `terraform plan` and `terraform apply` each take " +
+			"the lock for their own duration; a saved plan does not keep it. If the process is killed, the lease " +
+			"lapses after `lease_duration`.",
+		Attributes: map[string]schema.Attribute{
+			"bucket": schema.StringAttribute{
+				MarkdownDescription: "Bucket that holds the lock.",
+				Required:            true,
+				Validators:          []validator.String{bucketValidator{}},
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the lock: a key path inside the bucket, such as `deploy/prod`.",
+				Required:            true,
+				Validators:          []validator.String{lockNameValidator{}},
+			},
+			"lease_duration": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("How long the lease stays valid unless renewed, as a duration such "+
+					"as `\"90s\"` (between %s and %s). Terraform renews it well before then, so this is how long "+
+					"others wait when a run dies without releasing it. Default `%q`.",
+					formatDuration(s3lock.MinLeaseDuration), formatDuration(s3lock.MaxLeaseDuration), defaultEphemeralLeaseDuration),
+				Optional: true,
+				Computed: true,
+				Validators: []validator.String{
+					durationValidator{min: s3lock.MinLeaseDuration, max: s3lock.MaxLeaseDuration},
+				},
+			},
+			"wait_timeout": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("How long to wait for the lock while someone else holds it, as a "+
+					"duration such as `\"10m\"`; `\"0s\"` fails at once. Default `%q`.", defaultWaitTimeout),
+				Optional: true,
+				Computed: true,
+				Validators: []validator.String{
+					durationValidator{min: time.Second, max: maxWaitTimeout, allowZero: true},
+				},
+			},
+			"metadata": schema.MapAttribute{
+				MarkdownDescription: "Strings stored in the lease for everyone who reads the lock (at most 16 KiB in all).",
+				ElementType:         types.StringType,
+				Optional:            true,
+				Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtLeast(1))},
+			},
+			"epoch": schema.Int64Attribute{
+				MarkdownDescription: "Epoch of the lease: the fencing token of this run.",
+				Computed:            true,
+			},
+			"key": schema.StringAttribute{
+				MarkdownDescription: "Key of the lease's epoch object in the bucket.",
+				Computed:            true,
+			},
+			"holder": schema.StringAttribute{
+				MarkdownDescription: "Identity written into the lease (the provider's `holder`).",
+				Computed:            true,
+			},
+			"acquired_at": schema.StringAttribute{
+				MarkdownDescription: "When the lease was acquired (RFC 3339).",
+				Computed:            true,
+			},
+			"expires_at": schema.StringAttribute{
+				MarkdownDescription: "When the lease ends unless renewed (RFC 3339), as of its acquisition.",
+				Computed:            true,
+			},
+		},
+	}
+}
+
+func (e *leaseEphemeralResource) Configure(_ context.Context, req ephemeral.ConfigureRequest, resp *ephemeral.ConfigureResponse) {
+	f, err := factoryFrom(req.ProviderData, "s3lock_lease ephemeral resource")
+	if err != nil {
+		resp.Diagnostics.AddError("Unexpected provider data", err.Error())
+		return
+	}
+	e.factory = f
+}
+
+// Open acquires the lock.
+func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRequest, resp *ephemeral.OpenResponse) {
+	var cfg leaseEphemeralModelV0
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	bucket, name := cfg.Bucket.ValueString(), cfg.Name.ValueString()
+	dur, err1 := parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultEphemeralLeaseDuration))
+	wait, err2 := parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultWaitTimeout))
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			resp.Diagnostics.AddError("Invalid duration", lockErrorDetail(bucket, name, 0, err))
+		}
+	}
+	meta, diags := metadataFrom(ctx, cfg.Metadata)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client, ok := e.client(ctx, bucket, name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithDuration(dur)}
+	if meta != nil {
+		opts = append(opts, s3lock.WithMetadata(meta))
+	}
+	lease, err := acquireLease(ctx, e.factory, client, name, wait, opts...)
+	if err != nil {
+		resp.Diagnostics.AddError("Could not acquire lock", lockErrorDetail(bucket, name, 0, err))
+		return
+	}
+	// Terraform renews and closes the lease in later calls, possibly in
+	// another instance of this type: keep only its token.
+	token := lease.Detach()
+	tflog.Info(ctx, "acquired lock for this run", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
+	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
+	e.factory.leases.add(e.factory, token)
+
+	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
+	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
+	cfg.Epoch = types.Int64Value(int64(lease.Epoch()))
+	cfg.Key = types.StringValue(lease.Key())
+	cfg.Holder = types.StringValue(lease.Holder())
+	cfg.AcquiredAt = timeValue(lease.AcquiredAt())
+	cfg.ExpiresAt = timeValue(lease.ExpiresAt())
+	resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
+	resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
+}
+
+// Renew extends the lease; Terraform calls it at RenewAt while the run lasts.
+func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
+	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	client, ok := e.client(ctx, token.Bucket, token.Name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	lease, err := client.Resume(ctx, *token, s3lock.WithoutAutoRenew())
+	if err == nil {
+		err = lease.Renew(ctx)
+		lease.Detach()
+	}
+	if err != nil {
+		detail := lockErrorDetail(token.Bucket, token.Name, token.Epoch, err)
+		if isLost(err) {
+			detail += "\n\nThe lease was lost during this run: what ran under it may not have been exclusive."
+		}
+		resp.Diagnostics.AddError("Could not renew lease", detail)
+		return
+	}
+	tflog.Debug(ctx, "renewed lease", map[string]any{"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch})
+	resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
+}
+
+// Close releases the lock. A lease lost during the run is an error: the run
+// relied on it.
+func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseRequest, resp *ephemeral.CloseResponse) {
+	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	client, ok := e.client(ctx, token.Bucket, token.Name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	lease, err := client.Resume(ctx, *token, s3lock.WithoutAutoRenew())
+	if err == nil {
+		err = lease.Release(ctx)
+	}
+	if err == nil || isLost(err) {
+		e.factory.leases.remove(*token)
+	}
+	if err != nil {
+		detail := lockErrorDetail(token.Bucket, token.Name, token.Epoch, err)
+		if isLost(err) {
+			detail += "\n\nThe lease was lost before the run ended: what ran under it may not have been exclusive."
+		}
+		resp.Diagnostics.AddError("Could not release lease", detail)
+		return
+	}
+	tflog.Info(ctx, "released lock at the end of the run", map[string]any{"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch})
+}
+
+// token reads the lease token that Open stored in the private data.
+func (e *leaseEphemeralResource) token(ctx context.Context, p privateGetter, diags *diag.Diagnostics) (*s3lock.Token, bool) {
+	token, d := loadToken(ctx, p)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil, false
+	}
+	if token == nil {
+		diags.AddError("Missing lease token", "Terraform did not pass back the lease token that Open stored, "+
+			"so the lease cannot be renewed or released; it will lapse after its lease_duration. "+
+			"This is a bug in the provider or in Terraform, please report it.")
+		return nil, false
+	}
+	return token, true
+}
+
+func (e *leaseEphemeralResource) client(ctx context.Context, bucket, name string, diags interface {
+	AddError(string, string)
+}) (*s3lock.Client, bool) {
+	if e.factory == nil {
+		diags.AddError("Provider not configured", errNotConfigured.Error())
+		return nil, false
+	}
+	c, err := e.factory.client(ctx, bucket)
+	if err != nil {
+		diags.AddError("Invalid lock settings", lockErrorDetail(bucket, name, 0, err))
+		return nil, false
+	}
+	return c, true
+}
+
+// renewAt is when Terraform should renew a lease that expires at expires: a
+// third of the way there, leaving two thirds of the lease to retry in.
+func renewAt(now, expires time.Time) time.Time {
+	return now.Add(max(expires.Sub(now)/3, 0))
+}

@@ -1,0 +1,306 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/echoprovider"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// echoFactories adds the echo provider, which copies the ephemeral lease's
+// result into state so that a test can look at it.
+var echoFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"echo": echoprovider.NewProviderServer(),
+}
+
+// ephemeralLeaseConfig is an ephemeral s3lock_lease named run.
+func ephemeralLeaseConfig(bucket, name string, extra ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ephemeral \"s3lock_lease\" \"run\" {\n  bucket = %q\n  name   = %q\n", bucket, name)
+	for _, l := range extra {
+		b.WriteString("  " + l + "\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// echoedLease reads the ephemeral lease's result that the echo resource
+// recorded during apply.
+type echoedLease struct {
+	Epoch         json.Number       `json:"epoch"`
+	Key           string            `json:"key"`
+	Holder        string            `json:"holder"`
+	LeaseDuration string            `json:"lease_duration"`
+	WaitTimeout   string            `json:"wait_timeout"`
+	ExpiresAt     string            `json:"expires_at"`
+	AcquiredAt    string            `json:"acquired_at"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+// checkEchoedLease is a state check on echo.lease's data.
+type checkEchoedLease func(echoedLease) error
+
+func (f checkEchoedLease) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	if req.State == nil || req.State.Values == nil || req.State.Values.RootModule == nil {
+		resp.Error = fmt.Errorf("no state")
+		return
+	}
+	for _, r := range req.State.Values.RootModule.Resources {
+		if r.Address != "echo.lease" {
+			continue
+		}
+		raw, err := json.Marshal(r.AttributeValues["data"])
+		if err != nil {
+			resp.Error = err
+			return
+		}
+		var l echoedLease
+		if err := json.Unmarshal(raw, &l); err != nil {
+			resp.Error = fmt.Errorf("echo.lease data %s: %w", raw, err)
+			return
+		}
+		resp.Error = f(l)
+		return
+	}
+	resp.Error = fmt.Errorf("echo.lease is not in state")
+}
+
+// TestAccLeaseEphemeral_OpenRenewClose: apply opens the lease, Terraform renews
+// it while a resource that depends on it waits for another lock, and closes
+// (releases) it when the run ends.
+func TestAccLeaseEphemeral_OpenRenewClose(t *testing.T) {
+	e := newAccEnv(t)
+	run, blocked := e.name("run"), e.name("blocked")
+	config := requiredProviders("s3lock", "echo") + e.providerBlock(nil) +
+		ephemeralLeaseConfig(e.bucket, run, `lease_duration = "4s"`, `metadata = { purpose = "serialize" }`) + `
+provider "echo" {
+  data = ephemeral.s3lock_lease.run
+}
+
+resource "echo" "lease" {}
+` + fmt.Sprintf(`
+resource "s3lock_lease" "blocked" {
+  bucket     = %q
+  name       = %q
+  depends_on = [ephemeral.s3lock_lease.run]
+
+  timeouts {
+    create = "2m"
+  }
+}
+`, e.bucket, blocked)
+
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   ephemeralVersions,
+		ProtoV6ProviderFactories: e.protoV6Factories(echoFactories),
+		Steps: []tfresource.TestStep{{
+			// Someone else holds the lock "blocked" until the run's lease
+			// has been renewed: the apply can only finish after a renewal.
+			PreConfig: func() {
+				l := e.hold(t, "other-team", blocked, time.Hour)
+				observer := e.sdk(t, "observer")
+				go func() {
+					defer l.Release(context.Background()) //nolint:errcheck // the test checks the outcome
+					deadline := time.Now().Add(2 * time.Minute)
+					for time.Now().Before(deadline) {
+						st, err := observer.Current(context.Background(), run)
+						if err == nil && st.Held && st.Renewals > 0 {
+							return
+						}
+						time.Sleep(100 * time.Millisecond)
+					}
+				}()
+			},
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				checkEchoedLease(func(l echoedLease) error {
+					epoch, err := l.Epoch.Int64()
+					if err != nil {
+						return err
+					}
+					// The plan took the lock first, with epoch 1; the apply
+					// took the next one.
+					if epoch < 2 {
+						return fmt.Errorf("apply's lease has epoch %d; want at least 2 (plan and apply each take the lock)", epoch)
+					}
+					if l.Key != s3lock.Key(run, uint64(epoch)) || l.Holder != "terraform-test" ||
+						l.LeaseDuration != "4s" || l.WaitTimeout != "5m" || l.Metadata["purpose"] != "serialize" {
+						return fmt.Errorf("ephemeral result %+v", l)
+					}
+					st := e.current(t, run)
+					switch {
+					case st.Epoch != uint64(epoch):
+						return fmt.Errorf("the lock's newest epoch is %d, the apply's lease was %d", st.Epoch, epoch)
+					case !st.Released || st.Held:
+						return fmt.Errorf("after the apply the lease is not released: %+v", st)
+					case st.Renewals < 2:
+						// One write for the renewal, one for the release.
+						return fmt.Errorf("the lease was written %d times after its creation; want a renewal and a release", st.Renewals)
+					case st.Holder != "terraform-test" || st.Metadata["purpose"] != "serialize":
+						return fmt.Errorf("the lease's holder and metadata: %+v", st)
+					}
+					return nil
+				}),
+			},
+		}},
+	})
+}
+
+// TestAccLeaseEphemeral_ReleasedAtShutdownWhenApplyFails: when a resource that
+// depends on the lease fails, Terraform does not close the lease; the
+// provider releases it when its server stops (main calls the cleanup of
+// NewWithCleanup; here the test does, as TestAccMain_* does with the real
+// binary).
+func TestAccLeaseEphemeral_ReleasedAtShutdownWhenApplyFails(t *testing.T) {
+	e := newAccEnv(t)
+	run, blocked := e.name("run"), e.name("blocked")
+	e.hold(t, "other-team", blocked, time.Hour)
+	config := e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, run) + fmt.Sprintf(`
+resource "s3lock_lease" "blocked" {
+  bucket     = %q
+  name       = %q
+  depends_on = [ephemeral.s3lock_lease.run]
+
+  timeouts {
+    create = "1s"
+  }
+}
+`, e.bucket, blocked)
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   ephemeralVersions,
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps: []tfresource.TestStep{{
+			Config:      config,
+			ExpectError: matchError("Could not acquire lock", `Lock "`+blocked+`" in bucket "`+e.bucket+`"`, "held by", "other-team"),
+		}},
+	})
+	if e.leases.len() == 0 {
+		// A terraform that closes ephemeral resources after a failure
+		// leaves nothing to clean up.
+		if st := e.current(t, run); st.Held || !st.Released {
+			t.Fatalf("terraform closed the lease, yet the lock is %+v", st)
+		}
+		return
+	}
+	released, err := e.leases.releaseAll(t.Context())
+	if err != nil || len(released) != 1 || released[0].Name != run {
+		t.Fatalf("releasing the leases left open: released %v, error %v; want the lease on %q", released, err, run)
+	}
+	st := e.current(t, run)
+	if st.Epoch != released[0].Epoch || st.Held || !st.Released {
+		t.Errorf("after the cleanup, the run's lock: epoch %d held %v released %v; want epoch %d released",
+			st.Epoch, st.Held, st.Released, released[0].Epoch)
+	}
+}
+
+// TestAccLeaseEphemeral_WaitsForHolder: Open waits while the lock is held and
+// acquires it once the holder releases it.
+func TestAccLeaseEphemeral_WaitsForHolder(t *testing.T) {
+	e := newAccEnv(t)
+	run := e.name("run")
+	l := e.hold(t, "other-team", run, time.Hour)
+	e.setOnWait(func(h *s3lock.HeldError) {
+		if h.Holder == "other-team" {
+			go func() { _ = l.Release(context.Background()) }()
+		}
+	})
+	config := requiredProviders("s3lock", "echo") + e.providerBlock(nil) +
+		ephemeralLeaseConfig(e.bucket, run, `wait_timeout = "2m"`) + `
+provider "echo" {
+  data = ephemeral.s3lock_lease.run
+}
+
+resource "echo" "lease" {}
+`
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   ephemeralVersions,
+		ProtoV6ProviderFactories: e.protoV6Factories(echoFactories),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				checkEchoedLease(func(el echoedLease) error {
+					epoch, err := el.Epoch.Int64()
+					if err != nil || uint64(epoch) <= l.Epoch() {
+						return fmt.Errorf("the run's lease has epoch %s; want one after the other team's %d", el.Epoch, l.Epoch())
+					}
+					return nil
+				}),
+			},
+		}},
+	})
+}
+
+// TestAccLeaseEphemeral_Validation: bad arguments fail before any lock is
+// taken, with a diagnostic naming the bucket and lock.
+func TestAccLeaseEphemeral_Validation(t *testing.T) {
+	e := newAccEnv(t)
+	cases := []struct {
+		name  string
+		extra []string
+		lock  string
+		want  *regexp.Regexp
+	}{
+		{
+			name:  "bad lease duration",
+			lock:  "ok",
+			extra: []string{`lease_duration = "2 minutes"`},
+			want:  matchError("Invalid duration", `lock "ok" in bucket "`+e.bucket+`"`),
+		},
+		{
+			name:  "negative wait",
+			lock:  "ok",
+			extra: []string{`wait_timeout = "-1s"`},
+			want:  matchError("Duration out of range", "wait_timeout", `bucket "`+e.bucket+`"`),
+		},
+		{
+			name: "empty name",
+			lock: "",
+			want: matchError("Invalid lock name", `for bucket "`+e.bucket+`"`, "empty"),
+		},
+		{
+			name: "name escaping its prefix",
+			lock: "../etc",
+			want: matchError("Invalid lock name", `"../etc" for bucket "`+e.bucket+`"`, "escape"),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tfresource.ParallelTest(t, tfresource.TestCase{
+				TerraformVersionChecks:   ephemeralVersions,
+				ProtoV6ProviderFactories: e.protoV6Factories(),
+				Steps: []tfresource.TestStep{{
+					Config:      e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, tc.lock, tc.extra...),
+					PlanOnly:    true,
+					ExpectError: tc.want,
+				}},
+			})
+		})
+	}
+}
+
+func TestRenewAt(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		left, want time.Duration
+	}{
+		{left: 3 * time.Minute, want: time.Minute},
+		{left: 3 * time.Second, want: time.Second},
+		{left: 0, want: 0},
+		{left: -time.Second, want: 0},
+	}
+	for _, tc := range cases {
+		if got := renewAt(now, now.Add(tc.left)).Sub(now); got != tc.want {
+			t.Errorf("renewAt with %s left = now+%s, want now+%s", tc.left, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,534 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+var (
+	_ resource.Resource                   = (*leaseResource)(nil)
+	_ resource.ResourceWithConfigure      = (*leaseResource)(nil)
+	_ resource.ResourceWithImportState    = (*leaseResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*leaseResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*leaseResource)(nil)
+)
+
+const (
+	// defaultResourceLeaseDuration is how long a lease resource stays valid
+	// between applies. Nothing renews it in between (the provider process
+	// ends with each Terraform run), so it must outlast the gap between the
+	// steps that use it; an hour covers a typical pipeline.
+	defaultResourceLeaseDuration = "1h"
+	// defaultCreateTimeout is how long Create waits for a held lock.
+	defaultCreateTimeout = 5 * time.Minute
+	// importIDFormat is the one import ID format.
+	importIDFormat = "<bucket>/<name>/<epoch>"
+)
+
+// NewLeaseResource returns the s3lock_lease resource.
+func NewLeaseResource() resource.Resource { return &leaseResource{} }
+
+// leaseResource is a lease held for as long as the resource exists.
+type leaseResource struct {
+	factory *clientFactory
+}
+
+// leaseResourceModelV0 is the state of s3lock_lease.
+type leaseResourceModelV0 struct {
+	ID            types.String   `tfsdk:"id"`
+	Bucket        types.String   `tfsdk:"bucket"`
+	Name          types.String   `tfsdk:"name"`
+	LeaseDuration types.String   `tfsdk:"lease_duration"`
+	RenewBefore   types.String   `tfsdk:"renew_before"`
+	Metadata      types.Map      `tfsdk:"metadata"`
+	Epoch         types.Int64    `tfsdk:"epoch"`
+	Key           types.String   `tfsdk:"key"`
+	Holder        types.String   `tfsdk:"holder"`
+	AcquiredAt    types.String   `tfsdk:"acquired_at"`
+	ExpiresAt     types.String   `tfsdk:"expires_at"`
+	Timeouts      timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (r *leaseResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_lease"
+}
+
+func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	tb := timeouts.Block(ctx, timeouts.Opts{
+		Create: true,
+		CreateDescription: "How long `terraform apply` waits for the lock when someone else holds it, " +
+			"e.g. `\"30m\"`. Default `\"5m\"`.",
+	})
+	if b, ok := tb.(schema.SingleNestedBlock); ok {
+		b.MarkdownDescription = "How long operations may take."
+		tb = b
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A lease on an s3lock lock, held for as long as the resource exists: `apply` " +
+			"acquires it (waiting while someone else holds it), `destroy` releases it. Use it to hold a lock " +
+			"across several Terraform runs or pipeline steps.\n\n" +
+			"Nothing renews the lease between Terraform runs, so `lease_duration` must outlast the gap " +
+			"between the runs that rely on it. A plan made within `renew_before` of `expires_at` proposes an " +
+			"in-place renewal. If the lease is lost meanwhile (it lapsed, or an operator force-released it), " +
+			"the next refresh removes it from state with a warning and the next apply acquires the lock again, " +
+			"with a new `epoch`.\n\n" +
+			"Changing `lease_duration` or `metadata` replaces the lease: it is released and acquired again " +
+			"with a new epoch.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				MarkdownDescription: "Identifier of the lease, `" + importIDFormat + "` (the import ID format).",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"bucket": schema.StringAttribute{
+				MarkdownDescription: "Bucket that holds the lock. Changing it replaces the lease.",
+				Required:            true,
+				Validators:          []validator.String{bucketValidator{}},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the lock: a key path inside the bucket, such as `deploy/prod`. " +
+					"Its epochs are the objects `<name>/lock-<epoch>.json`. Changing it replaces the lease.",
+				Required:      true,
+				Validators:    []validator.String{lockNameValidator{}},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"lease_duration": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("How long the lease stays valid after it is acquired or renewed, "+
+					"as a duration such as `\"30m\"` or `\"2h\"` (between %s and %s). Default `%q`. Changing it "+
+					"replaces the lease.", formatDuration(s3lock.MinLeaseDuration),
+					formatDuration(s3lock.MaxLeaseDuration), defaultResourceLeaseDuration),
+				Optional: true,
+				Computed: true,
+				Default:  stringdefault.StaticString(defaultResourceLeaseDuration),
+				Validators: []validator.String{
+					durationValidator{min: s3lock.MinLeaseDuration, max: s3lock.MaxLeaseDuration},
+				},
+				PlanModifiers: []planmodifier.String{replaceIfDurationChanged()},
+			},
+			"renew_before": schema.StringAttribute{
+				MarkdownDescription: "When a plan should renew the lease: a plan made when `expires_at` is less " +
+					"than this far away proposes an in-place update that renews the lease (like the tls " +
+					"provider's early renewal). A duration such as `\"15m\"`, shorter than `lease_duration`. " +
+					"When unset, Terraform never renews the lease; once it lapses, the next plan acquires " +
+					"the lock again.",
+				Optional: true,
+				Validators: []validator.String{
+					durationValidator{min: time.Second, max: s3lock.MaxLeaseDuration},
+				},
+			},
+			"metadata": schema.MapAttribute{
+				MarkdownDescription: "Strings stored in the lease for everyone who reads the lock, e.g. the " +
+					"pipeline run or the change being applied (at most 16 KiB in all). Changing it replaces " +
+					"the lease.",
+				ElementType: types.StringType,
+				Optional:    true,
+				Validators: []validator.Map{
+					mapvalidator.KeysAre(stringvalidator.LengthAtLeast(1)),
+				},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+			},
+			"epoch": schema.Int64Attribute{
+				MarkdownDescription: "Epoch of the lease: the fencing token. Every acquisition of the lock gets " +
+					"a higher one; pass it to what the lock protects so that it can refuse writes from an older " +
+					"holder.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"key": schema.StringAttribute{
+				MarkdownDescription: "Key of the lease's epoch object in the bucket, `<name>/lock-<epoch>.json`.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"holder": schema.StringAttribute{
+				MarkdownDescription: "Identity written into the lease: the provider's `holder`, or, for an " +
+					"imported lease, whoever acquired it.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"acquired_at": schema.StringAttribute{
+				MarkdownDescription: "When the lease was acquired (RFC 3339, the acquirer's clock).",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"expires_at": schema.StringAttribute{
+				MarkdownDescription: "When the lease ends unless it is renewed (RFC 3339). It is a safety margin " +
+					"earlier than the moment anyone else could take the lock.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+		},
+		Blocks: map[string]schema.Block{"timeouts": tb},
+	}
+}
+
+func (r *leaseResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	f, err := factoryFrom(req.ProviderData, "s3lock_lease resource")
+	if err != nil {
+		resp.Diagnostics.AddError("Unexpected provider data", err.Error())
+		return
+	}
+	r.factory = f
+}
+
+func (r *leaseResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var cfg leaseResourceModelV0
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() || cfg.RenewBefore.IsNull() || cfg.RenewBefore.IsUnknown() || cfg.LeaseDuration.IsUnknown() {
+		return
+	}
+	before, err1 := time.ParseDuration(cfg.RenewBefore.ValueString())
+	dur, err2 := parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultResourceLeaseDuration))
+	if err1 != nil || err2 != nil {
+		return // the attribute validators report it
+	}
+	if before >= dur {
+		resp.Diagnostics.AddAttributeError(path.Root("renew_before"), "renew_before too long",
+			fmt.Sprintf("renew_before = %q is not shorter than lease_duration (%s)%s: every plan would propose "+
+				"a renewal. Choose a renew_before shorter than the lease.",
+				cfg.RenewBefore.ValueString(), formatDuration(dur), describeLock(cfg.Bucket, cfg.Name)))
+	}
+}
+
+// ModifyPlan proposes a renewal (an in-place update) when the plan is made
+// within renew_before of expires_at, by marking expires_at unknown.
+func (r *leaseResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
+		return // create or destroy
+	}
+	var state, plan leaseResourceModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.RenewBefore.IsNull() || plan.RenewBefore.IsUnknown() {
+		return
+	}
+	before, err := time.ParseDuration(plan.RenewBefore.ValueString())
+	if err != nil {
+		return // reported by the validator
+	}
+	expires, err := time.Parse(time.RFC3339, state.ExpiresAt.ValueString())
+	if err != nil {
+		tflog.Warn(ctx, "expires_at in state is not a time; proposing a renewal", map[string]any{"expires_at": state.ExpiresAt.ValueString()})
+		expires = time.Time{}
+	}
+	now := time.Now()
+	if r.factory != nil {
+		now = r.factory.now()
+	}
+	if now.Before(expires.Add(-before)) {
+		return
+	}
+	tflog.Info(ctx, "lease is within renew_before of its expiry; proposing a renewal", map[string]any{
+		"bucket": state.Bucket.ValueString(), "lock": state.Name.ValueString(), "epoch": state.Epoch.ValueInt64(),
+		"expires_at": state.ExpiresAt.ValueString(), "renew_before": plan.RenewBefore.ValueString(),
+	})
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("expires_at"), types.StringUnknown())...)
+}
+
+func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan leaseResourceModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	bucket, name := plan.Bucket.ValueString(), plan.Name.ValueString()
+	wait, diags := plan.Timeouts.Create(ctx, defaultCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	meta, diags := metadataFrom(ctx, plan.Metadata)
+	resp.Diagnostics.Append(diags...)
+	dur, err := parseDuration("lease_duration", plan.LeaseDuration, mustDuration(defaultResourceLeaseDuration))
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("lease_duration"), "Invalid lease duration", lockErrorDetail(bucket, name, 0, err))
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithDuration(dur)}
+	if meta != nil {
+		opts = append(opts, s3lock.WithMetadata(meta))
+	}
+	lease, err := acquireLease(ctx, r.factory, client, name, wait, opts...)
+	if err != nil {
+		resp.Diagnostics.AddError("Could not acquire lock", lockErrorDetail(bucket, name, 0, err))
+		return
+	}
+	// The lease outlives this process: stop its background work and keep
+	// the token that lets later runs resume it.
+	token := lease.Detach()
+	tflog.Info(ctx, "acquired lock", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
+
+	plan.ID = types.StringValue(leaseID(bucket, name, lease.Epoch()))
+	plan.Epoch = types.Int64Value(int64(lease.Epoch()))
+	plan.Key = types.StringValue(lease.Key())
+	plan.Holder = types.StringValue(lease.Holder())
+	plan.AcquiredAt = timeValue(lease.AcquiredAt())
+	plan.ExpiresAt = timeValue(lease.ExpiresAt())
+	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
+}
+
+// Read checks that the lease is still held by this resource (same epoch,
+// same nonce, neither released nor lapsed); if not, it warns and removes the
+// resource from state, so that the next apply acquires the lock again.
+func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state leaseResourceModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	token, diags := loadToken(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
+	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	lease, err := resumeLease(ctx, client, token, name, epoch)
+	if isLost(err) {
+		resp.Diagnostics.AddWarning("Lease lost",
+			fmt.Sprintf("The lease on lock %q in bucket %q (epoch %d, s3://%s/%s) is over: %v.%s\n\n"+
+				"Terraform removes it from state; the next apply acquires the lock again with a new epoch. "+
+				"Work done since the lease was lost may not have been exclusive.",
+				name, bucket, epoch, bucket, s3lock.Key(name, epoch), err, describeCurrent(ctx, client, name)))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Could not read lease", lockErrorDetail(bucket, name, epoch, err))
+		return
+	}
+	lease.Detach()
+	state.Holder = types.StringValue(lease.Holder())
+	// Another process may have renewed the lease with its token (a later
+	// pipeline step): show the later expiry. The estimate made when
+	// resuming is never later than the holder's own, so this does not move
+	// expires_at for a lease nobody renewed.
+	if prev, err := time.Parse(time.RFC3339, state.ExpiresAt.ValueString()); err != nil || lease.ExpiresAt().After(prev.Add(time.Second)) {
+		state.ExpiresAt = timeValue(lease.ExpiresAt())
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
+// Update renews the lease when the plan asks for it (expires_at unknown);
+// other in-place changes (renew_before, timeouts) only change state.
+func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state leaseResourceModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	token, diags := loadToken(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !plan.ExpiresAt.IsUnknown() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+		return
+	}
+	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
+	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	lease, err := resumeLease(ctx, client, token, name, epoch)
+	if err == nil {
+		err = lease.Renew(ctx)
+		lease.Detach()
+	}
+	if err != nil {
+		detail := lockErrorDetail(bucket, name, epoch, err)
+		if isLost(err) {
+			detail += "\n\nThe lease was lost before it could be renewed. The next refresh removes it from " +
+				"state and the next apply acquires the lock again."
+		}
+		resp.Diagnostics.AddError("Could not renew lease", detail)
+		return
+	}
+	tflog.Info(ctx, "renewed lease", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
+	plan.ExpiresAt = timeValue(lease.ExpiresAt())
+	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+}
+
+// Delete releases the lease. A lease that is already over is not an error:
+// there is nothing left to release.
+func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state leaseResourceModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	token, diags := loadToken(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
+	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	lease, err := resumeLease(ctx, client, token, name, epoch)
+	if err == nil {
+		err = lease.Release(ctx)
+	}
+	switch {
+	case err == nil:
+		tflog.Info(ctx, "released lease", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
+	case isLost(err):
+		resp.Diagnostics.AddWarning("Lease already lost",
+			fmt.Sprintf("The lease on lock %q in bucket %q (epoch %d, s3://%s/%s) was already over, so there "+
+				"was nothing to release: %v.\n\nWork done since it was lost may not have been exclusive.",
+				name, bucket, epoch, bucket, s3lock.Key(name, epoch), err))
+	default:
+		resp.Diagnostics.AddError("Could not release lease", lockErrorDetail(bucket, name, epoch, err))
+	}
+}
+
+// ImportState adopts the lock's current lease by `<bucket>/<name>/<epoch>`,
+// e.g. one acquired by an earlier pipeline step, and refuses any epoch that
+// is not the current, held one.
+func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	bucket, name, epoch, err := parseLeaseID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%v.\n\nThe import ID of an s3lock_lease is %q, "+
+			"e.g. \"my-locks/deploy/prod/42\": the bucket comes before the first slash and the epoch after the "+
+			"last one; the lock name (which may contain slashes) is in between.", err, importIDFormat))
+		return
+	}
+	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	lease, err := client.Adopt(ctx, name, epoch, s3lock.WithoutAutoRenew())
+	if err != nil {
+		detail := lockErrorDetail(bucket, name, epoch, err)
+		if isLost(err) {
+			detail += fmt.Sprintf("\n\nOnly the lock's current epoch, while it is held, can be imported (ID format %q).%s",
+				importIDFormat, describeCurrent(ctx, client, name))
+		}
+		resp.Diagnostics.AddError("Cannot import lease", detail)
+		return
+	}
+	token := lease.Detach()
+	set := func(attr string, v any) {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
+	}
+	set("id", types.StringValue(leaseID(bucket, name, epoch)))
+	set("bucket", types.StringValue(bucket))
+	set("name", types.StringValue(name))
+	set("lease_duration", types.StringValue(formatDuration(lease.Duration())))
+	set("metadata", metadataValue(lease.Metadata()))
+	set("epoch", types.Int64Value(int64(epoch)))
+	set("key", types.StringValue(lease.Key()))
+	set("holder", types.StringValue(lease.Holder()))
+	set("acquired_at", timeValue(lease.AcquiredAt()))
+	set("expires_at", timeValue(lease.ExpiresAt()))
+	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
+}
+
+// client returns the s3lock client for bucket, reporting failures.
+func (r *leaseResource) client(ctx context.Context, bucket, name string, diags interface {
+	AddError(string, string)
+}) (*s3lock.Client, bool) {
+	if r.factory == nil {
+		diags.AddError("Provider not configured", errNotConfigured.Error())
+		return nil, false
+	}
+	c, err := r.factory.client(ctx, bucket)
+	if err != nil {
+		diags.AddError("Invalid lock settings", lockErrorDetail(bucket, name, 0, err))
+		return nil, false
+	}
+	return c, true
+}
+
+// leaseID is the resource's id and import ID.
+func leaseID(bucket, name string, epoch uint64) string {
+	return fmt.Sprintf("%s/%s/%d", bucket, name, epoch)
+}
+
+// parseLeaseID splits `<bucket>/<name>/<epoch>`: the bucket ends at the first
+// slash and the epoch starts after the last one.
+func parseLeaseID(id string) (bucket, name string, epoch uint64, err error) {
+	first, last := strings.Index(id, "/"), strings.LastIndex(id, "/")
+	if first <= 0 || last <= first+1 || last == len(id)-1 {
+		return "", "", 0, fmt.Errorf("import ID %q does not have the form %s", id, importIDFormat)
+	}
+	bucket, name, digits := id[:first], id[first+1:last], id[last+1:]
+	epoch, perr := strconv.ParseUint(digits, 10, 64)
+	switch {
+	case perr != nil || epoch == 0 || epoch > s3lock.MaxEpoch:
+		return "", "", 0, fmt.Errorf("import ID %q: epoch %q is not a number between 1 and %d", id, digits, s3lock.MaxEpoch)
+	}
+	if err := s3lock.ValidateBucket(bucket); err != nil {
+		return "", "", 0, fmt.Errorf("import ID %q: %w", id, err)
+	}
+	if err := s3lock.ValidateName(name); err != nil {
+		return "", "", 0, fmt.Errorf("import ID %q: %w", id, err)
+	}
+	return bucket, name, epoch, nil
+}
+
+// describeCurrent says who holds the lock now, for a diagnostic about a lost
+// lease; "" when the store cannot tell.
+func describeCurrent(ctx context.Context, c *s3lock.Client, name string) string {
+	st, err := c.Current(ctx, name)
+	switch {
+	case err != nil:
+		return ""
+	case st.Epoch == 0:
+		return " The lock has no epochs now."
+	case st.Held:
+		return fmt.Sprintf(" The lock is now held by %q at epoch %d (s3://%s/%s).", st.Holder, st.Epoch, c.Bucket(), st.Key)
+	case st.Released && st.ReleasedBy != "":
+		return fmt.Sprintf(" Its newest epoch, %d, was force-released by %q.", st.Epoch, st.ReleasedBy)
+	case st.Released:
+		return fmt.Sprintf(" Its newest epoch, %d, was released.", st.Epoch)
+	}
+	return fmt.Sprintf(" Its newest epoch, %d, lapsed.", st.Epoch)
+}
+
+// mustDuration parses a duration constant.
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(fmt.Sprintf("bad duration constant %q: %v", s, err))
+	}
+	return d
+}
+
+// replaceIfDurationChanged makes a change of lease_duration replace the
+// lease only when the duration itself changes: rewriting "1h" as "60m" (or
+// writing the imported "1h" differently) is an in-place update of the string.
+func replaceIfDurationChanged() planmodifier.String {
+	return stringplanmodifier.RequiresReplaceIf(
+		func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+			a, err1 := time.ParseDuration(req.StateValue.ValueString())
+			b, err2 := time.ParseDuration(req.PlanValue.ValueString())
+			resp.RequiresReplace = errors.Join(err1, err2) != nil || a != b
+		},
+		"Changing the duration replaces the lease.",
+		"Changing the duration replaces the lease.",
+	)
+}

@@ -1,0 +1,612 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// leaseConfig is an s3lock_lease resource block named test; extra holds
+// further arguments (raw HCL lines).
+func leaseConfig(bucket, name string, extra ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "resource \"s3lock_lease\" \"test\" {\n  bucket = %q\n  name   = %q\n", bucket, name)
+	for _, l := range extra {
+		b.WriteString("  " + l + "\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// checkLeaseMatchesStore checks that the resource's lease is the lock's
+// current, held lease, as the SDK reads it, and runs more checks on that
+// state.
+func checkLeaseMatchesStore(t *testing.T, e *accEnv, addr, name string, more ...func(s3lock.State) error) tfresource.TestCheckFunc {
+	t.Helper()
+	return func(s *terraform.State) error {
+		st := e.current(t, name)
+		epoch, err := stateAttr(s, addr, "epoch")
+		if err != nil {
+			return err
+		}
+		want := map[string]string{
+			"epoch":       strconv.FormatUint(st.Epoch, 10),
+			"key":         st.Key,
+			"holder":      st.Holder,
+			"acquired_at": formatTime(st.AcquiredAt),
+			"id":          leaseID(e.bucket, name, st.Epoch),
+		}
+		for k, v := range want {
+			got, err := stateAttr(s, addr, k)
+			if err != nil {
+				return err
+			}
+			if got != v {
+				return fmt.Errorf("%s.%s = %q, but the store says %q (epoch in state %s)", addr, k, got, v, epoch)
+			}
+		}
+		if !st.Held {
+			return fmt.Errorf("lock %q epoch %d is not held: %+v", name, st.Epoch, st)
+		}
+		for _, f := range more {
+			if err := f(st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// checkReleased checks that the lock's newest epoch is released.
+func checkReleased(t *testing.T, e *accEnv, name string, epoch uint64) func(*terraform.State) error {
+	t.Helper()
+	return func(*terraform.State) error {
+		st := e.current(t, name)
+		if st.Epoch != epoch || !st.Released || st.Held {
+			return fmt.Errorf("after destroy, lock %q: epoch %d released %v held %v; want epoch %d released",
+				name, st.Epoch, st.Released, st.Held, epoch)
+		}
+		return nil
+	}
+}
+
+func renewals(want uint64) func(s3lock.State) error {
+	return func(st s3lock.State) error {
+		if st.Renewals != want {
+			return fmt.Errorf("lease epoch %d has %d renewals, want %d", st.Epoch, st.Renewals, want)
+		}
+		return nil
+	}
+}
+
+// TestAccLeaseResource_Lifecycle: create, in-place update without renewal,
+// renewal inside renew_before, import, and destroy releasing the lease.
+func TestAccLeaseResource_Lifecycle(t *testing.T) {
+	e := newAccEnv(t)
+	name := e.name("deploy/prod")
+	addr := "s3lock_lease.test"
+	cfg := func(renewBefore string) string {
+		return e.providerConfig(nil) + leaseConfig(e.bucket, name,
+			`lease_duration = "1h"`,
+			fmt.Sprintf("renew_before = %q", renewBefore),
+			`metadata = { change = "CHG-1" }`)
+	}
+	var firstExpiry string
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		CheckDestroy:             checkReleased(t, e, name, 1),
+		Steps: []tfresource.TestStep{
+			{
+				Config: cfg("10m"),
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					checkLeaseMatchesStore(t, e, addr, name, renewals(0), func(st s3lock.State) error {
+						if st.Metadata["change"] != "CHG-1" || st.LeaseDuration != time.Hour {
+							return fmt.Errorf("lease metadata %v duration %s, want change=CHG-1 and 1h", st.Metadata, st.LeaseDuration)
+						}
+						return nil
+					}),
+					tfresource.TestCheckResourceAttr(addr, "epoch", "1"),
+					tfresource.TestCheckResourceAttr(addr, "holder", "terraform-test"),
+					tfresource.TestCheckResourceAttr(addr, "key", s3lock.Key(name, 1)),
+					tfresource.TestCheckResourceAttrWith(addr, "expires_at", func(v string) error {
+						firstExpiry = v
+						_, err := time.Parse(time.RFC3339, v)
+						return err
+					}),
+				),
+			},
+			{
+				// Changing renew_before is an update in place that does
+				// not touch the lease.
+				Config: cfg("20m"),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
+				}},
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					checkLeaseMatchesStore(t, e, addr, name, renewals(0)),
+					tfresource.TestCheckResourceAttrPtr(addr, "expires_at", &firstExpiry),
+				),
+			},
+			{
+				// 45 minutes later the lease is within renew_before of its
+				// expiry: the plan proposes a renewal in place.
+				PreConfig: func() { e.setClockOffset(45 * time.Minute) },
+				Config:    cfg("20m"),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(addr, tfjsonpath.New("expires_at")),
+				}},
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					func(*terraform.State) error { e.setClockOffset(0); return nil },
+					checkLeaseMatchesStore(t, e, addr, name, renewals(1)),
+					tfresource.TestCheckResourceAttr(addr, "epoch", "1"),
+					tfresource.TestCheckResourceAttrWith(addr, "expires_at", func(v string) error {
+						if v < firstExpiry {
+							return fmt.Errorf("expires_at %s after the renewal is before %s", v, firstExpiry)
+						}
+						return nil
+					}),
+				),
+			},
+			{
+				ResourceName:      addr,
+				ImportState:       true,
+				ImportStateVerify: true,
+				ImportStateIdFunc: func(s *terraform.State) (string, error) { return stateAttr(s, addr, "id") },
+				// renew_before and timeouts live only in configuration;
+				// expires_at is estimated anew from the store on import.
+				ImportStateVerifyIgnore: []string{"renew_before", "timeouts", "expires_at"},
+			},
+		},
+	})
+}
+
+// TestAccLeaseResource_SecondWaitsForFirst: a second resource on the same lock,
+// in another Terraform configuration, waits while the first holds it and
+// acquires the next epoch once the first is destroyed.
+func TestAccLeaseResource_SecondWaitsForFirst(t *testing.T) {
+	e := newAccEnv(t)
+	t.Parallel()
+	name := e.name("handoff")
+	addr := "s3lock_lease.test"
+	first := make(chan uint64, 1)
+	secondWaits := make(chan struct{})
+	var waited atomic.Bool
+	const patience = 3 * time.Minute
+
+	// The two configurations run at the same time, each in its own
+	// subtest; they coordinate through the channels.
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		t.Run("first", func(t *testing.T) {
+			cfg := e.providerConfig(map[string]string{"holder": `"first"`})
+			tfresource.Test(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: e.protoV6Factories(),
+				Steps: []tfresource.TestStep{
+					{
+						Config: cfg + leaseConfig(e.bucket, name),
+						Check: func(s *terraform.State) error {
+							v, err := stateAttr(s, addr, "epoch")
+							if err != nil {
+								return err
+							}
+							n, err := strconv.ParseUint(v, 10, 64)
+							first <- n
+							return err
+						},
+					},
+					{
+						// Destroy the first lease once the second
+						// configuration is waiting for it.
+						PreConfig: func() {
+							select {
+							case <-secondWaits:
+							case <-time.After(patience):
+								t.Fatal("the second resource never waited for the first")
+							}
+						},
+						Config: cfg,
+					},
+				},
+			})
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		t.Run("second", func(t *testing.T) {
+			var firstEpoch uint64
+			select {
+			case firstEpoch = <-first:
+			case <-time.After(patience):
+				t.Fatal("the first resource was never created")
+			}
+			hooks := e.hooks
+			hooks.onWait = func(h *s3lock.HeldError) {
+				if h.Epoch == firstEpoch && h.Holder == "first" && waited.CompareAndSwap(false, true) {
+					close(secondWaits)
+				}
+			}
+			tfresource.Test(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: e.factoriesWith(hooks),
+				CheckDestroy:             checkReleased(t, e, name, firstEpoch+1),
+				Steps: []tfresource.TestStep{{
+					Config: e.providerConfig(map[string]string{"holder": `"second"`}) +
+						leaseConfig(e.bucket, name, `timeouts { create = "3m" }`),
+					Check: tfresource.ComposeAggregateTestCheckFunc(
+						checkLeaseMatchesStore(t, e, addr, name),
+						tfresource.TestCheckResourceAttr(addr, "epoch", strconv.FormatUint(firstEpoch+1, 10)),
+						tfresource.TestCheckResourceAttr(addr, "holder", "second"),
+						func(*terraform.State) error {
+							if !waited.Load() {
+								return fmt.Errorf("the second resource never reported waiting for the first")
+							}
+							return nil
+						},
+					),
+				}},
+			})
+		})
+	}()
+	wg.Wait()
+}
+
+// TestAccLeaseResource_LostLeaseReacquired: a lease lost outside Terraform is
+// removed from state by refresh and acquired again by the next apply.
+func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
+	addr := "s3lock_lease.test"
+	cases := []struct {
+		name string
+		// lose makes the lease of epoch 1 end; it returns the epoch the
+		// next apply is expected to get.
+		lose func(t *testing.T, e *accEnv, name string) uint64
+	}{
+		{
+			name: "force-released",
+			lose: func(t *testing.T, e *accEnv, name string) uint64 {
+				t.Helper()
+				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
+					t.Fatalf("ForceRelease: %v", err)
+				}
+				return 2
+			},
+		},
+		{
+			name: "superseded",
+			lose: func(t *testing.T, e *accEnv, name string) uint64 {
+				t.Helper()
+				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
+					t.Fatalf("ForceRelease: %v", err)
+				}
+				// Another holder takes epoch 2 and keeps it until the next
+				// apply waits for it.
+				l := e.hold(t, "intruder", name, time.Hour)
+				e.setOnWait(func(h *s3lock.HeldError) {
+					if h.Holder == "intruder" {
+						go func() { _ = l.Release(context.Background()) }()
+					}
+				})
+				return 3
+			},
+		},
+		{
+			name: "epoch object deleted",
+			lose: func(t *testing.T, e *accEnv, name string) uint64 {
+				t.Helper()
+				_, err := e.ns.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{
+					Bucket: aws.String(e.bucket), Key: aws.String(s3lock.Key(name, 1)),
+				})
+				if err != nil {
+					t.Fatalf("DeleteObject: %v", err)
+				}
+				return 1
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newAccEnv(t)
+			name := e.name("lost")
+			cfg := e.providerConfig(nil) + leaseConfig(e.bucket, name, `timeouts { create = "2m" }`)
+			var next uint64
+			tfresource.ParallelTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: e.protoV6Factories(),
+				Steps: []tfresource.TestStep{
+					{
+						Config: cfg,
+						Check:  tfresource.TestCheckResourceAttr(addr, "epoch", "1"),
+					},
+					{
+						PreConfig:          func() { next = tc.lose(t, e, name) },
+						RefreshState:       true,
+						ExpectNonEmptyPlan: true,
+						Check: func(s *terraform.State) error {
+							if _, ok := s.RootModule().Resources[addr]; ok {
+								return fmt.Errorf("refresh kept the lost lease in state")
+							}
+							return nil
+						},
+					},
+					{
+						Config: cfg,
+						ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+							plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
+						}},
+						Check: tfresource.ComposeAggregateTestCheckFunc(
+							checkLeaseMatchesStore(t, e, addr, name),
+							func(s *terraform.State) error {
+								return tfresource.TestCheckResourceAttr(addr, "epoch", strconv.FormatUint(next, 10))(s)
+							},
+						),
+					},
+				},
+			})
+		})
+	}
+}
+
+// TestAccLeaseResource_ImportAdoptsPipelineLease: a lease taken by an earlier
+// pipeline step (here, the SDK) is imported, kept by an empty plan, and
+// released by destroy.
+func TestAccLeaseResource_ImportAdoptsPipelineLease(t *testing.T) {
+	e := newAccEnv(t)
+	name := e.name("pipeline/migrate")
+	l := e.hold(t, "pipeline-step-1", name, 2*time.Hour, s3lock.WithMetadata(map[string]string{"run": "42"}))
+	epoch := l.Epoch()
+	l.Detach()
+	cfg := e.providerConfig(nil) + leaseConfig(e.bucket, name, `lease_duration = "2h"`, `metadata = { run = "42" }`)
+	addr := "s3lock_lease.test"
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		CheckDestroy:             checkReleased(t, e, name, epoch),
+		Steps: []tfresource.TestStep{
+			{
+				Config:             cfg,
+				ResourceName:       addr,
+				ImportState:        true,
+				ImportStatePersist: true,
+				ImportStateId:      leaseID(e.bucket, name, epoch),
+				ImportStateCheck: func(states []*terraform.InstanceState) error {
+					if len(states) != 1 {
+						return fmt.Errorf("imported %d instances, want 1", len(states))
+					}
+					a := states[0].Attributes
+					if a["holder"] != "pipeline-step-1" || a["epoch"] != strconv.FormatUint(epoch, 10) ||
+						a["lease_duration"] != "2h" || a["metadata.run"] != "42" {
+						return fmt.Errorf("imported attributes %v do not describe the pipeline's lease", a)
+					}
+					return nil
+				},
+			},
+			{
+				Config: cfg,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
+				Check: checkLeaseMatchesStore(t, e, addr, name),
+			},
+		},
+	})
+}
+
+// TestAccLeaseResource_ImportRefused: only the current, held epoch imports.
+func TestAccLeaseResource_ImportRefused(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, e *accEnv, name string) string // returns the import ID
+		want  *regexp.Regexp
+	}{
+		{
+			name: "stale epoch",
+			setup: func(t *testing.T, e *accEnv, name string) string {
+				t.Helper()
+				for range 2 {
+					if err := e.hold(t, "earlier", name, time.Minute).Release(t.Context()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				e.hold(t, "current", name, time.Hour)
+				return leaseID(e.bucket, name, 2)
+			},
+			want: matchError("Cannot import lease", "epoch 2 is not the current epoch", "current: 3", "<bucket>/<name>/<epoch>"),
+		},
+		{
+			name: "released epoch",
+			setup: func(t *testing.T, e *accEnv, name string) string {
+				t.Helper()
+				if err := e.hold(t, "earlier", name, time.Minute).Release(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				return leaseID(e.bucket, name, 1)
+			},
+			want: matchError("Cannot import lease", "was released", "<bucket>/<name>/<epoch>"),
+		},
+		{
+			name: "lock never existed",
+			setup: func(t *testing.T, e *accEnv, name string) string {
+				t.Helper()
+				return leaseID(e.bucket, name, 1)
+			},
+			want: matchError("Cannot import lease", "not the current epoch"),
+		},
+		{
+			name:  "no epoch",
+			setup: func(t *testing.T, e *accEnv, name string) string { t.Helper(); return e.bucket + "/" + name },
+			want:  matchError("Invalid import ID", "<bucket>/<name>/<epoch>"),
+		},
+		{
+			name:  "no name",
+			setup: func(t *testing.T, e *accEnv, _ string) string { t.Helper(); return e.bucket + "/7" },
+			want:  matchError("Invalid import ID", "<bucket>/<name>/<epoch>"),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newAccEnv(t)
+			name := e.name("import/" + strings.ReplaceAll(tc.name, " ", "-"))
+			id := tc.setup(t, e, name)
+			tfresource.ParallelTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: e.protoV6Factories(),
+				Steps: []tfresource.TestStep{{
+					Config:        e.providerConfig(nil) + leaseConfig(e.bucket, name),
+					ResourceName:  "s3lock_lease.test",
+					ImportState:   true,
+					ImportStateId: id,
+					ExpectError:   tc.want,
+				}},
+			})
+		})
+	}
+}
+
+// TestAccLeaseResource_Validation: bad arguments fail the plan with a
+// diagnostic naming the bucket and lock.
+func TestAccLeaseResource_Validation(t *testing.T) {
+	e := newAccEnv(t)
+	bucket := e.bucket
+	cases := []struct {
+		name   string
+		config string
+		want   *regexp.Regexp
+	}{
+		{
+			name:   "duration without unit",
+			config: leaseConfig(bucket, "ok", `lease_duration = "300"`),
+			want:   matchError("Invalid duration", `lease_duration = "300"`, `lock "ok" in bucket "`+bucket+`"`),
+		},
+		{
+			name:   "duration in words",
+			config: leaseConfig(bucket, "ok", `lease_duration = "ten minutes"`),
+			want:   matchError("Invalid duration", `bucket "`+bucket+`"`),
+		},
+		{
+			name:   "duration too short",
+			config: leaseConfig(bucket, "ok", `lease_duration = "1s"`),
+			want:   matchError("Duration out of range", `lock "ok" in bucket "`+bucket+`"`, `\[2s, 720h\]`),
+		},
+		{
+			name:   "renew_before not shorter than the lease",
+			config: leaseConfig(bucket, "ok", `lease_duration = "10m"`, `renew_before = "10m"`),
+			want:   matchError("renew_before too long", `lock "ok" in bucket "`+bucket+`"`),
+		},
+		{
+			name:   "empty name",
+			config: leaseConfig(bucket, ""),
+			want:   matchError("Invalid lock name", `Lock name "" for bucket "`+bucket+`"`, "empty"),
+		},
+		{
+			name:   "name escaping its prefix",
+			config: leaseConfig(bucket, "team/../other"),
+			want:   matchError("Invalid lock name", `"team/../other" for bucket "`+bucket+`"`, "escape"),
+		},
+		{
+			name:   "name with leading slash",
+			config: leaseConfig(bucket, "/abs"),
+			want:   matchError("Invalid lock name", `bucket "`+bucket+`"`, "starts with a slash"),
+		},
+		{
+			name:   "name like an epoch object",
+			config: leaseConfig(bucket, "a/lock-0000000001.json"),
+			want:   matchError("Invalid lock name", "epoch object"),
+		},
+		{
+			name:   "bad bucket",
+			config: leaseConfig("Not_A_Bucket", "ok"),
+			want:   matchError("Invalid bucket name", "Not_A_Bucket"),
+		},
+		{
+			name:   "bad timeout",
+			config: leaseConfig(bucket, "ok", `timeouts { create = "soon" }`),
+			want:   matchError("create", "soon"),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tfresource.ParallelTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: e.protoV6Factories(),
+				Steps: []tfresource.TestStep{{
+					Config:      e.providerConfig(nil) + tc.config,
+					PlanOnly:    true,
+					ExpectError: tc.want,
+				}},
+			})
+		})
+	}
+}
+
+func TestParseLeaseID(t *testing.T) {
+	cases := []struct {
+		id         string
+		bucket     string
+		name       string
+		epoch      uint64
+		wantErrHas string
+	}{
+		{id: "locks/deploy/prod/42", bucket: "locks", name: "deploy/prod", epoch: 42},
+		{id: "locks/a/1", bucket: "locks", name: "a", epoch: 1},
+		{id: "locks/a/0000000007", bucket: "locks", name: "a", epoch: 7},
+		{id: "locks/a", wantErrHas: "does not have the form"},
+		{id: "locks//1", wantErrHas: "does not have the form"},
+		{id: "/a/1", wantErrHas: "does not have the form"},
+		{id: "locks/a/", wantErrHas: "does not have the form"},
+		{id: "locks/a/0", wantErrHas: "epoch"},
+		{id: "locks/a/x1", wantErrHas: "epoch"},
+		{id: "locks/a/99999999999", wantErrHas: "epoch"},
+		{id: "Locks/a/1", wantErrHas: "bucket name"},
+		{id: "locks/a/../b/1", wantErrHas: "escape"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			bucket, name, epoch, err := parseLeaseID(tc.id)
+			if tc.wantErrHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErrHas) {
+					t.Fatalf("parseLeaseID(%q) error = %v, want one containing %q", tc.id, err, tc.wantErrHas)
+				}
+				return
+			}
+			if err != nil || bucket != tc.bucket || name != tc.name || epoch != tc.epoch {
+				t.Fatalf("parseLeaseID(%q) = %q, %q, %d, %v; want %q, %q, %d", tc.id, bucket, name, epoch, err, tc.bucket, tc.name, tc.epoch)
+			}
+		})
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	cases := map[time.Duration]string{
+		0:                                "0s",
+		2 * time.Second:                  "2s",
+		90 * time.Second:                 "1m30s",
+		time.Hour:                        "1h",
+		time.Hour + 30*time.Minute:       "1h30m",
+		720 * time.Hour:                  "720h",
+		1500 * time.Millisecond:          "1.5s",
+		2*time.Hour + 3*time.Second:      "2h3s",
+		25*time.Hour + time.Minute + 1e9: "25h1m1s",
+	}
+	for d, want := range cases {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%s) = %q, want %q", d, got, want)
+		}
+		if back, err := time.ParseDuration(formatDuration(d)); err != nil || back != d {
+			t.Errorf("formatDuration(%s) = %q does not parse back: %v, %v", d, formatDuration(d), back, err)
+		}
+	}
+}

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+func TestMain(m *testing.M) {
+	code := s3test.Main(m)
+	if pluginDir != "" {
+		_ = os.RemoveAll(pluginDir)
+	}
+	os.Exit(code)
+}
+
+// TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly runs the built provider
+// binary under the real terraform CLI. When a resource that depends on an
+// ephemeral lease fails, or the run is interrupted, Terraform (1.11) does not
+// close the lease; the provider releases it when Terraform stops it.
+func TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
+	}
+	tfBin := terraformBinary(t)
+	cliConfig := devOverrides(t)
+	cases := []struct {
+		name string
+		// createTimeout is how long the dependent resource waits for a
+		// lock that someone else holds for the whole test.
+		createTimeout string
+		// interrupt, when set, sends terraform an interrupt once the
+		// apply holds the run's lease.
+		interrupt bool
+		wantOut   string
+	}{
+		{name: "dependent resource fails", createTimeout: "1s", wantOut: "Could not acquire lock"},
+		{name: "interrupted", createTimeout: "10m", interrupt: true, wantOut: "Interrupt received"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := s3test.New(t)
+			run, blocked := ns.Name("run"), ns.Name("blocked")
+			other, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("other-team"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := other.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithDuration(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = held.Release(context.Background()) })
+
+			work := filepath.Join(t.TempDir(), "work")
+			tg := ns.Target
+			writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf(`terraform {
+  required_providers {
+    s3lock = { source = "s3lock/s3lock" }
+  }
+}
+
+provider "s3lock" {
+  region                      = %q
+  access_key                  = %q
+  secret_key                  = %q
+  endpoints                   = { s3 = %q }
+  use_path_style              = %t
+  skip_credentials_validation = true
+  holder                      = "e2e"
+}
+
+ephemeral "s3lock_lease" "run" {
+  bucket = %q
+  name   = %q
+}
+
+resource "s3lock_lease" "blocked" {
+  bucket     = %q
+  name       = %q
+  depends_on = [ephemeral.s3lock_lease.run]
+
+  timeouts {
+    create = %q
+  }
+}
+`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, run, ns.Bucket, blocked, tc.createTimeout))
+
+			cmd := terraformCmd(tfBin, work, cliConfig, "apply", "-auto-approve", "-input=false", "-no-color")
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.interrupt {
+				// The plan takes epoch 1 and closes it; the apply takes
+				// epoch 2 and then waits for "blocked".
+				deadline := time.Now().Add(2 * time.Minute)
+				for {
+					st, err := other.Current(t.Context(), run)
+					if err == nil && st.Held && st.Epoch >= 2 {
+						break
+					}
+					if time.Now().After(deadline) {
+						_ = cmd.Process.Kill()
+						t.Fatalf("the apply never took the run's lock (last: %+v, %v)", st, err)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if err := cmd.Process.Signal(os.Interrupt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = cmd.Wait()
+			if err == nil || !strings.Contains(out.String(), tc.wantOut) {
+				t.Fatalf("terraform apply: %v; want it to fail with %q:\n%s", err, tc.wantOut, out.String())
+			}
+			st, err := other.Current(t.Context(), run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Epoch < 2 || st.Held || !st.Released || st.Holder != "e2e" {
+				t.Fatalf("after the apply the run's lock is %+v; want its newest epoch (>= 2) released\nterraform output:\n%s", st, out.String())
+			}
+		})
+	}
+}
+
+// TestAccMain_ExamplesValidate checks every example configuration with
+// terraform validate against the built provider: attribute names, types and
+// the provider's own validators (durations, lock names).
+func TestAccMain_ExamplesValidate(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
+	}
+	tfBin := terraformBinary(t)
+	cliConfig := devOverrides(t)
+	var dirs []string
+	err := filepath.WalkDir("examples", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if tf, _ := filepath.Glob(filepath.Join(p, "*.tf")); len(tf) > 0 {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < 6 {
+		t.Fatalf("found only %d example directories: %v", len(dirs), dirs)
+	}
+	for _, d := range dirs {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			work := filepath.Join(t.TempDir(), "example")
+			if err := os.CopyFS(work, os.DirFS(filepath.Dir(d))); err != nil {
+				t.Fatal(err)
+			}
+			work = filepath.Join(work, filepath.Base(d))
+			// The snippets in the tfplugindocs layout do not say where the
+			// provider comes from; the scenarios do.
+			if !dirMentions(t, work, "required_providers") {
+				writeFile(t, filepath.Join(work, "zz_providers_test.tf"),
+					"terraform {\n  required_providers {\n    s3lock = { source = \"s3lock/s3lock\" }\n  }\n}\n")
+			}
+			if dirMentions(t, work, "module ") {
+				if out, err := terraform(tfBin, work, cliConfig, "get", "-no-color"); err != nil {
+					t.Fatalf("terraform get: %v\n%s", err, out)
+				}
+			}
+			if out, err := terraform(tfBin, work, cliConfig, "validate", "-no-color"); err != nil {
+				t.Fatalf("terraform validate: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestAccMain_DocsUpToDate regenerates the documentation with tfplugindocs
+// (as make generate does, offline) into a temporary directory and fails if it
+// differs from the committed docs/; it also checks the examples' formatting.
+func TestAccMain_DocsUpToDate(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("needs the terraform CLI: set TF_ACC=1 to run it (make test does)")
+	}
+	tfBin := terraformBinary(t)
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	rel, err := filepath.Rel(root, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyConfig := filepath.Join(t.TempDir(), "terraformrc")
+	writeFile(t, emptyConfig, "")
+	env := append(os.Environ(),
+		"PATH="+filepath.Dir(tfBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"TF_CLI_CONFIG_FILE="+emptyConfig, "CHECKPOINT_DISABLE=1")
+
+	gen := exec.Command("go", "-C", "tools/tfplugindocs", "tool", "tfplugindocs", "generate",
+		"--provider-dir", root, "--provider-name", "s3lock", "--rendered-website-dir", rel)
+	gen.Env = env
+	if b, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("tfplugindocs generate: %v\n%s", err, b)
+	}
+	want := readTree(t, out)
+	got := readTree(t, "docs")
+	for name, content := range want {
+		switch old, ok := got[name]; {
+		case !ok:
+			t.Errorf("docs/%s is missing: run make generate and commit the result", name)
+		case old != content:
+			t.Errorf("docs/%s is out of date: run make generate and commit the result", name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("docs/%s is not generated any more: run make generate and commit the result", name)
+		}
+	}
+
+	fmtCheck := exec.Command(tfBin, "fmt", "-check", "-recursive", "examples")
+	fmtCheck.Env = env
+	if b, err := fmtCheck.CombinedOutput(); err != nil {
+		t.Errorf("terraform fmt -check -recursive examples: %v; these files need terraform fmt:\n%s", err, b)
+	}
+}
+
+// readTree returns the files under dir by slash-separated relative path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// terraformBinary returns the terraform CLI the tests run.
+func terraformBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TF_ACC_TERRAFORM_PATH"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("no terraform binary on PATH")
+	}
+	return p
+}
+
+var (
+	buildOnce sync.Once
+	pluginDir string
+	buildErr  error
+)
+
+// devOverrides builds the provider once per test binary and returns a
+// terraform CLI configuration that uses it for s3lock/s3lock (no download,
+// no terraform init needed).
+func devOverrides(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		// One binary for all the tests of this package; TestMain removes it.
+		dir, err := os.MkdirTemp("", "s3lock-provider-bin-") //nolint:usetesting // outlives any one test
+		if err != nil {
+			buildErr = err
+			return
+		}
+		pluginDir = dir
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "terraform-provider-s3lock"), ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building the provider: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	cfg := filepath.Join(t.TempDir(), "terraformrc")
+	writeFile(t, cfg, fmt.Sprintf(`provider_installation {
+  dev_overrides {
+    "registry.terraform.io/s3lock/s3lock" = %q
+  }
+  direct {}
+}
+`, pluginDir))
+	return cfg
+}
+
+// terraform runs the terraform CLI in dir with the CLI configuration cfg.
+func terraform(bin, dir, cfg string, args ...string) ([]byte, error) {
+	return terraformCmd(bin, dir, cfg, args...).CombinedOutput()
+}
+
+// terraformCmd prepares the terraform CLI to run in dir with the CLI
+// configuration cfg.
+func terraformCmd(bin, dir, cfg string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cfg, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	return cmd
+}
+
+// dirMentions reports whether any .tf file in dir contains s.
+func dirMentions(t *testing.T, dir, s string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.tf"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), s) {
+			return true
+		}
+	}
+	return false
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
