@@ -78,7 +78,7 @@ func invalid(format string, args ...any) error {
 // finds the lock held. The default is user@host:pid plus a random suffix.
 func WithHolder(id string) Option {
 	return func(c *config) error {
-		if err := validateHolder(id); err != nil {
+		if err := ValidateHolder(id); err != nil {
 			return err
 		}
 		c.holder = id
@@ -86,10 +86,12 @@ func WithHolder(id string) Option {
 	}
 }
 
-func validateHolder(id string) error {
+// ValidateHolder checks a holder identity: non-blank UTF-8 without control
+// characters, at most 256 bytes. The error matches ErrInvalidConfig.
+func ValidateHolder(id string) error {
 	switch {
 	case strings.TrimSpace(id) == "":
-		return invalid("holder is empty")
+		return invalid("holder is empty or blank")
 	case len(id) > 256:
 		return invalid("holder is %d bytes long; the limit is 256", len(id))
 	case !utf8.ValidString(id):

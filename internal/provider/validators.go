@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -143,8 +141,7 @@ func (v durationValidator) ValidateString(ctx context.Context, req validator.Str
 	}
 }
 
-// holderValidator checks a holder identity by the rules s3lock.WithHolder
-// applies (not exported by the SDK as a function of its own).
+// holderValidator checks a holder identity with s3lock.ValidateHolder.
 type holderValidator struct{}
 
 func (holderValidator) Description(context.Context) string {
@@ -157,21 +154,9 @@ func (holderValidator) ValidateString(_ context.Context, req validator.StringReq
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	id := req.ConfigValue.ValueString()
-	var reason string
-	switch {
-	case strings.TrimSpace(id) == "":
-		reason = "it is blank"
-	case len(id) > 256:
-		reason = fmt.Sprintf("it is %d bytes long; the limit is 256", len(id))
-	case !utf8.ValidString(id):
-		reason = "it is not valid UTF-8"
-	case strings.IndexFunc(id, unicode.IsControl) >= 0:
-		reason = "it contains control characters"
-	default:
-		return
+	if err := s3lock.ValidateHolder(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid holder", err.Error())
 	}
-	resp.Diagnostics.AddAttributeError(req.Path, "Invalid holder", fmt.Sprintf("Holder %q is invalid: %s.", id, reason))
 }
 
 // formatDuration writes d the way people write durations: "1h", "1h30m",
