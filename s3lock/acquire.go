@@ -90,7 +90,8 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 		return nil, err
 	}
 	c.cfg.logger.Info("s3lock: acquired", "bucket", c.bucket, "key", lease.key, "epoch", next, "holder", c.cfg.holder)
-	lease.startBackground(c.cleanupFor(name, next, page))
+	lease.startBackground()
+	c.startCleanup(c.cleanupFor(name, next, page))
 	return lease, nil
 }
 
@@ -105,6 +106,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		Format:     formatVersion,
 		Epoch:      epoch,
 		Nonce:      randomHex(16),
+		Write:      randomHex(8),
 		AcquiredAt: now.UTC(),
 		Metadata:   a.metadata,
 	}
@@ -120,8 +122,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		if err == nil {
 			return c.established(ctx, name, epoch, p, etag, sent, start, a)
 		}
-		switch classify(err) {
-		case failAccessDenied, failNoSuchBucket, failOther, failNotFound, failUnsupported:
+		if f := classify(err); f.refused() || f == failNotFound {
 			return nil, err
 		}
 		// 412 (someone else's create, or the SDK's retry of our own
@@ -129,8 +130,10 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		// context ending mid-request: read back.
 		obs, rerr := c.readBack(ctx, key, epoch)
 		switch {
-		case rerr == nil && obs.body.Nonce == p.Nonce:
+		case rerr == nil && obs.body.Nonce == p.Nonce && !obs.body.Expired:
 			return c.established(ctx, name, epoch, p, obs.etag, sent, start, a)
+		case rerr == nil && obs.body.Nonce == p.Nonce:
+			return nil, errRetry // ours, but already released (force-released)
 		case rerr == nil && free(obs):
 			return nil, errRetry // someone else's epoch, already over
 		case rerr == nil:
@@ -161,7 +164,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 // cancellation for one request timeout: the answer decides whether a lease
 // exists, so it must not be skipped.
 func (c *Client) readBack(ctx context.Context, key string, epoch uint64) (*observed, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
+	rctx, cancel := c.detached(ctx)
 	defer cancel()
 	return c.getEpoch(rctx, key, epoch, "")
 }
@@ -173,14 +176,14 @@ func (c *Client) readBack(ctx context.Context, key string, epoch uint64) (*obser
 func (c *Client) established(ctx context.Context, name string, epoch uint64, p payload, etag string, sent, start time.Time, a acquireConfig) (*Lease, error) {
 	clk := c.cfg.clock
 	if clk.Now().Sub(start) > attemptWindow {
-		l, err := c.listEpochs(ctx, name, Key(name, epoch))
+		newer, err := c.newerEpoch(ctx, name, epoch)
 		if err != nil {
 			c.abandon(ctx, Key(name, epoch), epoch, p)
 			return nil, err
 		}
-		if n, ok := l.newest(); ok {
+		if newer != "" {
 			c.cfg.logger.Warn("s3lock: created a stale epoch; a newer one exists", "bucket", c.bucket,
-				"key", Key(name, epoch), "newer", n.key)
+				"key", Key(name, epoch), "newer", newer)
 			c.abandon(ctx, Key(name, epoch), epoch, p)
 			return nil, errRetry
 		}
@@ -191,7 +194,26 @@ func (c *Client) established(ctx context.Context, name string, epoch uint64, p p
 		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: Key(name, epoch), Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
-	return c.newLease(name, epoch, p, etag, trustUntil, a.renewInterval, a.autoRenew), nil
+	return c.newLease(name, epoch, p, etag, sent, trustUntil, a.renewInterval, a.autoRenew), nil
+}
+
+// newerEpoch returns the key of an epoch of name newer than epoch, or "" if
+// there is none.
+func (c *Client) newerEpoch(ctx context.Context, name string, epoch uint64) (string, error) {
+	after := Key(name, epoch)
+	for {
+		l, err := c.listEpochs(ctx, name, after)
+		if err != nil {
+			return "", err
+		}
+		if n, ok := l.newest(); ok {
+			return n.key, nil
+		}
+		if !l.truncated || l.lastKey == "" {
+			return "", nil
+		}
+		after = l.lastKey // a page of foreign keys only
+	}
 }
 
 // abandon makes sure that an epoch this client may have created, but will
@@ -200,10 +222,11 @@ func (c *Client) established(ctx context.Context, name string, epoch uint64, p p
 // or marks our own object released. It is best effort, bounded by one
 // request timeout, and runs even if ctx has ended.
 func (c *Client) abandon(ctx context.Context, key string, epoch uint64, p payload) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
+	actx, cancel := c.detached(ctx)
 	defer cancel()
 	rel := p
 	rel.Renewals++
+	rel.Write = randomHex(8)
 	rel.Expired = true
 	rel.ReleasedAt = c.cfg.clock.Now().UTC()
 	rel.Reason = "abandoned by its creator"

@@ -34,7 +34,7 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 		{"lease too short", "ok-bucket", []s3lock.Option{s3lock.WithLeaseDuration(time.Second)}, "lease duration 1s is outside"},
 		{"lease too long", "ok-bucket", []s3lock.Option{s3lock.WithLeaseDuration(31 * 24 * time.Hour)}, "is outside"},
 		{"renew not below lease", "ok-bucket", []s3lock.Option{s3lock.WithLeaseDuration(10 * time.Second), s3lock.WithRenewInterval(6 * time.Second)}, "more than half the lease duration"},
-		{"renew zero", "ok-bucket", []s3lock.Option{s3lock.WithRenewInterval(0)}, "must be positive"},
+		{"renew zero", "ok-bucket", []s3lock.Option{s3lock.WithRenewInterval(0)}, "shorter than 100ms"},
 		{"history zero", "ok-bucket", []s3lock.Option{s3lock.WithHistory(0)}, "history 0 is outside"},
 		{"history too long", "ok-bucket", []s3lock.Option{s3lock.WithHistory(501)}, "history 501 is outside"},
 		{"empty holder", "ok-bucket", []s3lock.Option{s3lock.WithHolder(" ")}, "holder is empty"},

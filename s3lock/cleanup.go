@@ -31,6 +31,22 @@ func (c *Client) cleanupFor(name string, newest uint64, page *listed) func(conte
 	return func(ctx context.Context) { _ = c.deleteHistory(ctx, name, keys) }
 }
 
+// startCleanup runs work (if any) in the background, apart from the lease it
+// belongs to: a slow store must not delay renewals or releases. It is bounded
+// by two request timeouts.
+func (c *Client) startCleanup(work func(context.Context)) {
+	if work == nil {
+		return
+	}
+	c.cleanups.Add(1)
+	go func() {
+		defer c.cleanups.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*c.cfg.requestTimeout)
+		defer cancel()
+		work(ctx)
+	}()
+}
+
 // deletable returns the keys of epochs (ascending) that may be deleted.
 // after is the first epoch following the slice, if the caller knows it.
 func deletable(epochs []listedEpoch, after *listedEpoch, newest uint64, history int, date time.Time) []string {

@@ -1,11 +1,13 @@
 package s3lock
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/user"
+	"sync"
 )
 
 // Client acquires and inspects locks in one bucket. It is safe for
@@ -15,6 +17,8 @@ type Client struct {
 	api    S3API
 	bucket string
 	cfg    config
+
+	cleanups sync.WaitGroup // background history cleanups in flight
 }
 
 // New returns a Client for the bucket. It checks the bucket name and the
@@ -66,6 +70,13 @@ func DefaultHolder() string {
 		host = "localhost"
 	}
 	return fmt.Sprintf("%s@%s:%d-%s", name, host, os.Getpid(), randomHex(3))
+}
+
+// detached returns a context for work that must finish even if ctx has been
+// cancelled (reading back a write whose outcome is unknown, abandoning an
+// epoch): ctx's values, no cancellation, one request timeout.
+func (c *Client) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
 }
 
 // randomHex returns n random bytes, hex encoded.

@@ -75,9 +75,10 @@ func prepareHistory(tb testing.TB, ns *s3test.Namespace, c *s3lock.Client, name 
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := l.Release(tb.Context()); err != nil { // waits for the sweep
+		if err := l.Release(tb.Context()); err != nil {
 			tb.Fatal(err)
 		}
+		c.WaitCleanup() // the acquisition's sweep
 		if keys := s3test.Keys(tb, ns.Client, ns.Bucket, name+"/"); len(keys) > s3lock.DefaultHistory {
 			tb.Fatalf("after the sweep %d epoch objects remain; want at most %d", len(keys), s3lock.DefaultHistory)
 		}

@@ -10,8 +10,10 @@ import (
 // returns. fn receives the lease for its epoch (the fencing token). Do
 // returns fn's error joined with any error from losing or releasing the
 // lease; if the lease was lost while fn ran, the result matches ErrLeaseLost
-// even when fn succeeded, because its work may not have been exclusive.
-func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, lease *Lease) error, opts ...AcquireOption) error {
+// even when fn succeeded, because its work may not have been exclusive. The
+// lease is released even if fn panics. ctx bounds the wait for the lock and
+// is the parent of fn's context.
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, lease *Lease) error, opts ...AcquireOption) (err error) {
 	if fn == nil {
 		return invalid("Do needs a function to run")
 	}
@@ -28,9 +30,12 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 		case <-fctx.Done():
 		}
 	}()
-	fnErr := fn(fctx, lease)
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
-	defer rcancel()
-	relErr := lease.Release(rctx)
-	return errors.Join(fnErr, relErr)
+	// Release even if fn panics; a lease lost meanwhile makes Release
+	// return the *LeaseLostError.
+	defer func() {
+		rctx, rcancel := c.detached(ctx)
+		defer rcancel()
+		err = errors.Join(err, lease.Release(rctx))
+	}()
+	return fn(fctx, lease)
 }

@@ -19,10 +19,11 @@ func SetTimingForTest(tb testing.TB, window time.Duration) {
 // CleanupAge returns the current cleanup age.
 func CleanupAge() time.Duration { return cleanupAge }
 
-// WaitBackground waits until the lease's background goroutine has finished
-// its first step (the history cleanup, if one was due) by stopping it. The
-// lease stays held but is no longer renewed.
-func (l *Lease) WaitBackground() { l.stopBackground() }
+// WaitCleanup waits for the client's background history cleanups.
+func (c *Client) WaitCleanup() { c.cleanups.Wait() }
+
+// SafetyMargin exposes safetyMargin.
+func SafetyMargin(validity time.Duration) time.Duration { return safetyMargin(validity) }
 
 // EncodeReleasedForTest returns a released lease payload for epoch, as the
 // protocol writes it, for tests that seed history.

@@ -32,20 +32,24 @@ const maxFenceAttempts = 10
 //
 // The body is sent more than once if the object changes under it: an
 // io.ReadSeeker is rewound, any other reader is read into memory first. The
-// caller's in is not modified. FencedPut needs s3:GetObject and
-// s3:PutObject on the key.
+// caller's in is not modified; it must not set IfMatch or IfNoneMatch. ctx
+// bounds the whole call. FencedPut needs s3:GetObject and s3:PutObject on
+// the key.
 func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
 	if api == nil || in == nil || aws.ToString(in.Bucket) == "" || aws.ToString(in.Key) == "" {
 		return nil, invalid("FencedPut needs an S3 client and an input with Bucket and Key")
 	}
-	if epoch == 0 || epoch > MaxEpoch {
-		return nil, invalid("epoch %d is outside [1, %d]", epoch, MaxEpoch)
+	if in.IfMatch != nil || in.IfNoneMatch != nil {
+		return nil, invalid("FencedPut sets If-Match / If-None-Match itself; leave them unset in the input")
+	}
+	if err := validateEpoch(epoch); err != nil {
+		return nil, err
 	}
 	bucket, key := aws.ToString(in.Bucket), aws.ToString(in.Key)
 	wrap := func(op string, err error) error {
 		return &OpError{Op: op, Bucket: bucket, Key: key, Kind: kindOf(classify(err)), Err: err}
 	}
-	body, err := rewindable(in.Body)
+	body, start, err := rewindable(in.Body)
 	if err != nil {
 		return nil, fmt.Errorf("s3lock: reading the body for s3://%s/%s: %w", bucket, key, err)
 	}
@@ -71,7 +75,7 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 		}
 		put.Metadata[FenceMetadataKey] = strconv.FormatUint(epoch, 10)
 		if body != nil {
-			if _, err := body.Seek(0, io.SeekStart); err != nil {
+			if _, err := body.Seek(start, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("s3lock: rewinding the body for s3://%s/%s: %w", bucket, key, err)
 			}
 			put.Body = body
@@ -90,18 +94,19 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 		Err: errors.New("the object kept changing while writing it")}
 }
 
-// rewindable returns r as an io.ReadSeeker, reading it into memory if it is
-// not one already.
-func rewindable(r io.Reader) (io.ReadSeeker, error) {
+// rewindable returns r as an io.ReadSeeker and the offset the body starts
+// at, reading r into memory if it is not a ReadSeeker already.
+func rewindable(r io.Reader) (io.ReadSeeker, int64, error) {
 	if r == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if rs, ok := r.(io.ReadSeeker); ok {
-		return rs, nil
+		start, err := rs.Seek(0, io.SeekCurrent)
+		return rs, start, err
 	}
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return bytes.NewReader(b), nil
+	return bytes.NewReader(b), 0, nil
 }

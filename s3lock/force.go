@@ -19,8 +19,8 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	if epoch == 0 || epoch > MaxEpoch {
-		return invalid("epoch %d is outside [1, %d]", epoch, MaxEpoch)
+	if err := validateEpoch(epoch); err != nil {
+		return err
 	}
 	key := Key(name, epoch)
 	for range 5 {
@@ -43,6 +43,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 			p.Reason = "force-released"
 		}
 		p.Renewals++
+		p.Write = randomHex(8)
 		p.Expired = true
 		p.ReleasedAt = c.cfg.clock.Now().UTC()
 		p.ReleasedBy = c.cfg.holder

@@ -14,23 +14,28 @@ import (
 //
 // A Lease is safe for concurrent use.
 type Lease struct {
-	c        *Client
-	name     string
-	key      string
-	epoch    uint64
-	nonce    string
-	validity time.Duration
-	renewInt time.Duration
-	auto     bool
+	c          *Client
+	name       string
+	key        string
+	epoch      uint64
+	nonce      string
+	holder     string
+	acquiredAt time.Time
+	validity   time.Duration
+	renewInt   time.Duration
+	auto       bool
 
 	writeMu sync.Mutex // serializes Renew and Release writes
 
-	mu         sync.Mutex
-	etag       string
-	p          payload
-	trustUntil time.Time // client clock; the lease is not trusted from then on
-	ended      error     // nil while active; ErrReleased or a *LeaseLostError
-	detached   bool
+	mu sync.Mutex
+	// etag and p are the epoch object as this handle last wrote (or read) it.
+	etag string
+	p    payload
+	// trustFrom and trustUntil bound the window in which the lease is
+	// trusted, by the client clock: trustFrom is when the last confirmed
+	// write was sent.
+	trustFrom, trustUntil time.Time
+	ended                 error // nil while active; ErrReleased or a *LeaseLostError
 
 	done     chan struct{}
 	stop     chan struct{}
@@ -39,19 +44,22 @@ type Lease struct {
 }
 
 // newLease returns an active lease whose last confirmed write was sent at
-// sent (client clock) and whose trust window is trustUntil.
-func (c *Client) newLease(name string, epoch uint64, p payload, etag string, trustUntil time.Time, renewInt time.Duration, auto bool) *Lease {
+// trustFrom (client clock) and that is trusted until trustUntil.
+func (c *Client) newLease(name string, epoch uint64, p payload, etag string, trustFrom, trustUntil time.Time, renewInt time.Duration, auto bool) *Lease {
 	return &Lease{
 		c:          c,
 		name:       name,
 		key:        Key(name, epoch),
 		epoch:      epoch,
 		nonce:      p.Nonce,
+		holder:     p.LeaderID,
+		acquiredAt: p.AcquiredAt,
 		validity:   p.validity(),
 		renewInt:   renewInt,
 		auto:       auto,
 		etag:       etag,
 		p:          p,
+		trustFrom:  trustFrom,
 		trustUntil: trustUntil,
 		done:       make(chan struct{}),
 		stop:       make(chan struct{}),
@@ -72,7 +80,7 @@ func (l *Lease) Key() string { return l.key }
 func (l *Lease) Bucket() string { return l.c.bucket }
 
 // Holder returns the identity written into the lease.
-func (l *Lease) Holder() string { return l.p.LeaderID }
+func (l *Lease) Holder() string { return l.holder }
 
 // Duration returns how long the lease stays valid after each renewal.
 func (l *Lease) Duration() time.Duration { return l.validity }
@@ -88,8 +96,8 @@ func (l *Lease) Metadata() map[string]string {
 	return out
 }
 
-// AcquiredAt returns when the lease was acquired, by the client's clock.
-func (l *Lease) AcquiredAt() time.Time { return l.p.AcquiredAt }
+// AcquiredAt returns when the lease was acquired, by the acquirer's clock.
+func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
 
 // ExpiresAt returns when the holder stops trusting the lease unless it is
 // renewed, by the client's clock. It is earlier, by a safety margin, than
@@ -139,45 +147,66 @@ func (l *Lease) lost(reason string, cause error) error {
 	return err
 }
 
+// untrusted returns why the lease may not be trusted at now (client clock),
+// or "" while it may be: its window ended, or the wall clock ran ahead of the
+// monotonic clock by more than the safety margin, which is what a suspended
+// host looks like (the monotonic clock stops during suspend; the store's does
+// not).
+func (l *Lease) untrusted(now time.Time) string {
+	l.mu.Lock()
+	from, until := l.trustFrom, l.trustUntil
+	l.mu.Unlock()
+	if !now.Before(until) {
+		return "it expired"
+	}
+	wall, mono := now.Round(0).Sub(from.Round(0)), now.Sub(from)
+	if wall-mono > safetyMargin(l.validity) {
+		return fmt.Sprintf("the host's wall clock advanced %s more than its monotonic clock (suspended?)", wall-mono)
+	}
+	return ""
+}
+
 // Renew extends the lease by its duration, counted from just before the
 // renewal was sent. It fails with a *LeaseLostError if the lease can no
 // longer be trusted (it lapsed, or its epoch object was changed by someone
 // else), and with other errors (which leave the lease active until it
-// expires) when the store could not be reached. If ctx ends first, Renew
-// returns ctx's error; a renewal that may have reached the store is checked
-// by reading the object back.
+// expires) when the store could not be reached. Renew gives up when the
+// lease would stop being trusted, or when ctx ends (returning ctx's error);
+// a renewal that may have reached the store is checked by reading the
+// object back.
 func (l *Lease) Renew(ctx context.Context) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	if err := l.Err(); err != nil {
 		return err
 	}
-	now := l.c.cfg.clock.Now()
-	l.mu.Lock()
-	next, etag, trustUntil := l.p, l.etag, l.trustUntil
-	l.mu.Unlock()
-	if !now.Before(trustUntil) {
-		return l.lost("it expired before it could be renewed", nil)
+	clk := l.c.cfg.clock
+	now := clk.Now()
+	if why := l.untrusted(now); why != "" {
+		return l.lost(why+" before it could be renewed", nil)
 	}
+	l.mu.Lock()
+	next, etag, until := l.p, l.etag, l.trustUntil
+	l.mu.Unlock()
 	next.Renewals++
 	next.RenewedAt = now.UTC()
-	// A renewal only counts if it is confirmed before the lease stops being
+	// A renewal only counts if it is confirmed while the lease is still
 	// trusted: after that, someone may already hold the next epoch.
-	wctx, cancel := context.WithTimeout(ctx, trustUntil.Sub(now))
+	wctx, cancel := context.WithTimeout(ctx, until.Sub(now))
 	defer cancel()
 	newEtag, sent, err := l.write(wctx, etag, &next)
 	if err != nil {
-		if !l.c.cfg.clock.Now().Before(trustUntil) && !errors.Is(err, ErrLeaseLost) {
-			return l.lost("it expired while the renewal was failing", err)
+		if why := l.untrusted(clk.Now()); why != "" && !errors.Is(err, ErrLeaseLost) {
+			return l.lost(why+" while the renewal was failing", err)
 		}
 		return err
 	}
-	if !l.c.cfg.clock.Now().Before(trustUntil) {
-		return l.lost("the renewal was confirmed only after the lease expired", nil)
+	if why := l.untrusted(clk.Now()); why != "" {
+		return l.lost(why+" before the renewal was confirmed", nil)
 	}
 	l.mu.Lock()
 	l.etag, l.p = newEtag, next
-	l.trustUntil = sent.Add(l.validity - safetyMargin(l.validity))
+	l.trustFrom, l.trustUntil = sent, sent.Add(l.validity-safetyMargin(l.validity))
 	l.mu.Unlock()
 	l.c.cfg.logger.Debug("s3lock: renewed", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "renewals", next.Renewals)
 	return nil
@@ -187,8 +216,9 @@ func (l *Lease) Renew(ctx context.Context) error {
 // conditional write on the lease's own epoch object. Releasing twice is not
 // an error. If the lease was already lost, Release writes nothing and returns
 // the *LeaseLostError, so the caller learns that its work may not have been
-// exclusive. If ctx ends before the release is confirmed, the lease is left
-// to expire.
+// exclusive; if the lease stops being trusted before the release is
+// confirmed, Release returns a *LeaseLostError too (the lease lapses anyway).
+// If ctx ends first, Release returns ctx's error and the lease lapses.
 func (l *Lease) Release(ctx context.Context) error {
 	l.stopBackground()
 	l.writeMu.Lock()
@@ -200,20 +230,25 @@ func (l *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	now := l.c.cfg.clock.Now()
-	l.mu.Lock()
-	next, etag, trustUntil := l.p, l.etag, l.trustUntil
-	l.mu.Unlock()
-	if !now.Before(trustUntil) {
-		return l.lost("it expired before it was released", nil)
+	if why := l.untrusted(now); why != "" {
+		return l.lost(why+" before it was released", nil)
 	}
+	l.mu.Lock()
+	next, etag, until := l.p, l.etag, l.trustUntil
+	l.mu.Unlock()
 	next.Renewals++
 	next.Expired = true
 	next.ReleasedAt = now.UTC()
-	if _, _, err := l.write(ctx, etag, &next); err != nil {
-		if errors.Is(err, ErrLeaseLost) {
+	wctx, cancel := context.WithTimeout(ctx, until.Sub(now))
+	defer cancel()
+	if _, _, err := l.write(wctx, etag, &next); err != nil {
+		switch {
+		case errors.Is(err, ErrLeaseLost):
 			return err
+		case l.untrusted(l.c.cfg.clock.Now()) != "" && ctx.Err() == nil:
+			return l.lost("it expired before the release was confirmed; it lapses on its own", err)
 		}
-		return fmt.Errorf("s3lock: releasing s3://%s/%s (epoch %d): %w", l.c.bucket, l.key, l.epoch, err)
+		return fmt.Errorf("s3lock: releasing epoch %d: %w", l.epoch, err)
 	}
 	l.mu.Lock()
 	l.p = next
@@ -225,21 +260,22 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // Detach stops the background renewal without releasing: the lease stays
 // held in the store until it expires or someone resumes it with its Token
-// and releases it. Use it to hand a lease to another process.
+// and releases it. Use it to hand a lease to another process; do not use
+// this handle afterwards.
 func (l *Lease) Detach() Token {
-	l.mu.Lock()
-	l.detached = true
-	l.mu.Unlock()
 	l.stopBackground()
 	return l.Token()
 }
 
 // write replaces the lease's epoch object (compare-and-swap on etag) with
-// next. When the outcome is unknown (a timeout, a 5xx, a reset connection,
-// or a 412 that may answer the SDK's retry of our own committed write) it
-// reads the object back and compares the nonce and the renewal counter. It
-// returns the new ETag and the time the first attempt was sent.
+// next, which it stamps with a fresh write id. When the outcome is unknown (a
+// timeout, a 5xx, a reset connection, or a 412 that may answer the SDK's
+// retry of our own committed write) it reads the object back: our write id
+// means it landed; the ETag we hold means it did not (retry); anything else
+// means someone else wrote the object and the lease is lost. It returns the
+// new ETag and the time the first attempt was sent.
 func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, time.Time, error) {
+	next.Write = randomHex(8)
 	body, err := next.encode()
 	if err != nil {
 		return "", time.Time{}, err
@@ -252,38 +288,28 @@ func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, 
 		if err == nil {
 			return newEtag, sent, nil
 		}
-		f := classify(err)
-		switch f {
-		case failAccessDenied, failNoSuchBucket, failOther, failUnsupported:
+		switch f := classify(err); {
+		case f.refused():
 			return "", sent, err
-		case failNotFound:
+		case f == failNotFound:
 			return "", sent, l.lost("its epoch object was deleted", err)
 		}
-		// Unknown outcome: read back (with a context that outlives a
-		// cancelled caller, so that a committed write is not missed).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.c.cfg.requestTimeout)
+		rctx, cancel := l.c.detached(ctx)
 		obs, rerr := l.c.getEpoch(rctx, l.key, l.epoch, "")
 		cancel()
 		switch {
-		case rerr == nil && obs.body.Nonce != l.nonce:
-			return "", sent, l.lost("its epoch object now belongs to "+obs.body.LeaderID, err)
-		case rerr == nil && obs.body.Renewals == next.Renewals && obs.body.Expired == next.Expired:
+		case rerr == nil && obs.body.Write == next.Write:
 			return obs.etag, sent, nil // our write landed
 		case rerr == nil && obs.etag == etag:
 			// Our write did not land; the object is as we left it: retry.
-		case rerr == nil && obs.body.Expired:
-			by := obs.body.ReleasedBy
-			if by == "" {
-				by = "another client"
-			}
-			return "", sent, l.lost("it was force-released by "+by, err)
+		case rerr == nil && obs.body.Nonce != l.nonce:
+			return "", sent, l.lost("its epoch object now belongs to "+obs.body.LeaderID, err)
+		case rerr == nil && obs.body.Expired && obs.body.ReleasedBy != "":
+			return "", sent, l.lost("it was force-released by "+obs.body.ReleasedBy, err)
 		case rerr == nil:
-			return "", sent, l.lost("its epoch object was changed by someone else", err)
+			return "", sent, l.lost("its epoch object was written by another handle (a Resume or Adopt of it)", err)
 		case classify(rerr) == failNotFound:
 			return "", sent, l.lost("its epoch object was deleted", err)
-		}
-		if ctx.Err() != nil {
-			return "", sent, errors.Join(ctx.Err(), err)
 		}
 		select {
 		case <-ctx.Done():
@@ -293,21 +319,12 @@ func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, 
 	}
 }
 
-// startBackground starts the goroutine that deletes old epochs (when the
-// acquisition found some due) and then renews the lease, or, without
+// startBackground starts the goroutine that renews the lease, or, without
 // automatic renewal, marks it lost when it expires.
-func (l *Lease) startBackground(cleanup func(context.Context)) {
+func (l *Lease) startBackground() {
 	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
-		if cleanup != nil {
-			// The cleanup runs to completion (bounded by its own timeout)
-			// even if the lease is released meanwhile: it is this lease's
-			// share of keeping the lock's history short.
-			cctx, cancel := context.WithTimeout(context.Background(), 2*l.c.cfg.requestTimeout)
-			cleanup(cctx)
-			cancel()
-		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -331,6 +348,7 @@ func (l *Lease) keepAlive(ctx context.Context) {
 	var bo backoff
 	bo.base, bo.max = 50*time.Millisecond, max(l.renewInt/4, 100*time.Millisecond)
 	wait := l.renewInt
+	var lastErr error
 	for {
 		untilExpiry := l.ExpiresAt().Sub(clk.Now())
 		if !l.auto {
@@ -341,12 +359,13 @@ func (l *Lease) keepAlive(ctx context.Context) {
 			return
 		case <-clk.After(max(0, min(wait, untilExpiry))):
 		}
-		if !clk.Now().Before(l.ExpiresAt()) {
-			reason := "it expired without being renewed"
+		if why := l.untrusted(clk.Now()); why != "" {
 			if l.auto {
-				reason = "renewals kept failing until it expired"
+				why += " while renewals were failing"
+			} else {
+				why += " without being renewed"
 			}
-			_ = l.lost(reason, nil)
+			_ = l.lost(why, lastErr)
 			return
 		}
 		if !l.auto {
@@ -356,13 +375,14 @@ func (l *Lease) keepAlive(ctx context.Context) {
 		switch {
 		case err == nil:
 			bo.reset()
-			wait = l.renewInt
+			wait, lastErr = l.renewInt, nil
 		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrReleased):
 			return
 		default:
 			if ctx.Err() != nil {
 				return
 			}
+			lastErr = err
 			l.c.cfg.logger.Warn("s3lock: renewal failed; retrying", "bucket", l.c.bucket, "key", l.key,
 				"epoch", l.epoch, "left", l.ExpiresAt().Sub(clk.Now()), "err", err)
 			wait = bo.next()

@@ -128,8 +128,8 @@ func validateLeaseDuration(d time.Duration) error {
 // renewal.
 func WithRenewInterval(d time.Duration) Option {
 	return func(c *config) error {
-		if d <= 0 {
-			return invalid("renew interval %s must be positive", d)
+		if d < 100*time.Millisecond {
+			return invalid("renew interval %s is shorter than 100ms", d)
 		}
 		c.renewInterval = d
 		c.renewIntervalSet = true

@@ -39,6 +39,7 @@ type payload struct {
 	AcquiredAt time.Time         `json:"acquiredAt,omitzero"`
 	RenewedAt  time.Time         `json:"renewedAt,omitzero"`
 	Renewals   uint64            `json:"renewals"`
+	Write      string            `json:"write,omitempty"` // random per write: tells our write from anyone else's
 	ReleasedAt time.Time         `json:"releasedAt,omitzero"`
 	ReleasedBy string            `json:"releasedBy,omitempty"`
 	Reason     string            `json:"reason,omitempty"`

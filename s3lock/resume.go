@@ -43,13 +43,19 @@ func ParseToken(s string) (Token, error) {
 	return t, nil
 }
 
-// Resume takes over the lease a token names, if it is still held: not
-// released, not lapsed, and still carrying the token's nonce. If the lease
-// was released by its holder (a release already done), the error matches
-// ErrReleased; if it was lost (lapsed, force-released, superseded), it
-// matches ErrLeaseLost; ErrNoSuchEpoch if the epoch object is gone. The resumed
-// lease trusts itself only for what is left of the lease as judged by the
-// store's clock, and renews itself unless WithoutAutoRenew is given.
+// Resume takes over the lease a token names, if it is still held: the
+// lock's newest epoch, not released, not lapsed, and still carrying the
+// token's nonce. If the lease was released by its holder (a release already
+// done), the error matches ErrReleased; if it was lost (lapsed,
+// force-released, superseded), it matches ErrLeaseLost; ErrNoSuchEpoch if the
+// epoch object is gone. The resumed lease trusts itself only for what is
+// left of the lease as judged by the store's clock, and renews itself unless
+// WithoutAutoRenew is given. It costs one LIST and one GET; ctx bounds them.
+//
+// Resume is a takeover: the handle the token came from must not be used any
+// more (Detach it, or let its process end). If both are, the next renewal of
+// one of them finds the other's write and ends that handle as lost; until
+// then both believe they hold the lease, as with ForceRelease.
 func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*Lease, error) {
 	if t.Bucket != c.bucket {
 		return nil, invalid("lease token is for bucket %s, but this client locks in bucket %s", t.Bucket, c.bucket)
@@ -63,19 +69,10 @@ func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*L
 // Adopt takes over the current lease of a lock by its epoch, whoever
 // acquired it: for importing a lease into Terraform, or for an operator who
 // must finish a crashed holder's work. It refuses (ErrStaleEpoch) unless the
-// epoch is the lock's newest and its lease is held.
+// epoch is the lock's newest and its lease is held. Like Resume, it is a
+// takeover: the original holder must have stopped using its handle. It costs
+// one LIST and one GET; ctx bounds them.
 func (c *Client) Adopt(ctx context.Context, name string, epoch uint64, opts ...AcquireOption) (*Lease, error) {
-	if err := ValidateName(name); err != nil {
-		return nil, err
-	}
-	newest, found, _, err := c.findNewest(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if !found || newest.epoch != epoch {
-		return nil, fmt.Errorf("%w: epoch %d is not the current epoch of lock %q in bucket %s (current: %d)",
-			ErrStaleEpoch, epoch, name, c.bucket, newest.epoch)
-	}
 	return c.takeOver(ctx, name, epoch, "", opts)
 }
 
@@ -85,26 +82,38 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
-	if epoch == 0 || epoch > MaxEpoch {
-		return nil, invalid("epoch %d is outside [1, %d]", epoch, MaxEpoch)
+	if err := validateEpoch(epoch); err != nil {
+		return nil, err
 	}
 	a, err := c.acquireConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	key := Key(name, epoch)
+	stale := func(reason string) error {
+		if nonce == "" {
+			return fmt.Errorf("%w: epoch %d of lock %q in bucket %s %s", ErrStaleEpoch, epoch, name, c.bucket, reason)
+		}
+		return &LeaseLostError{Bucket: c.bucket, Key: key, Epoch: epoch, Reason: reason}
+	}
+	// Only the newest epoch can be held: an older one may look alive (a
+	// renewal that reached the store after its holder gave up) while the
+	// lock has moved on.
+	newest, found, _, err := c.findNewest(ctx, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found || newest.epoch < epoch:
+		return nil, fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)
+	case newest.epoch > epoch:
+		return nil, stale(fmt.Sprintf("was superseded (the lock is at epoch %d)", newest.epoch))
+	}
 	obs, err := c.getEpoch(ctx, key, epoch, "")
 	if classify(err) == failNotFound {
 		return nil, fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)
 	}
 	if err != nil {
 		return nil, err
-	}
-	stale := func(reason string) error {
-		if nonce == "" {
-			return fmt.Errorf("%w: epoch %d of lock %q in bucket %s %s", ErrStaleEpoch, epoch, name, c.bucket, reason)
-		}
-		return &LeaseLostError{Bucket: c.bucket, Key: key, Epoch: epoch, Reason: reason}
 	}
 	switch {
 	case nonce != "" && obs.body.Nonce != nonce:
@@ -126,12 +135,20 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 	// The store's times have one-second resolution: assume the lease is a
 	// second older than it looks, and count from before the read was sent.
 	validity := obs.body.validity()
-	left := validity - age - time.Second - safetyMargin(validity)
-	trustUntil := obs.sent.Add(left)
+	trustFrom := obs.sent.Add(-age - time.Second)
+	trustUntil := trustFrom.Add(validity - safetyMargin(validity))
 	if !c.cfg.clock.Now().Before(trustUntil) {
 		return nil, stale("has lapsed (last written " + age.String() + " ago, lease " + validity.String() + ")")
 	}
-	lease := c.newLease(name, epoch, *obs.body, obs.etag, trustUntil, c.renewIntervalFor(validity), a.autoRenew)
-	lease.startBackground(nil)
+	lease := c.newLease(name, epoch, *obs.body, obs.etag, trustFrom, trustUntil, c.renewIntervalFor(validity), a.autoRenew)
+	lease.startBackground()
 	return lease, nil
+}
+
+// validateEpoch checks that epoch can name an epoch object.
+func validateEpoch(epoch uint64) error {
+	if epoch == 0 || epoch > MaxEpoch {
+		return invalid("epoch %d is outside [1, %d]", epoch, MaxEpoch)
+	}
+	return nil
 }

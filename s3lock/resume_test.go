@@ -71,8 +71,8 @@ func TestAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Detach()
-	if _, err := op.Adopt(t.Context(), name, 2); !errors.Is(err, s3lock.ErrStaleEpoch) {
-		t.Errorf("Adopt of a future epoch = %v; want ErrStaleEpoch", err)
+	if _, err := op.Adopt(t.Context(), name, 2); !errors.Is(err, s3lock.ErrNoSuchEpoch) {
+		t.Errorf("Adopt of a future epoch = %v; want ErrNoSuchEpoch", err)
 	}
 	a, err := op.Adopt(t.Context(), name, 1, s3lock.WithoutAutoRenew())
 	if err != nil {

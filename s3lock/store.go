@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -41,6 +43,7 @@ const (
 	failNoSuchBucket         // 404 NoSuchBucket
 	failCanceled             // the caller's context ended
 	failUnsupported          // 501: the store does not implement the request (e.g. conditional writes)
+	failCredentials          // the SDK could not sign the request: no usable credentials
 )
 
 func classify(err error) failure {
@@ -50,6 +53,10 @@ func classify(err error) failure {
 	var timeout *requestTimeout
 	if errors.As(err, &timeout) {
 		return failTransient
+	}
+	var signing *v4.SigningError
+	if errors.As(err, &signing) {
+		return failCredentials
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return failCanceled // the caller's context ended
@@ -98,6 +105,16 @@ func classify(err error) failure {
 	return failOther
 }
 
+// refused reports whether a failed write certainly did not happen, and will
+// not happen if retried as is: the store or the SDK refused it outright.
+func (f failure) refused() bool {
+	switch f {
+	case failAccessDenied, failCredentials, failNoSuchBucket, failUnsupported, failOther:
+		return true
+	}
+	return false
+}
+
 // errorCode returns the S3 error code and HTTP status of err, if it has them.
 func errorCode(err error) (code string, status int) {
 	var apiErr smithy.APIError
@@ -115,7 +132,7 @@ func kindOf(f failure) error {
 	switch f {
 	case failTransient, failConflict:
 		return ErrUnavailable
-	case failAccessDenied:
+	case failAccessDenied, failCredentials:
 		return ErrAccessDenied
 	case failNoSuchBucket:
 		return ErrNoSuchBucket
@@ -321,8 +338,11 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 	defer cancel()
 	prefix := epochPrefix(name)
 	in := &s3.ListObjectsV2Input{
-		Bucket:              aws.String(c.bucket),
-		Prefix:              aws.String(prefix),
+		Bucket: aws.String(c.bucket),
+		Prefix: aws.String(prefix),
+		// Keys of locks nested under this one ("<name>/lock-x/...") roll
+		// up into one common prefix each instead of filling the page.
+		Delimiter:           aws.String("/"),
 		MaxKeys:             aws.Int32(pageSize),
 		ExpectedBucketOwner: c.owner(),
 	}
@@ -334,9 +354,14 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 		return nil, c.opError("ListObjectsV2", prefix, c.timedOut(ctx, cctx, err))
 	}
 	l := &listed{truncated: aws.ToBool(out.IsTruncated), date: responseDate(out.ResultMetadata)}
+	for _, cp := range out.CommonPrefixes {
+		// A nested lock's keys: skip past all of them when paging on.
+		l.foreign++
+		l.lastKey = max(l.lastKey, aws.ToString(cp.Prefix)+string(utf8.MaxRune))
+	}
 	for _, obj := range out.Contents {
 		key := aws.ToString(obj.Key)
-		l.lastKey = key
+		l.lastKey = max(l.lastKey, key)
 		n, epoch, ok := parseKey(key)
 		if !ok || n != name {
 			l.foreign++

@@ -16,6 +16,11 @@ const (
 	// maxSafetyMargin caps the margin by which a holder stops trusting its
 	// lease before an observer could judge it lapsed.
 	maxSafetyMargin = 5 * time.Second
+
+	// maxDriftDivisor expresses the clock-rate drift the protocol tolerates
+	// between a holder and the store: 1/10,000 = 100 ppm, ten times what
+	// commodity clocks are specified for.
+	maxDriftDivisor = 10_000
 )
 
 // Variables only so that tests can shorten them (export_test.go); the
@@ -36,9 +41,10 @@ var (
 )
 
 // safetyMargin is how much earlier than its validity a holder stops trusting
-// a lease: a tenth of it, at most maxSafetyMargin.
+// a lease: a tenth of it up to maxSafetyMargin, plus 100 ppm of it for the
+// drift between the holder's clock rate and the store's (PROTOCOL.md §6).
 func safetyMargin(validity time.Duration) time.Duration {
-	return min(validity/10, maxSafetyMargin)
+	return min(validity/10, maxSafetyMargin) + validity/maxDriftDivisor
 }
 
 // remaining returns how long, at most, the lease read in o may still be

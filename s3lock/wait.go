@@ -47,6 +47,10 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 			}
 		case errors.Is(err, errRetry):
 			w.last = err
+			select { // the lock moved under the attempt: look again shortly
+			case <-ctx.Done():
+			case <-c.cfg.clock.After(jitter(10*time.Millisecond, 0.5)):
+			}
 		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
 			w.last = err
 			c.cfg.logger.Warn("s3lock: acquire attempt failed; retrying", "bucket", c.bucket, "lock", name, "err", err)
