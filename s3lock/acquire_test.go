@@ -164,7 +164,7 @@ func TestCurrent_States(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2.Detach() // the holder vanishes without releasing
-	eventually(t, 10*time.Second, "the lease to lapse", func() bool {
+	eventually(t, "the lease to lapse", func() bool {
 		st, err = c.Current(t.Context(), name)
 		return err == nil && !st.Held
 	})
@@ -206,7 +206,7 @@ func TestLease_RenewsInBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, l)
-	eventually(t, 10*time.Second, "three background renewals", func() bool {
+	eventually(t, "three background renewals", func() bool {
 		st, err := c.Current(t.Context(), ns.Name("bg"))
 		return err == nil && st.Renewals >= 3
 	})

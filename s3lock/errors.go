@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // Sentinel errors. Branch on them with errors.Is; the typed errors below
@@ -184,9 +182,8 @@ func (e *OpError) Error() string {
 }
 
 func (e *OpError) hint() string {
-	var signing *v4.SigningError
 	switch {
-	case errors.As(e.Err, &signing):
+	case credentialsFailure(e.Err):
 		return "the AWS SDK found no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run with a role"
 	case errors.Is(e.Kind, ErrAccessDenied):
 		return "check that the credentials may " + permissionFor(e.Op) + " in this bucket"

@@ -45,9 +45,10 @@ func mustRelease(t *testing.T, l *s3lock.Lease) {
 	})
 }
 
-// eventually polls cond until it holds or the limit passes.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+// eventually polls cond until it holds, for at most ten seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	const limit = 10 * time.Second
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -93,7 +93,7 @@ func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
 	time.Sleep(cleanupWait())
 	l4 := take() // epoch 4: its cleanup deletes epochs 1 and 2
 	mustRelease(t, l4)
-	eventually(t, 10*time.Second, "cleanup to delete epoch 2", func() bool {
+	eventually(t, "cleanup to delete epoch 2", func() bool {
 		return !epochObjectExists(t, ns, s3lock.Key(name, 2))
 	})
 

@@ -54,8 +54,7 @@ func classify(err error) failure {
 	if errors.As(err, &timeout) {
 		return failTransient
 	}
-	var signing *v4.SigningError
-	if errors.As(err, &signing) {
+	if credentialsFailure(err) {
 		return failCredentials
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -103,6 +102,15 @@ func classify(err error) failure {
 		return failTransient
 	}
 	return failOther
+}
+
+// credentialsFailure reports whether the SDK failed to obtain credentials for
+// a request (so it was never sent). The SDK has no type for this; it wraps
+// the credential provider's error as "get identity: ..." or, in older code
+// paths, in a *v4.SigningError.
+func credentialsFailure(err error) bool {
+	var signing *v4.SigningError
+	return errors.As(err, &signing) || strings.Contains(err.Error(), "get identity: ")
 }
 
 // refused reports whether a failed write certainly did not happen, and will
