@@ -175,6 +175,11 @@ func TestCorruptLeaseObjects(t *testing.T) {
 			check("Acquire", err)
 			_, err = c.Current(t.Context(), name)
 			check("Current", err)
+			states, err := c.List(t.Context(), ns.Name(""))
+			if err != nil || len(states) != 1 || states[0].Name != name || states[0].Held {
+				t.Fatalf("List = %+v, %v; want the lock listed, not held", states, err)
+			}
+			check("List's State.Err", states[0].Err)
 
 			if err := c.ForceRelease(t.Context(), name, 1); err != nil {
 				t.Fatalf("ForceRelease of the corrupt epoch: %v", err)

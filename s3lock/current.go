@@ -3,6 +3,7 @@ package s3lock
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -12,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// State is what a lock's newest epoch object says. The zero State (Epoch 0,
-// Held false) describes a lock that never existed.
+// State is what a lock's newest epoch object says. A lock that never existed
+// has Epoch 0 and Held false.
 type State struct {
 	Name  string
 	Key   string // key of the newest epoch object; "" if none
@@ -34,17 +35,24 @@ type State struct {
 	LeaseDuration time.Duration
 	Renewals      uint64
 	Metadata      map[string]string
+	// Err is set, by List only, for a lock whose newest epoch object could
+	// not be read as a lease (a *CorruptLeaseError); the other fields then
+	// only name it. Current returns such an error instead.
+	Err error
 }
 
 // Current reads who holds the lock name now, without acquiring it: one LIST
-// and one GET.
+// and one GET, bounded by ctx.
 func (c *Client) Current(ctx context.Context, name string) (State, error) {
 	if err := ValidateName(name); err != nil {
 		return State{}, err
 	}
 	newest, found, _, err := c.findNewest(ctx, name)
-	if err != nil || !found {
+	if err != nil {
 		return State{}, err
+	}
+	if !found {
+		return State{Name: name}, nil
 	}
 	obs, err := c.getEpoch(ctx, newest.key, newest.epoch, "")
 	if err != nil {
@@ -82,7 +90,10 @@ func (c *Client) stateOf(name string, o *observed) State {
 
 // List returns the state of every lock whose name starts with prefix, sorted
 // by name: for dashboards and policy checks. It lists every key under the
-// prefix and reads each lock's newest epoch object (up to eight at a time).
+// prefix and reads each lock's newest epoch object (up to eight at a time),
+// all bounded by ctx. A lock whose newest object is unreadable is listed
+// with State.Err set rather than failing the whole list. Locks under an
+// "s3lock-probe" path segment (Verify's) are left out.
 func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	newest := map[string]listedEpoch{}
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), ExpectedBucketOwner: c.owner()}
@@ -101,7 +112,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
 			name, epoch, ok := parseKey(key)
-			if !ok || ValidateName(name) != nil || strings.HasPrefix(key, c.cfg.probePrefix) {
+			if !ok || ValidateName(name) != nil || strings.HasPrefix(key, c.cfg.probePrefix) || isProbeName(name) {
 				continue
 			}
 			if cur, seen := newest[name]; !seen || epoch > cur.epoch {
@@ -136,9 +147,13 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	wg.Wait()
 	out := states[:0]
 	for i, s := range states {
+		var corrupt *CorruptLeaseError
 		switch {
 		case errs[i] == nil:
 			out = append(out, s)
+		case errors.As(errs[i], &corrupt):
+			e := newest[names[i]]
+			out = append(out, State{Name: names[i], Key: e.key, Epoch: e.epoch, Err: errs[i]})
 		case classify(errs[i]) == failNotFound:
 			// Deleted between the LIST and the GET: superseded; skip.
 		default:
@@ -147,4 +162,11 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	}
 	slices.SortFunc(out, func(a, b State) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// isProbeName reports whether a lock name lies under a probe prefix
+// (DefaultProbePrefix as a path segment), where Verify and permission checks
+// leave their objects.
+func isProbeName(name string) bool {
+	return slices.Contains(strings.Split(name, "/"), strings.TrimSuffix(DefaultProbePrefix, "/"))
 }

@@ -22,9 +22,6 @@ func CleanupAge() time.Duration { return cleanupAge }
 // WaitCleanup waits for the client's background history cleanups.
 func (c *Client) WaitCleanup() { c.cleanups.Wait() }
 
-// SafetyMargin exposes safetyMargin.
-func SafetyMargin(validity time.Duration) time.Duration { return safetyMargin(validity) }
-
 // EncodeReleasedForTest returns a released lease payload for epoch, as the
 // protocol writes it, for tests that seed history.
 func EncodeReleasedForTest(holder string, epoch uint64, validity time.Duration) []byte {

@@ -40,9 +40,13 @@ var (
 	cleanupAge = attemptWindow + serverSlack + time.Second
 )
 
-// safetyMargin is how much earlier than its validity a holder stops trusting
-// a lease: a tenth of it up to maxSafetyMargin, plus 100 ppm of it for the
-// drift between the holder's clock rate and the store's (PROTOCOL.md §6).
+// SafetyMargin returns how much earlier than its duration a holder stops
+// trusting a lease of that duration: a tenth of it up to 5s, plus 100 ppm of
+// it for the drift between the holder's clock rate and the store's
+// (PROTOCOL.md §6). Lease.ExpiresAt is the last confirmed renewal plus the
+// duration minus this margin.
+func SafetyMargin(validity time.Duration) time.Duration { return safetyMargin(validity) }
+
 func safetyMargin(validity time.Duration) time.Duration {
 	return min(validity/10, maxSafetyMargin) + validity/maxDriftDivisor
 }

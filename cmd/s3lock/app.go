@@ -49,8 +49,9 @@ const (
 	// between pipeline steps unless they call `s3lock renew`, so it must
 	// cover the steps until release.
 	defaultTokenLease = 10 * time.Minute
-	// defaultGrace is how long run waits after SIGTERM before it kills a
-	// command whose lease was lost.
+	// defaultGrace caps how long before its lease could run out run sends a
+	// command SIGTERM when renewals keep failing (by default a quarter of
+	// the lease).
 	defaultGrace = 10 * time.Second
 	// releaseTimeout bounds the release after the command has exited (or
 	// s3lock was interrupted): a release that cannot be confirmed leaves the

@@ -105,8 +105,7 @@ func classify(ctx context.Context, err error) (code int, hint bool) {
 	case errors.Is(err, s3lock.ErrInvalidName), errors.Is(err, s3lock.ErrInvalidConfig),
 		errors.Is(err, awsclient.ErrInvalidOptions), errors.Is(err, awsclient.ErrNoRegion):
 		return exitUsage, true
-	case errors.Is(err, s3lock.ErrLeaseLost), errors.Is(err, s3lock.ErrReleased):
-		// Either way the lease is no longer held.
+	case errors.Is(err, s3lock.ErrLeaseLost):
 		return exitLost, false
 	case errors.Is(err, s3lock.ErrHeld):
 		return exitHeld, false

@@ -32,10 +32,14 @@ CMD's environment gets:
 While CMD runs, the lease is renewed every third of --lease. SIGINT, SIGTERM
 and SIGHUP sent to s3lock are forwarded to CMD (when s3lock runs in the
 foreground of a terminal, CMD gets the terminal's Ctrl-C itself and only
-SIGTERM is forwarded). If the lease is lost (renewals kept failing until it
-lapsed, or someone force-released it), s3lock sends CMD SIGTERM, then SIGKILL
-after --grace-period, releases nothing, and exits with code 4. If s3lock
-itself is killed, CMD gets SIGTERM (Linux) and the lease lapses after --lease.
+SIGTERM is forwarded).
+
+CMD never outlives the lease. If renewals keep failing, s3lock sends CMD
+SIGTERM when the lease has --grace-period left (default a quarter of --lease,
+at most 10s), and SIGKILL when it runs out; if someone force-releases the
+lease, CMD gets SIGKILL at once (someone else may already hold the lock).
+s3lock then exits with code 4. If s3lock itself is killed, CMD gets SIGKILL
+(Linux) and the lease lapses after --lease.
 
 ` + exitCodesHelp
 
@@ -69,7 +73,7 @@ func (a *app) runCommand() *cobra.Command {
 		},
 	}
 	af.register(cmd, defaultRunLease)
-	durationFlag(cmd.Flags(), &grace, "grace-period", defaultGrace, "how long a command whose lease was lost gets between SIGTERM and SIGKILL")
+	durationFlag(cmd.Flags(), &grace, "grace-period", 0, "how long before the lease could run out a command gets SIGTERM when renewals keep failing (default a quarter of --lease, at most 10s)")
 	return cmd
 }
 
@@ -79,6 +83,18 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 	}
 	if err := s3lock.ValidateName(name); err != nil {
 		return err
+	}
+	grace, err := graceFor(grace, af.lock.lease)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		// Do not take (and burn) an epoch for a command that cannot run.
+		code := exitCannotRun
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = exitNotFound
+		}
+		return exitWith(code, fmt.Errorf("cannot run %s: %w", argv[0], err))
 	}
 	c, err := a.client(ctx, a.bucket, af.lock)
 	if err != nil {
@@ -132,8 +148,12 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 
+	// The command must never outlive the lease: SIGTERM while the lease has
+	// `grace` left and renewals keep failing, SIGKILL once it is lost.
 	var lost error
-	var kill <-chan time.Time
+	termSent := false
+	watch := time.NewTicker(100 * time.Millisecond)
+	defer watch.Stop()
 	leaseDone := lease.Done()
 	var waitErr error
 loop:
@@ -146,18 +166,20 @@ loop:
 				continue // the terminal sent it to the command too
 			}
 			_ = signalChild(child.Process, sig, !fg)
+		case <-watch.C:
+			if left := time.Until(lease.ExpiresAt()); !termSent && lease.Err() == nil && left <= grace {
+				termSent = true
+				fmt.Fprintf(a.stderr, "s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)\n",
+					left.Round(100*time.Millisecond))
+				_ = signalChild(child.Process, syscall.SIGTERM, !fg)
+			}
 		case <-leaseDone:
 			leaseDone = nil
 			if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
 				continue
 			}
 			lost = lease.Err()
-			fmt.Fprintf(a.stderr, "s3lock: %s; stopping the command (SIGTERM, SIGKILL after %s)\n", oneLine(lost.Error()), grace)
-			_ = signalChild(child.Process, syscall.SIGTERM, !fg)
-			kill = time.After(grace)
-		case <-kill:
-			kill = nil
-			fmt.Fprintf(a.stderr, "s3lock: the command did not exit within %s of SIGTERM; killing it\n", grace)
+			fmt.Fprintf(a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(lost.Error()))
 			_ = signalChild(child.Process, syscall.SIGKILL, !fg)
 		}
 	}
@@ -202,4 +224,19 @@ func childExitCode(ps *os.ProcessState, waitErr error) int {
 		return code
 	}
 	return exitError
+}
+
+// graceFor returns the grace period for a lease: the flag's value, or by
+// default a quarter of the lease, at most 10s. It must leave SIGTERM well
+// before the lease could run out even between two healthy renewals (every
+// third of the lease).
+func graceFor(flag, lease time.Duration) (time.Duration, error) {
+	if flag == 0 {
+		return min(defaultGrace, lease/4), nil
+	}
+	if limit := lease/2 - s3lock.SafetyMargin(lease); flag > limit {
+		return 0, usagef("--grace-period %s is too long for --lease %s: it must be at most %s, so that the command is asked to stop only when renewals are failing",
+			flag, lease, limit.Round(time.Millisecond))
+	}
+	return flag, nil
 }

@@ -113,55 +113,96 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 	}
 }
 
-func TestRun_LeaseLostStopsCommand(t *testing.T) {
+// A force-released lease means someone else may hold the lock at once: the
+// command is killed without delay, and s3lock exits 4.
+func TestRun_ForceReleasedLeaseKillsCommand(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("forced")
+	marker := filepath.Join(c.dir, "marker")
+	var stderr syncBuffer
+	script := `trap 'echo terminated >> "$0"; exit 0' TERM; echo ready >> "$0"; while :; do sleep 0.1; done`
+	cmd := c.command(t.Context(), "run", "--lease", "3s", name, "--", "sh", "-c", script, marker)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+	if err := c.sdk.ForceRelease(t.Context(), name, c.current(name).Epoch); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd); code != exitLost {
+		t.Fatalf("s3lock exited %d, want %d (lease lost); stderr: %s", code, exitLost, stderr.String())
+	}
+	if b, _ := os.ReadFile(marker); strings.Contains(string(b), "terminated") {
+		t.Fatalf("the command was asked to stop gracefully after its lease was force-released: %q", b)
+	}
+	if !strings.Contains(stderr.String(), "force-released") || !strings.Contains(stderr.String(), "killing the command") {
+		t.Fatalf("stderr does not explain the lost lease: %s", stderr.String())
+	}
+}
+
+// When the store becomes unreachable, the command must be stopped before its
+// lease could lapse, so that the next holder never overlaps it: SIGTERM with
+// --grace-period left, SIGKILL when the lease runs out.
+func TestRun_StoreOutageStopsCommandBeforeLapse(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		// script runs as the command; $0 is a marker file
-		script string
-		// what the marker file must say afterwards
-		want string
-		// stderr must mention this
-		stderr string
+		name   string
+		script string // $0 is a marker file
+		want   string // in stderr
 	}{
-		{
-			name:   "exits on SIGTERM",
-			script: `trap 'echo terminated >> "$0"; exit 0' TERM; echo ready >> "$0"; while :; do sleep 0.1; done`,
-			want:   "terminated", stderr: "stopping the command",
-		},
-		{
-			name:   "ignores SIGTERM and is killed",
-			script: `trap '' TERM; echo ready >> "$0"; while :; do sleep 0.1; done; echo survived >> "$0"`,
-			want:   "ready", stderr: "killing it",
-		},
+		{"exits on SIGTERM", `trap 'echo terminated >> "$0"; exit 0' TERM; echo ready >> "$0"; while :; do sleep 0.1; done`, "SIGTERM now"},
+		{"ignores SIGTERM and is killed", `trap '' TERM; echo $$ >> "$0.pid"; echo ready >> "$0"; while :; do sleep 0.1; done`, "killing the command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newCLI(t)
-			name := c.name("lost")
+			if !c.ns.Target.Local {
+				t.Skip("needs the local server behind a proxy")
+			}
+			p := newProxy(t, c.ns.Target.Endpoint)
+			name := c.name("outage")
 			marker := filepath.Join(c.dir, "marker")
 			var stderr syncBuffer
-			cmd := c.command(t.Context(), "run", "--lease", "3s", "--grace-period", "1s", name, "--", "sh", "-c", tc.script, marker)
+			cmd := c.command(t.Context(), "--endpoint", p.url, "run", "--lease", "4s", name, "--", "sh", "-c", tc.script, marker)
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+			p.cut() // the store is gone for this runner only
 			st := c.current(name)
-			if err := c.sdk.ForceRelease(t.Context(), name, st.Epoch); err != nil {
-				t.Fatal(err)
+			// By the store's clock, nobody else can take the lock before this.
+			lapse := st.ExpiresAt
+			code := waitExit(t, cmd)
+			exited := time.Now()
+			if code != exitLost {
+				t.Fatalf("s3lock exited %d, want %d; stderr: %s", code, exitLost, stderr.String())
 			}
-			if code := waitExit(t, cmd); code != exitLost {
-				t.Fatalf("s3lock exited %d, want %d (lease lost); stderr: %s", code, exitLost, stderr.String())
+			if !exited.Before(lapse) {
+				t.Fatalf("s3lock and its command were still running at %s, after the lease could lapse at %s",
+					exited.Format(time.StampMilli), lapse.Format(time.StampMilli))
 			}
-			b, _ := os.ReadFile(marker)
-			if !strings.Contains(string(b), tc.want) || strings.Contains(string(b), "survived") {
-				t.Fatalf("marker file says %q, want %q", b, tc.want)
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("stderr lacks %q: %s", tc.want, stderr.String())
 			}
-			if !strings.Contains(stderr.String(), "lost") || !strings.Contains(stderr.String(), tc.stderr) {
-				t.Fatalf("stderr does not explain the lost lease: %s", stderr.String())
+			if b, err := os.ReadFile(marker + ".pid"); err == nil {
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				if alive(pid) {
+					t.Fatalf("the command (pid %d) survived its lease", pid)
+				}
 			}
 		})
+	}
+}
+
+func TestRun_GracePeriodMustFitTheLease(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	r := c.run("run", "--lease", "1m", "--grace-period", "2m", c.name("x"), "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--grace-period 2m0s is too long for --lease 1m0s") {
+		t.Fatalf("got %s; want a usage error about the grace period", r)
 	}
 }
 

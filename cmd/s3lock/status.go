@@ -18,7 +18,7 @@ import (
 type lockStatus struct {
 	Name string `json:"name"`
 	// State is "held", "released", "lapsed" (neither released nor renewed
-	// in time) or "free" (never acquired).
+	// in time), "free" (never acquired) or "unreadable" (see Error).
 	State            string            `json:"state"`
 	Epoch            uint64            `json:"epoch"`
 	Key              string            `json:"key,omitempty"`
@@ -32,6 +32,7 @@ type lockStatus struct {
 	LeaseDuration    string            `json:"lease_duration,omitempty"`
 	Renewals         uint64            `json:"renewals"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
+	Error            string            `json:"error,omitempty"`
 }
 
 func statusOf(s s3lock.State, now time.Time) lockStatus {
@@ -41,6 +42,9 @@ func statusOf(s s3lock.State, now time.Time) lockStatus {
 		Renewals: s.Renewals, Metadata: s.Metadata,
 	}
 	switch {
+	case s.Err != nil:
+		ls.State = "unreadable"
+		ls.Error = oneLine(s.Err.Error())
 	case s.Epoch == 0:
 		ls.State = "free"
 	case s.Held:
@@ -127,7 +131,6 @@ func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefi
 		if err != nil {
 			return err
 		}
-		st.Name = args[0] // the zero State of a lock that never existed has none
 		states = []s3lock.State{st}
 	} else {
 		var err error
@@ -165,6 +168,9 @@ func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefi
 		state := s.State
 		if s.ReleasedBy != "" {
 			state += " (forced by " + s.ReleasedBy + ")"
+		}
+		if s.Error != "" {
+			holder = s.Error
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, state, epoch, holder, expires, acquired)
 	}

@@ -90,8 +90,8 @@ func TestToken_AcquireRenewRelease(t *testing.T) {
 	}
 
 	// A released lease cannot be renewed.
-	if r := c.run("renew", "--token", tokenJSON(t, tok)); r.code != exitLost {
-		t.Fatalf("renewing a released lease got %s, want exit %d", r, exitLost)
+	if r := c.run("renew", "--token", tokenJSON(t, tok)); r.code != exitError || !strings.Contains(r.stderr, "already released") {
+		t.Fatalf("renewing a released lease got %s, want exit %d saying it was released", r, exitError)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"text/tabwriter"
 
@@ -53,9 +54,9 @@ func (a *app) verifyCommand() *cobra.Command {
                       s3:PutObject and s3:DeleteObject (old epochs are deleted
                       so that acquiring stays cheap) under the lock prefix
 
-The probes write under PREFIX + "s3lock-probe/" (give --prefix the prefix your
+The probes write under PREFIX/s3lock-probe/ (give --prefix the prefix your
 locks live under when the credentials are limited to it): a throwaway object
-that is deleted again, and a lock named PREFIX + "s3lock-probe/permissions"
+that is deleted again, and a lock named PREFIX/s3lock-probe/permissions
 that is acquired and released (its last few epochs stay, like any lock's).
 
 Exits 0 only if every check passes; the report goes to stdout (--output json
@@ -72,6 +73,9 @@ for a machine-readable one).
 			}
 			if err := s3lock.ValidateBucket(a.bucket); err != nil {
 				return err
+			}
+			if prefix != "" && !strings.HasSuffix(prefix, "/") {
+				prefix += "/" // a prefix of lock names is a path
 			}
 			probe := prefix + s3lock.DefaultProbePrefix
 			if _, err := s3lock.New(noAPI{}, a.bucket, s3lock.WithProbePrefix(probe)); err != nil {
@@ -101,7 +105,7 @@ for a machine-readable one).
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&prefix, "prefix", "", "the prefix the locks live under, e.g. locks/ (probes go under PREFIX"+s3lock.DefaultProbePrefix+")")
+	cmd.Flags().StringVar(&prefix, "prefix", "", "the prefix the locks live under, e.g. locks/ (probes go under PREFIX/"+s3lock.DefaultProbePrefix+")")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }

@@ -101,6 +101,10 @@ func (d *leasesDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	}
 	entries := make([]leaseEntryModelV0, len(states))
 	for i, st := range states {
+		if st.Err != nil {
+			resp.Diagnostics.AddWarning("Unreadable lock",
+				fmt.Sprintf("Lock %q in bucket %q is listed as not held: %v", st.Name, bucket, st.Err))
+		}
 		entries[i] = leaseEntryModelV0{Name: types.StringValue(st.Name), lockStateModelV0: lockStateFrom(st)}
 	}
 	list, diags := types.ListValueFrom(ctx, types.ObjectType{AttrTypes: lockStateAttrTypes()}, entries)

@@ -203,11 +203,14 @@ func (r *leaseResource) ValidateConfig(ctx context.Context, req resource.Validat
 	if err1 != nil || err2 != nil {
 		return // the attribute validators report it
 	}
-	if before >= dur {
+	// expires_at is lease_duration minus the SDK's safety margin after a
+	// renewal: a renew_before that reaches back that far is always due.
+	if window := dur - s3lock.SafetyMargin(dur); before >= window {
 		resp.Diagnostics.AddAttributeError(path.Root("renew_before"), "renew_before too long",
-			fmt.Sprintf("renew_before = %q is not shorter than lease_duration (%s)%s: every plan would propose "+
-				"a renewal. Choose a renew_before shorter than the lease.",
-				cfg.RenewBefore.ValueString(), formatDuration(dur), describeLock(cfg.Bucket, cfg.Name)))
+			fmt.Sprintf("renew_before = %q is not shorter than the time a renewed lease is trusted (%s of the "+
+				"lease_duration %s)%s: every plan would propose a renewal. Choose a renew_before shorter than %s.",
+				cfg.RenewBefore.ValueString(), formatDuration(window), formatDuration(dur),
+				describeLock(cfg.Bucket, cfg.Name), formatDuration(window)))
 	}
 }
 

@@ -508,6 +508,13 @@ func TestAccLeaseResource_Validation(t *testing.T) {
 			want:   matchError("renew_before too long", `lock "ok" in bucket "`+bucket+`"`),
 		},
 		{
+			// A renewed lease is trusted for 2h minus the safety margin
+			// (5s + 0.72s): renewing 1h59m59s before expires_at is always due.
+			name:   "renew_before within the safety margin of the lease",
+			config: leaseConfig(bucket, "ok", `lease_duration = "2h"`, `renew_before = "1h59m59s"`),
+			want:   matchError("renew_before too long", "shorter than 1h59m54"),
+		},
+		{
 			name:   "empty name",
 			config: leaseConfig(bucket, ""),
 			want:   matchError("Invalid lock name", `Lock name "" for bucket "`+bucket+`"`, "empty"),
