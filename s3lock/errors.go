@@ -107,7 +107,7 @@ type LeaseLostError struct {
 func (e *LeaseLostError) Error() string {
 	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, e.Reason)
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + causeText(e.Err)
 	}
 	return msg
 }
@@ -117,6 +117,32 @@ func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
 
 // Unwrap returns the cause.
 func (e *LeaseLostError) Unwrap() error { return e.Err }
+
+// WaitError reports that Acquire gave up waiting because its context ended.
+// It matches the context's error and unwraps to the last reason the lock
+// could not be taken (a *HeldError, or a failure matching ErrUnavailable).
+type WaitError struct {
+	Bucket string
+	Name   string
+	Err    error // the context's error
+	Last   error // why the last attempt did not acquire; may be nil
+}
+
+func (e *WaitError) Error() string {
+	msg := fmt.Sprintf("s3lock: gave up waiting for lock %q in bucket %s: %v", e.Name, e.Bucket, e.Err)
+	if e.Last != nil {
+		msg += "; last: " + causeText(e.Last)
+	}
+	return msg
+}
+
+// Unwrap returns the context's error and the last cause.
+func (e *WaitError) Unwrap() []error {
+	if e.Last == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Last}
+}
 
 // NameError reports an invalid lock name. It matches ErrInvalidName.
 type NameError struct {

@@ -248,7 +248,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		case l.untrusted(l.c.cfg.clock.Now()) != "" && ctx.Err() == nil:
 			return l.lost("it expired before the release was confirmed; it lapses on its own", err)
 		}
-		return fmt.Errorf("s3lock: releasing epoch %d: %w", l.epoch, err)
+		return err
 	}
 	l.mu.Lock()
 	l.p = next

@@ -163,12 +163,18 @@ func (c *Client) opError(op, key string, err error) error {
 }
 
 // describeCause turns an SDK error into a short sentence: the API error code
-// and message when there is one, the transport error otherwise, and what the
-// SDK's retryer gave up on.
+// and message when the store answered, the network error or timeout when it
+// did not, the credential provider's complaint when there were no
+// credentials; then what the SDK's retryer gave up on.
 func describeCause(err error) string {
-	msg := err.Error()
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
+	var (
+		apiErr  smithy.APIError
+		timeout *requestTimeout
+		netErr  *net.OpError
+		msg     string
+	)
+	switch {
+	case errors.As(err, &apiErr):
 		msg = apiErr.ErrorCode()
 		if m := apiErr.ErrorMessage(); m != "" {
 			msg += ": " + m
@@ -177,6 +183,18 @@ func describeCause(err error) string {
 		if errors.As(err, &respErr) {
 			msg = http.StatusText(respErr.HTTPStatusCode()) + " (" + msg + ")"
 		}
+	case errors.As(err, &timeout):
+		msg = fmt.Sprintf("no answer within %s", timeout.after)
+	case errors.As(err, &netErr):
+		msg = netErr.Error()
+	case credentialsFailure(err):
+		msg = err.Error()
+		if i := strings.LastIndex(msg, "get credentials: "); i >= 0 {
+			msg = msg[i+len("get credentials: "):]
+		}
+		msg = "no credentials: " + msg
+	default:
+		msg = err.Error()
 	}
 	var quota ratelimit.QuotaExceededError
 	if errors.As(err, &quota) {
@@ -187,6 +205,12 @@ func describeCause(err error) string {
 		msg += fmt.Sprintf(" (after %d attempts)", attempts.Attempt)
 	}
 	return msg
+}
+
+// causeText is err's message without the "s3lock: " that starts the
+// package's own errors, for nesting one in another's message.
+func causeText(err error) string {
+	return strings.TrimPrefix(err.Error(), "s3lock: ")
 }
 
 // observed is an epoch object as read from the store.

@@ -3,7 +3,6 @@ package s3lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -84,10 +83,11 @@ type waiter struct {
 }
 
 func (w *waiter) gaveUp(ctx context.Context) error {
-	if w.last == nil || errors.Is(w.last, errRetry) {
-		return fmt.Errorf("s3lock: gave up waiting for lock %q in bucket %s: %w", w.name, w.c.bucket, ctx.Err())
+	last := w.last
+	if errors.Is(last, errRetry) {
+		last = nil
 	}
-	return fmt.Errorf("s3lock: gave up waiting for lock %q in bucket %s: %w; last: %w", w.name, w.c.bucket, ctx.Err(), w.last)
+	return &WaitError{Bucket: w.c.bucket, Name: w.name, Err: ctx.Err(), Last: last}
 }
 
 // watch waits until the lease described by held may have ended: its object
