@@ -33,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Defaults of the timeout and retry settings, used when the Options field is
@@ -99,6 +100,8 @@ type Options struct {
 	// AssumeRole, when set, makes the client assume this IAM role with the
 	// credentials found by the rest of the options.
 	AssumeRole *AssumeRole
+	// STSEndpoint overrides the STS endpoint (for AssumeRole and STSClient).
+	STSEndpoint string
 
 	// ConnectTimeout bounds one TCP connect and one TLS handshake
 	// (default DefaultConnectTimeout).
@@ -141,12 +144,31 @@ func New(ctx context.Context, opts Options) (*s3.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return S3Client(cfg, opts), nil
+}
+
+// S3Client returns the S3 client for a configuration loaded by LoadConfig
+// with the same options (endpoint, addressing).
+func S3Client(cfg aws.Config, opts Options) *s3.Client {
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = opts.UsePathStyle
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
-	}), nil
+		// S3-compatible stores often send no response checksum; that is
+		// not worth a warning on every request.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+}
+
+// STSClient returns an STS client for a configuration loaded by LoadConfig
+// with the same options (STS endpoint).
+func STSClient(cfg aws.Config, opts Options) *sts.Client {
+	return sts.NewFromConfig(cfg, func(o *sts.Options) {
+		if opts.STSEndpoint != "" {
+			o.BaseEndpoint = aws.String(opts.STSEndpoint)
+		}
+	})
 }
 
 // LoadConfig returns the aws.Config that New builds its client from: region,
@@ -172,6 +194,9 @@ func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
 			t.ResponseHeaderTimeout = response
 		})
 	loaders := []func(*config.LoadOptions) error{
+		// The SDK's own logger writes unstructured lines to stderr; what
+		// matters reaches the caller as errors.
+		config.WithLogger(logging.Nop{}),
 		config.WithHTTPClient(httpClient),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
@@ -208,7 +233,7 @@ func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
 		if name == "" {
 			name = DefaultSessionName
 		}
-		provider := stscreds.NewAssumeRoleProvider(sts.NewFromConfig(cfg), ar.RoleARN, func(o *stscreds.AssumeRoleOptions) {
+		provider := stscreds.NewAssumeRoleProvider(STSClient(cfg, opts), ar.RoleARN, func(o *stscreds.AssumeRoleOptions) {
 			o.RoleSessionName = name
 			if ar.ExternalID != "" {
 				o.ExternalID = aws.String(ar.ExternalID)
@@ -238,10 +263,13 @@ func (o Options) validate() error {
 	case strings.TrimSpace(o.Region) != o.Region:
 		return bad("region %q has surrounding spaces", o.Region)
 	}
-	if o.Endpoint != "" {
-		u, err := url.Parse(o.Endpoint)
+	for _, ep := range []string{o.Endpoint, o.STSEndpoint} {
+		if ep == "" {
+			continue
+		}
+		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("endpoint %q is not an http:// or https:// URL", o.Endpoint)
+			return bad("endpoint %q is not an http:// or https:// URL", ep)
 		}
 	}
 	if ar := o.AssumeRole; ar != nil {

@@ -14,13 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
-	"github.com/aws/smithy-go/logging"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -33,6 +27,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -129,7 +124,8 @@ func (p *s3lockProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 		Attributes: map[string]schema.Attribute{
 			"region": schema.StringAttribute{
 				MarkdownDescription: "AWS region of the buckets. Defaults to `AWS_REGION`, `AWS_DEFAULT_REGION` " +
-					"or the shared configuration's region.",
+					"or the shared configuration's region; with a custom `endpoints.s3` and none of those, `us-east-1` " +
+					"(what S3-compatible stores usually expect).",
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
@@ -255,19 +251,20 @@ func (p *s3lockProvider) Configure(ctx context.Context, req provider.ConfigureRe
 		return
 	}
 
-	awsCfg, err := loadAWSConfig(ctx, cfg)
+	awsOpts := awsOptions(cfg)
+	awsCfg, err := awsclient.LoadConfig(ctx, awsOpts)
+	if errors.Is(err, awsclient.ErrNoRegion) {
+		resp.Diagnostics.AddAttributeError(path.Root("region"), "No AWS region",
+			"The s3lock provider needs a region to sign its requests: set region in the provider block, "+
+				"or AWS_REGION in the environment. (With a custom endpoints.s3 it defaults to us-east-1.)")
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid AWS configuration", "The s3lock provider could not load its AWS configuration: "+err.Error())
 		return
 	}
-	if awsCfg.Region == "" {
-		resp.Diagnostics.AddAttributeError(path.Root("region"), "No AWS region",
-			"The s3lock provider needs a region to sign its requests: set region in the provider block, "+
-				"or AWS_REGION in the environment. S3-compatible stores usually accept us-east-1.")
-		return
-	}
 	if !cfg.SkipCredentialsValidation.ValueBool() {
-		if err := validateCredentials(ctx, awsCfg, cfg); err != nil {
+		if err := validateCredentials(ctx, awsCfg, awsOpts); err != nil {
 			resp.Diagnostics.AddError("Invalid AWS credentials",
 				"The s3lock provider could not confirm its credentials with STS GetCallerIdentity: "+err.Error()+
 					"\n\nFor an S3-compatible store without STS, set skip_credentials_validation = true.")
@@ -275,15 +272,7 @@ func (p *s3lockProvider) Configure(ctx context.Context, req provider.ConfigureRe
 		}
 	}
 
-	api := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		if cfg.Endpoints != nil && cfg.Endpoints.S3.ValueString() != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoints.S3.ValueString())
-		}
-		o.UsePathStyle = cfg.UsePathStyle.ValueBool()
-		// S3-compatible stores often return no response checksum; that is
-		// not worth a warning on every request.
-		o.DisableLogOutputChecksumValidationSkipped = true
-	})
+	api := awsclient.S3Client(awsCfg, awsOpts)
 
 	holder := cfg.Holder.ValueString()
 	if holder == "" {
@@ -332,66 +321,42 @@ func (m providerModelV0) unknowns() []path.Path {
 	return out
 }
 
-// loadAWSConfig builds the AWS configuration: the standard chain (environment,
-// shared files, instance roles), overridden by what the provider block sets.
-func loadAWSConfig(ctx context.Context, cfg providerModelV0) (aws.Config, error) {
-	maxRetries := defaultMaxRetries
+// awsOptions translates the provider block into the options of the AWS
+// client shared with the CLI: the standard chain (environment, shared files,
+// instance roles), overridden by what the provider block sets.
+func awsOptions(cfg providerModelV0) awsclient.Options {
+	o := awsclient.Options{
+		Region:       cfg.Region.ValueString(),
+		Profile:      cfg.Profile.ValueString(),
+		AccessKey:    cfg.AccessKey.ValueString(),
+		SecretKey:    cfg.SecretKey.ValueString(),
+		Token:        cfg.Token.ValueString(),
+		UsePathStyle: cfg.UsePathStyle.ValueBool(),
+		MaxAttempts:  defaultMaxRetries + 1,
+		MaxBackoff:   maxRetryBackoff,
+	}
 	if !cfg.MaxRetries.IsNull() {
-		maxRetries = int(cfg.MaxRetries.ValueInt64())
+		o.MaxAttempts = int(cfg.MaxRetries.ValueInt64()) + 1
 	}
-	opts := []func(*config.LoadOptions) error{
-		// The SDK's default logger writes to stderr, which Terraform shows
-		// as unstructured noise; s3lock reports what matters.
-		config.WithLogger(logging.Nop{}),
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = maxRetries + 1
-				o.MaxBackoff = maxRetryBackoff
-			})
-		}),
-	}
-	if v := cfg.Region.ValueString(); v != "" {
-		opts = append(opts, config.WithRegion(v))
-	}
-	if v := cfg.Profile.ValueString(); v != "" {
-		opts = append(opts, config.WithSharedConfigProfile(v))
-	}
-	if ak := cfg.AccessKey.ValueString(); ak != "" {
-		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(ak, cfg.SecretKey.ValueString(), cfg.Token.ValueString())))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, err
+	if cfg.Endpoints != nil {
+		o.Endpoint = cfg.Endpoints.S3.ValueString()
+		o.STSEndpoint = cfg.Endpoints.STS.ValueString()
 	}
 	if ar := cfg.AssumeRole; ar != nil {
-		client := sts.NewFromConfig(awsCfg, stsEndpoint(cfg))
-		role := stscreds.NewAssumeRoleProvider(client, ar.RoleARN.ValueString(), func(o *stscreds.AssumeRoleOptions) {
-			if v := ar.SessionName.ValueString(); v != "" {
-				o.RoleSessionName = v
-			}
-			if v := ar.ExternalID.ValueString(); v != "" {
-				o.ExternalID = aws.String(v)
-			}
-		})
-		awsCfg.Credentials = aws.NewCredentialsCache(role)
-	}
-	return awsCfg, nil
-}
-
-func stsEndpoint(cfg providerModelV0) func(*sts.Options) {
-	return func(o *sts.Options) {
-		if cfg.Endpoints != nil && cfg.Endpoints.STS.ValueString() != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoints.STS.ValueString())
+		o.AssumeRole = &awsclient.AssumeRole{
+			RoleARN:     ar.RoleARN.ValueString(),
+			SessionName: ar.SessionName.ValueString(),
+			ExternalID:  ar.ExternalID.ValueString(),
 		}
 	}
+	return o
 }
 
 // validateCredentials asks STS who the credentials belong to.
-func validateCredentials(ctx context.Context, awsCfg aws.Config, cfg providerModelV0) error {
+func validateCredentials(ctx context.Context, awsCfg aws.Config, opts awsclient.Options) error {
 	ctx, cancel := context.WithTimeout(ctx, s3lock.DefaultRequestTimeout)
 	defer cancel()
-	out, err := sts.NewFromConfig(awsCfg, stsEndpoint(cfg)).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	out, err := awsclient.STSClient(awsCfg, opts).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
 		return err
 	}
