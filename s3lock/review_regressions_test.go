@@ -170,7 +170,7 @@ func TestRelease_GivesUpWhenTheStoreIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Rules = []s3test.Rule{{Fault: s3test.ServerErrorBefore, Probability: 1}}
+	f.SetRules(s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 1})
 	done := make(chan error, 1)
 	go func() { done <- l.Release(context.Background()) }()
 	select {
@@ -196,7 +196,7 @@ func TestLostLease_KeepsItsCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Rules = []s3test.Rule{{Fault: s3test.ServerErrorBefore, Ops: []string{"PutObject"}, Probability: 1}}
+	f.SetRules(s3test.Rule{Fault: s3test.ServerErrorBefore, Ops: []string{"PutObject"}, Probability: 1})
 	select {
 	case <-l.Done():
 	case <-time.After(20 * time.Second):

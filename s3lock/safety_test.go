@@ -178,11 +178,11 @@ func TestAmbiguousRenewAndRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.Rules = []s3test.Rule{{Fault: fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1}}
+			f.SetRules(s3test.Rule{Fault: fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
 			if err := l.Renew(t.Context()); err != nil {
 				t.Fatalf("Renew with a %s: %v", fault, err)
 			}
-			f.Rules = []s3test.Rule{{Fault: fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1}}
+			f.SetRules(s3test.Rule{Fault: fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
 			if err := l.Release(t.Context()); err != nil {
 				t.Fatalf("Release with a %s: %v", fault, err)
 			}

@@ -69,7 +69,9 @@ type Rule struct {
 // Faults is an http.RoundTripper that injects faults by rule, with a seeded
 // random source so a failing run can be repeated.
 type Faults struct {
-	Next  http.RoundTripper
+	Next http.RoundTripper
+	// Rules are the fault rules; change them with SetRules once requests
+	// may be in flight.
 	Rules []Rule
 
 	mu       sync.Mutex
@@ -88,6 +90,14 @@ func NewFaults(seed uint64, rules ...Rule) *Faults {
 func (f *Faults) Wrap(next http.RoundTripper) http.RoundTripper {
 	f.Next = next
 	return f
+}
+
+// SetRules replaces the rules (safe while requests are in flight).
+func (f *Faults) SetRules(rules ...Rule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Rules = rules
+	f.perRule = map[int]int{}
 }
 
 // Disable stops injecting faults (e.g. for a final check of the state).
