@@ -3,7 +3,9 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -14,6 +16,9 @@ var (
 	_ datasource.DataSource              = (*leasesDataSource)(nil)
 	_ datasource.DataSourceWithConfigure = (*leasesDataSource)(nil)
 )
+
+// prefixPattern accepts the prefixes of valid lock names.
+var prefixPattern = regexp.MustCompile(`^$|^[^/](?:[^/]|/[^/])*/?$`)
 
 // NewLeasesDataSource returns the s3lock_leases data source.
 func NewLeasesDataSource() datasource.DataSource { return &leasesDataSource{} }
@@ -60,6 +65,8 @@ func (d *leasesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 				MarkdownDescription: "Only locks whose name starts with this string, e.g. `\"deploy/\"`. " +
 					"Default: every lock in the bucket.",
 				Optional: true,
+				Validators: []validator.String{stringvalidator.RegexMatches(prefixPattern,
+					"must not start with a slash or contain \"//\": lock names never do")},
 			},
 			"leases": schema.ListNestedAttribute{
 				MarkdownDescription: "The locks under the prefix, sorted by name, each with the state of its " +

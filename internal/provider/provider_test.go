@@ -326,6 +326,11 @@ func TestAccProvider_Diagnostics(t *testing.T) {
 			want:      matchError("Could not list locks", fmt.Sprintf("bucket %q", e.bucket), "SignatureDoesNotMatch"),
 		},
 		{
+			name:   "leases prefix with a leading slash",
+			config: fmt.Sprintf("data \"s3lock_leases\" \"x\" {\n  bucket = %q\n  prefix = \"/abs\"\n}\n", e.bucket),
+			want:   matchError("prefix", "must not start with a slash"),
+		},
+		{
 			name:   "missing bucket",
 			config: fmt.Sprintf("data \"s3lock_lease\" \"x\" {\n  bucket = \"s3lock-no-such-bucket\"\n  name = %q\n}\n", lock),
 			want:   matchError("Could not read lock", `bucket "s3lock-no-such-bucket"`, "does not exist"),

@@ -135,9 +135,13 @@ func (v durationValidator) ValidateString(ctx context.Context, req validator.Str
 				"(units: ms, s, m, h).", attr, raw, lockContext(ctx, req.Config, req.Path)))
 	case d == 0 && v.allowZero:
 	case d < v.min || d > v.max:
+		zero := ""
+		if v.allowZero {
+			zero = ` (or "0s")`
+		}
 		resp.Diagnostics.AddAttributeError(req.Path, "Duration out of range",
-			fmt.Sprintf("%s = %q%s is outside the allowed range [%s, %s].",
-				attr, raw, lockContext(ctx, req.Config, req.Path), formatDuration(v.min), formatDuration(v.max)))
+			fmt.Sprintf("%s = %q%s is outside the allowed range [%s, %s]%s.",
+				attr, raw, lockContext(ctx, req.Config, req.Path), formatDuration(v.min), formatDuration(v.max), zero))
 	}
 }
 
