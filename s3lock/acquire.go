@@ -48,9 +48,10 @@ type hints struct {
 	// released is the newest epoch object as last read, already released:
 	// if the LIST shows the same ETag, the GET can be skipped.
 	released *observed
-	// lapsedEtag is an ETag that the waiter watched stay unchanged for a
-	// whole lease, on a store that does not say what time it is.
-	lapsedEtag string
+	// lapsed is an epoch object that the waiter watched stay unchanged (same
+	// key and ETag) for a whole lease, on a store that does not say what
+	// time it is.
+	lapsed *observed
 }
 
 // attempt makes one acquisition attempt: find the newest epoch, establish
@@ -68,7 +69,7 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	if found {
 		var prev *observed
 		if r := h.released; r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag {
-			prev = r // unchanged since it was read released
+			prev = r // unchanged since it was read released (the LIST shows its ETag)
 		} else {
 			prev, err = c.getEpoch(ctx, newest.key, newest.epoch, "")
 		}
@@ -77,7 +78,7 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 			return nil, errRetry // deleted since the LIST: look again
 		case err != nil:
 			return nil, err
-		case !free(prev) && (h.lapsedEtag == "" || prev.etag != h.lapsedEtag):
+		case !free(prev) && !sameObject(prev, h.lapsed):
 			return nil, c.heldError(name, prev)
 		case newest.epoch >= MaxEpoch:
 			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
@@ -253,6 +254,12 @@ func (c *Client) abandon(ctx context.Context, key string, epoch uint64, p payloa
 			return
 		}
 	}
+}
+
+// sameObject reports whether a and b are the same version of the same epoch
+// object.
+func sameObject(a, b *observed) bool {
+	return a != nil && b != nil && a.key == b.key && a.etag != "" && a.etag == b.etag
 }
 
 // heldError describes the lease read in o.

@@ -2,6 +2,8 @@ package s3lock_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -96,5 +98,52 @@ func TestExpiry_HolderStopsTrustingFirst(t *testing.T) {
 	}
 	if err := l.Err(); err == nil {
 		t.Fatal("Err() = nil for a lapsed lease")
+	}
+}
+
+// noDate strips the Date header from the store's answers: a store that does
+// not say what time it is.
+type noDate struct{ next http.RoundTripper }
+
+func (n noDate) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := n.next.RoundTrip(req)
+	if err == nil {
+		resp.Header.Del("Date")
+	}
+	return resp, err
+}
+
+// TestExpiry_StoreWithoutDate: when the store sends no Date header, a waiter
+// judges a silent holder's lease lapsed only after watching its object stay
+// unchanged for the whole lease (plus slack) on its own clock.
+func TestExpiry_StoreWithoutDate(t *testing.T) {
+	t.Parallel()
+	const lease = 2 * time.Second
+	ns := s3test.New(t)
+	name := ns.Name("no-date")
+	holder := newLockClient(t, ns, "crashed", []s3lock.Option{s3lock.WithLeaseDuration(lease)})
+	waiter := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)},
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return noDate{next} }))
+	old, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Detach()
+	if _, err := waiter.TryAcquire(t.Context(), name); !errors.Is(err, s3lock.ErrHeld) {
+		t.Fatalf("TryAcquire without a Date header = %v; want ErrHeld (the age is unknown)", err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	l, err := waiter.Acquire(ctx, name)
+	if err != nil {
+		t.Fatalf("waiter never acquired: %v", err)
+	}
+	mustRelease(t, l)
+	if waited := time.Since(start); waited < lease {
+		t.Errorf("took over after watching for %s; the lease of %s cannot have lapsed by the waiter's clock", waited, lease)
+	}
+	if l.Epoch() != 2 {
+		t.Errorf("epoch = %d; want 2", l.Epoch())
 	}
 }

@@ -14,7 +14,8 @@ import (
 // released is not an error; an epoch object that is not valid JSON is
 // overwritten with a released lease. The holder of the epoch finds out at
 // its next renewal; until then it may still believe it holds the lock, which
-// is what fencing tokens are for.
+// is what fencing tokens are for. ctx bounds the requests (a GET and a PUT,
+// repeated if the holder renews meanwhile).
 func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) error {
 	if err := ValidateName(name); err != nil {
 		return err

@@ -17,7 +17,8 @@ import (
 // write it should have refused, and other errors (ErrAccessDenied, ...) if
 // it could not run the probe. The probe object is deleted afterwards; that
 // needs s3:DeleteObject, which s3lock also needs to delete old epochs, so a
-// failure to delete it is reported too.
+// failure to delete it is reported too. ctx bounds the probe (five requests);
+// the probe object is deleted even if ctx has ended.
 func (c *Client) Verify(ctx context.Context) (err error) {
 	key := c.cfg.probePrefix + "probe-" + randomHex(8) + ".json"
 	created := false

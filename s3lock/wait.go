@@ -107,7 +107,7 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 		}
 		if !clk.Now().Before(deadline) {
 			if _, ok := remaining(obs); !ok {
-				w.hints.lapsedEtag = obs.etag
+				w.hints.lapsed = obs
 			}
 			return nil // its time is up: the attempt judges by the store's clock
 		}
