@@ -229,7 +229,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.region, "region", "", "AWS region of the bucket (env "+envRegionS3Lock+", AWS_REGION)")
 	pf.StringVar(&a.profile, "profile", "", "profile of the shared AWS config files (env AWS_PROFILE)")
 	pf.StringVar(&a.bucketOwner, "expected-bucket-owner", "", "fail unless the bucket belongs to this AWS account id (env "+envBucketOwner+")")
-	pf.BoolVar(&a.debug, "debug", false, "log the lock operations to stderr")
+	pf.BoolVar(&a.debug, "debug", false, "log the SDK's lock events (acquired, renewed, released, waiting, cleanup) to stderr")
 
 	root.AddCommand(
 		a.runCommand(),
