@@ -282,7 +282,9 @@ func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, 
 	}
 	sent := l.c.cfg.clock.Now()
 	var bo backoff
-	bo.base, bo.max = 20*time.Millisecond, time.Second
+	// Retry often enough to get through before the lease stops being
+	// trusted once the store answers again.
+	bo.base, bo.max = 20*time.Millisecond, max(50*time.Millisecond, min(time.Second, l.renewInt/8))
 	for {
 		newEtag, err := l.c.putEpoch(ctx, l.key, etag, body)
 		if err == nil {

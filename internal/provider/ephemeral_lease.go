@@ -26,7 +26,7 @@ var (
 
 const (
 	// defaultEphemeralLeaseDuration bounds how long a crashed Terraform run
-	// keeps others waiting; Terraform renews the lease long before it ends.
+	// keeps others waiting; the provider renews the lease every 40s while the run lasts.
 	defaultEphemeralLeaseDuration = "2m"
 	// defaultWaitTimeout is how long Open waits for a held lock.
 	defaultWaitTimeout = "5m"
@@ -84,8 +84,9 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			},
 			"lease_duration": schema.StringAttribute{
 				MarkdownDescription: fmt.Sprintf("How long the lease stays valid unless renewed, as a duration such "+
-					"as `\"90s\"` (between %s and %s). Terraform renews it well before then, so this is how long "+
-					"others wait when a run dies without releasing it. Default `%q`.",
+					"as `\"90s\"` (between %s and %s). The provider renews it every third of this while the run "+
+					"lasts, retrying failures, so this is how long others wait when a run dies without releasing "+
+					"it, and how long the store may be unreachable before the lease is lost. Default `%q`.",
 					formatDuration(s3lock.MinLeaseDuration), formatDuration(s3lock.MaxLeaseDuration), defaultEphemeralLeaseDuration),
 				Optional: true,
 				Computed: true,
@@ -165,7 +166,10 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if !ok {
 		return
 	}
-	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithDuration(dur)}
+	// The lease renews itself in this provider process for as long as the
+	// run lasts (every third of lease_duration, retrying failures until it
+	// would lapse); Terraform's Renew calls only check on it.
+	opts := []s3lock.AcquireOption{s3lock.WithDuration(dur)}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
@@ -174,12 +178,10 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		resp.Diagnostics.AddError("Could not acquire lock", lockErrorDetail(bucket, name, 0, err))
 		return
 	}
-	// Terraform renews and closes the lease in later calls, possibly in
-	// another instance of this type: keep only its token.
-	token := lease.Detach()
+	token := lease.Token()
 	tflog.Info(ctx, "acquired lock for this run", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
-	e.factory.leases.add(e.factory, token)
+	e.factory.leases.add(lease)
 
 	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
 	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
@@ -192,10 +194,22 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
 }
 
-// Renew extends the lease; Terraform calls it at RenewAt while the run lasts.
+// Renew is called by Terraform at RenewAt while the run lasts. The lease
+// renews itself in this process, so Renew reports whether it is still held;
+// only a lease this process does not hold (opened by another instance of the
+// provider) is renewed here.
 func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
 	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
 	if !ok {
+		return
+	}
+	if lease, ok := e.factory.leases.get(*token); ok {
+		if err := lease.Err(); err != nil {
+			resp.Diagnostics.AddError("Lease lost", lockErrorDetail(token.Bucket, token.Name, token.Epoch, err)+
+				"\n\nThe lease was lost during this run: what runs under it may not be exclusive.")
+			return
+		}
+		resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
 		return
 	}
 	client, ok := e.client(ctx, token.Bucket, token.Name, &resp.Diagnostics)
@@ -226,11 +240,15 @@ func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseR
 	if !ok {
 		return
 	}
-	client, ok := e.client(ctx, token.Bucket, token.Name, &resp.Diagnostics)
-	if !ok {
-		return
+	lease, live := e.factory.leases.get(*token)
+	var err error
+	if !live {
+		client, ok := e.client(ctx, token.Bucket, token.Name, &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		lease, err = client.Resume(ctx, *token, s3lock.WithoutAutoRenew())
 	}
-	lease, err := client.Resume(ctx, *token, s3lock.WithoutAutoRenew())
 	if err == nil {
 		err = lease.Release(ctx)
 	}

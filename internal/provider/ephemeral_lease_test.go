@@ -4,6 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
 	"regexp"
 	"strings"
 	"testing"
@@ -302,5 +308,111 @@ func TestRenewAt(t *testing.T) {
 		if got := renewAt(now, now.Add(tc.left)).Sub(now); got != tc.want {
 			t.Errorf("renewAt with %s left = now+%s, want now+%s", tc.left, got, tc.want)
 		}
+	}
+}
+
+// outageProxy forwards requests to the store, or answers 503 while down:
+// the store is unreachable for this provider only.
+type outageProxy struct {
+	down  atomic.Bool
+	proxy *httputil.ReverseProxy
+}
+
+func newOutageProxy(t *testing.T, target string) (*outageProxy, string) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &outageProxy{proxy: httputil.NewSingleHostReverseProxy(u)}
+	// Keep the client's Host header: the request is signed for it.
+	director := p.proxy.Director
+	p.proxy.Director = func(r *http.Request) {
+		host := r.Host
+		director(r)
+		r.Host = host
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return p, srv.URL
+}
+
+func (p *outageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.down.Load() {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `<Error><Code>ServiceUnavailable</Code><Message>outage</Message></Error>`)
+		return
+	}
+	p.proxy.ServeHTTP(w, r)
+}
+
+// TestAccLeaseEphemeral_SurvivesStoreOutage: the store stops answering for
+// longer than Terraform's renewal schedule allows, in the middle of a run;
+// the lease renews itself in the provider and retries, so nobody else takes
+// the lock while the run lasts (Terraform stops renewing after one failed
+// Renew, and used to let the lease lapse).
+func TestAccLeaseEphemeral_SurvivesStoreOutage(t *testing.T) {
+	e := newAccEnv(t)
+	run := e.name("outage")
+	proxy, endpoint := newOutageProxy(t, e.ns.Target.Endpoint)
+	config := e.providerConfig(map[string]string{"endpoints": fmt.Sprintf("{ s3 = %q }", endpoint), "max_retries": "0"}) +
+		ephemeralLeaseConfig(e.bucket, run, `lease_duration = "6s"`) + `
+resource "terraform_data" "work" {
+  provisioner "local-exec" {
+    command = "sleep 12"
+  }
+  depends_on = [ephemeral.s3lock_lease.run]
+}
+`
+	rival := e.sdk(t, "rival")
+	var stolen, renewals atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cut := false
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			st, err := rival.Current(context.Background(), run)
+			if err != nil || st.Epoch < 2 || !st.Held {
+				continue // the plan's epoch 1, or between plan and apply
+			}
+			if st.Renewals > renewals.Load() {
+				renewals.Store(st.Renewals)
+			}
+			// Once the apply holds its epoch, cut the store off for 3.5s:
+			// past the 2s renewal and Terraform's RenewAt, well short of the
+			// 5.4s the lease is trusted.
+			if !cut && st.Renewals == 0 {
+				cut = true
+				proxy.down.Store(true)
+				time.AfterFunc(3500*time.Millisecond, func() { proxy.down.Store(false) })
+			}
+			if l, err := rival.TryAcquire(context.Background(), run, s3lock.WithoutAutoRenew()); err == nil {
+				stolen.Store(l.Epoch())
+				_ = l.Release(context.Background())
+			}
+		}
+	}()
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   ephemeralVersions,
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps:                    []tfresource.TestStep{{Config: config}},
+	})
+	close(stop)
+	<-done
+	if epoch := stolen.Load(); epoch != 0 {
+		t.Fatalf("another client acquired the lock (epoch %d) while the run that held it was still going", epoch)
+	}
+	if n := renewals.Load(); n < 3 {
+		t.Errorf("the apply's lease was renewed %d times during the 12s step; want at least 3 (every 2s, retried through the outage)", n)
+	}
+	if st := e.current(t, run); st.Held || !st.Released {
+		t.Fatalf("after the run the lock is %+v; want it released", st)
 	}
 }

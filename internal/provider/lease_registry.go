@@ -9,31 +9,45 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// leaseRegistry remembers the ephemeral leases this provider process opened
-// for Terraform and Terraform has not closed yet.
+// leaseRegistry holds the ephemeral leases this provider process opened for
+// Terraform and Terraform has not closed yet. Each is a live *s3lock.Lease
+// that renews itself in the background for as long as the run lasts, so a
+// renewal that fails (a store that is briefly unreachable) is retried until
+// the lease would lapse, whatever Terraform's own Renew schedule does.
 //
 // Terraform normally closes every ephemeral lease it opened, but not always:
 // when a resource that depends on the lease fails, or the run is interrupted,
-// Terraform 1.11 skips the close and stops the provider. A lease left open would keep others waiting
-// for its whole lease_duration although nothing renews it any more, so the
-// provider releases what is left when its server stops (see NewWithCleanup).
+// Terraform 1.11 skips the close and stops the provider. A lease left open
+// would keep others waiting, so the provider releases what is left when its
+// server stops (see NewWithCleanup).
 type leaseRegistry struct {
 	mu   sync.Mutex
-	open map[s3lock.Token]*clientFactory
+	open map[s3lock.Token]*s3lock.Lease
 }
 
 func newLeaseRegistry() *leaseRegistry {
-	return &leaseRegistry{open: map[s3lock.Token]*clientFactory{}}
+	return &leaseRegistry{open: map[s3lock.Token]*s3lock.Lease{}}
 }
 
 // add records an opened lease.
-func (r *leaseRegistry) add(f *clientFactory, t s3lock.Token) {
+func (r *leaseRegistry) add(l *s3lock.Lease) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.open[t] = f
+	r.open[l.Token()] = l
+}
+
+// get returns the live lease of a token, if this process opened it.
+func (r *leaseRegistry) get(t s3lock.Token) (*s3lock.Lease, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.open[t]
+	return l, ok
 }
 
 // remove forgets a lease that was closed.
@@ -48,6 +62,9 @@ func (r *leaseRegistry) remove(t s3lock.Token) {
 
 // len returns how many leases are open.
 func (r *leaseRegistry) len() int {
+	if r == nil {
+		return 0
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.open)
@@ -59,7 +76,7 @@ func (r *leaseRegistry) len() int {
 func (r *leaseRegistry) releaseAll(ctx context.Context) ([]s3lock.Token, error) {
 	r.mu.Lock()
 	open := r.open
-	r.open = map[s3lock.Token]*clientFactory{}
+	r.open = map[s3lock.Token]*s3lock.Lease{}
 	r.mu.Unlock()
 
 	var (
@@ -68,11 +85,9 @@ func (r *leaseRegistry) releaseAll(ctx context.Context) ([]s3lock.Token, error) 
 		released []s3lock.Token
 		errs     []error
 	)
-	for t, f := range open {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := releaseToken(ctx, f, t)
+	for t, l := range open {
+		wg.Go(func() {
+			err := l.Release(ctx)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -81,21 +96,8 @@ func (r *leaseRegistry) releaseAll(ctx context.Context) ([]s3lock.Token, error) 
 			case !isLost(err):
 				errs = append(errs, fmt.Errorf("lock %q in bucket %s (epoch %d): %w", t.Name, t.Bucket, t.Epoch, err))
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return released, errors.Join(errs...)
-}
-
-// releaseToken resumes the lease of a token and releases it.
-func releaseToken(ctx context.Context, f *clientFactory, t s3lock.Token) error {
-	c, err := f.client(ctx, t.Bucket)
-	if err != nil {
-		return err
-	}
-	lease, err := c.Resume(ctx, t, s3lock.WithoutAutoRenew())
-	if err != nil {
-		return err
-	}
-	return lease.Release(ctx)
 }

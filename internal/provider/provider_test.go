@@ -109,6 +109,14 @@ func newAccEnv(t *testing.T) *accEnv {
 	ns := s3test.New(t)
 	e := &accEnv{ns: ns, bucket: ns.Bucket, leases: newLeaseRegistry()}
 	e.hooks.now = func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
+	// Ephemeral leases renew themselves in the (in-process) provider until
+	// Terraform closes them; release any a failed step left open, as the
+	// provider's main does when Terraform stops it.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = e.leases.releaseAll(ctx)
+	})
 	return e
 }
 
