@@ -9,9 +9,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sync/atomic"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
