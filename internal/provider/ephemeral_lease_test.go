@@ -324,14 +324,10 @@ func newOutageProxy(t *testing.T, target string) (*outageProxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &outageProxy{proxy: httputil.NewSingleHostReverseProxy(u)}
-	// Keep the client's Host header: the request is signed for it.
-	director := p.proxy.Director
-	p.proxy.Director = func(r *http.Request) {
-		host := r.Host
-		director(r)
-		r.Host = host
-	}
+	p := &outageProxy{proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = r.In.Host // the request is signed for the client's Host header
+	}}}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return p, srv.URL
