@@ -9,7 +9,7 @@ import (
 
 func foregroundOfTerminal() bool { return false }
 
-func configureChild(*exec.Cmd, bool) {}
+func configureChild(*exec.Cmd, bool, bool) {}
 
 // signalChild sends sig to the command; where signals other than a kill
 // cannot be delivered, it kills it.

@@ -27,10 +27,16 @@ func foregroundOfTerminal() bool {
 // configureChild prepares the command's process. Outside an interactive
 // terminal the command gets a process group of its own, so a signal sent to
 // s3lock's group (by a CI runner, say) reaches it once, through s3lock, and
-// s3lock can stop the command's own children with it.
-func configureChild(cmd *exec.Cmd, foreground bool) {
+// s3lock can stop the command's own children with it; there the process is
+// the command's guard (Linux), which kills the group if s3lock dies. In the
+// foreground of a terminal only the command itself is killed if s3lock dies.
+func configureChild(cmd *exec.Cmd, foreground, guard bool) {
 	attr := &syscall.SysProcAttr{Setpgid: !foreground}
-	setDeathSignal(attr)
+	if guard {
+		setGuardDeathSignal(attr)
+	} else {
+		setDeathSignal(attr)
+	}
 	cmd.SysProcAttr = attr
 }
 

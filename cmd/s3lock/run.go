@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -38,8 +39,9 @@ CMD never outlives the lease. If renewals keep failing, s3lock sends CMD
 SIGTERM when the lease has --grace-period left (default a quarter of --lease,
 at most 10s), and SIGKILL when it runs out; if someone force-releases the
 lease, CMD gets SIGKILL at once (someone else may already hold the lock).
-s3lock then exits with code 4. If s3lock itself is killed, CMD gets SIGKILL
-(Linux) and the lease lapses after --lease.
+s3lock then exits with code 4. If s3lock itself is killed, CMD and everything
+it started get SIGKILL (Linux; in the foreground of a terminal only CMD
+itself) and the lease lapses after --lease.
 
 ` + exitCodesHelp
 
@@ -105,7 +107,15 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 		return err
 	}
 
-	child := exec.Command(argv[0], argv[1:]...)
+	fg := foregroundOfTerminal()
+	guard := guarded(fg)
+	line := argv
+	if guard {
+		if line, err = guardCommand(argv); err != nil {
+			return errors.Join(err, a.release(lease))
+		}
+	}
+	child := exec.Command(line[0], line[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.Env = append(os.Environ(),
 		"S3LOCK_EPOCH="+strconv.FormatUint(lease.Epoch(), 10),
@@ -114,8 +124,7 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 		"S3LOCK_BUCKET="+lease.Bucket(),
 		"S3LOCK_NAME="+lease.Name(),
 	)
-	fg := foregroundOfTerminal()
-	configureChild(child, fg)
+	configureChild(child, fg, guard)
 
 	// Signals that arrive from here on go to the command, not to our context.
 	forward := make(chan os.Signal, 4)
@@ -137,6 +146,10 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 		return exitWith(code, errors.Join(fmt.Errorf("%w before the command started", context.Cause(ctx)), relErr))
 	}
 
+	// The kernel ties the parent-death signal to the thread that starts the
+	// child: keep this goroutine on that thread until the command is done.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := child.Start(); err != nil {
 		relErr := a.release(lease)
 		code := exitCannotRun

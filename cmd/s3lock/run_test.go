@@ -113,6 +113,34 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 	}
 }
 
+// When s3lock itself is killed, the command and everything it started are
+// killed too (Linux): nothing else would stop them once the lease lapses.
+func TestRun_KilledS3lockTakesTheCommandsChildrenWithIt(t *testing.T) {
+	t.Parallel()
+	if !isLinux() {
+		t.Skip("needs a parent-death signal (Linux)")
+	}
+	c := newCLI(t)
+	name := c.name("forks")
+	pidFile := filepath.Join(c.dir, "grandchild.pid")
+	cmd := c.command(t.Context(), "run", "--quiet", "--lease", "5s", name, "--",
+		"sh", "-c", `sleep 300 & echo $! > "$0.tmp" && mv "$0.tmp" "$0"; wait`, pidFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the command to fork", func() bool { return fileHas(pidFile, "\n") })
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	eventually(t, 10*time.Second, "the command's own child to be killed", func() bool { return !alive(grandchild) })
+}
+
 // A force-released lease means someone else may hold the lock at once: the
 // command is killed without delay, and s3lock exits 4.
 func TestRun_ForceReleasedLeaseKillsCommand(t *testing.T) {
