@@ -56,8 +56,11 @@ func runGuard(argv []string) int {
 		}
 		return exitCannotRun
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // the exit status is read from ProcessState
+		close(done)
+	}()
 	for {
 		select {
 		case <-done:
