@@ -9,7 +9,11 @@ terraform {
     }
   }
 
-  # Keep this state where every pipeline step can reach it, e.g.
+  # Keep this state where every step of *this pipeline run* can reach it,
+  # and give each run its own state: a key or workspace named by the run
+  # (e.g. `terraform workspace select -or-create "$CI_PIPELINE_ID"`). Two
+  # runs sharing one state would share one lease, and the second would
+  # replace the first's instead of waiting for it.
   # backend "s3" { ... }
 }
 
