@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -31,9 +32,19 @@ func ParseToken(s string) (Token, error) {
 	if err := json.Unmarshal([]byte(s), &t); err != nil {
 		return Token{}, invalid("lease token is not valid JSON: %v", err)
 	}
+	// Never echo the token: its nonce is what releases the lease.
+	var missing []string
+	for _, f := range []struct {
+		name  string
+		empty bool
+	}{{"bucket", t.Bucket == ""}, {"name", t.Name == ""}, {"epoch", t.Epoch == 0}, {"nonce", t.Nonce == ""}} {
+		if f.empty {
+			missing = append(missing, f.name)
+		}
+	}
 	switch {
-	case t.Bucket == "" || t.Name == "" || t.Epoch == 0 || t.Nonce == "":
-		return Token{}, invalid("lease token %s lacks bucket, name, epoch or nonce", s)
+	case len(missing) > 0:
+		return Token{}, invalid("lease token lacks %s", strings.Join(missing, ", "))
 	case t.Epoch > MaxEpoch:
 		return Token{}, invalid("lease token epoch %d is beyond the maximum %d", t.Epoch, MaxEpoch)
 	}

@@ -2,6 +2,7 @@ package s3lock_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
@@ -91,5 +92,22 @@ func TestAdopt(t *testing.T) {
 	mustRelease(t, l2)
 	if _, err := op.Adopt(t.Context(), name, 1); !errors.Is(err, s3lock.ErrStaleEpoch) {
 		t.Errorf("Adopt of a superseded epoch = %v; want ErrStaleEpoch", err)
+	}
+}
+
+// TestParseToken_NeverEchoesTheNonce: a token's nonce releases its lease, so
+// errors about a malformed token (which end up in CI logs) must not print it.
+func TestParseToken_NeverEchoesTheNonce(t *testing.T) {
+	for _, bad := range []string{
+		`{"bucket":"b","name":"n","epoch":0,"nonce":"SECRET-NONCE"}`,
+		`{"name":"n","epoch":3,"nonce":"SECRET-NONCE"}`,
+		`{"bucket":"b","name":"n","epoch":99999999999,"nonce":"SECRET-NONCE"}`,
+		`{"bucket":"b","name":"../n","epoch":1,"nonce":"SECRET-NONCE"}`,
+		`{"bucket":"b","nonce":"SECRET-NONCE",`,
+	} {
+		_, err := s3lock.ParseToken(bad)
+		if err == nil || strings.Contains(err.Error(), "SECRET-NONCE") {
+			t.Errorf("ParseToken(%s) = %v; want an error that does not print the nonce", bad, err)
+		}
 	}
 }
