@@ -90,7 +90,11 @@ renewed) and lease_duration.
 				return err
 			}
 			lease.Detach()
-			return a.printJSON(tokenOf(lease))
+			if err := a.printJSON(tokenOf(lease)); err != nil {
+				// Nobody could release the lease without its token.
+				return errors.Join(err, a.release(lease))
+			}
+			return nil
 		},
 	}
 	af.register(cmd, defaultTokenLease)

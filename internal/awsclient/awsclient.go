@@ -268,8 +268,11 @@ func (o Options) validate() error {
 			continue
 		}
 		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			return bad("endpoint %q is not an http:// or https:// URL", ep)
+		case u.User != nil:
+			return bad("endpoint %s must not contain credentials; use an access key and secret key", u.Redacted())
 		}
 	}
 	if ar := o.AssumeRole; ar != nil {

@@ -212,8 +212,8 @@ func (p *s3lockProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			"max_retries": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How often the AWS SDK retries an S3 or STS request that failed "+
 					"in a way that may pass (throttling, 5xx, connection errors). Default %d; keep it low so that "+
-					"an unreachable endpoint fails fast. A lease resource that waits for a held lock keeps retrying "+
-					"such failures until its create timeout regardless.", defaultMaxRetries),
+					"an unreachable endpoint fails fast. Once a lease resource is waiting for a held lock, it rides "+
+					"out such failures until its create timeout; before that they fail the apply at once.", defaultMaxRetries),
 				Optional:   true,
 				Validators: []validator.Int64{int64validator.Between(0, 25)},
 			},

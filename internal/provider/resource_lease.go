@@ -398,6 +398,10 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	switch {
 	case err == nil:
 		tflog.Info(ctx, "released lease", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
+	case errors.Is(err, s3lock.ErrReleased):
+		// Released with its token by someone else (a pipeline step using
+		// the CLI, say): nothing left to do, nothing was lost.
+		tflog.Info(ctx, "lease was already released", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
 	case isLost(err):
 		resp.Diagnostics.AddWarning("Lease already lost",
 			fmt.Sprintf("The lease on lock %q in bucket %q (epoch %d, s3://%s/%s) was already over, so there "+
