@@ -311,11 +311,12 @@ func TestRenewAt(t *testing.T) {
 	}
 }
 
-// outageProxy forwards requests to the store, or answers 503 while down:
-// the store is unreachable for this provider only.
+// outageProxy forwards requests to the store, or answers 503 while down (the
+// store is unreachable for this provider only), or 403 AccessDenied while
+// denying (credentials that are valid but lack the permissions).
 type outageProxy struct {
-	down  atomic.Bool
-	proxy *httputil.ReverseProxy
+	down, deny atomic.Bool
+	proxy      *httputil.ReverseProxy
 }
 
 func newOutageProxy(t *testing.T, target string) (*outageProxy, string) {
@@ -334,6 +335,12 @@ func newOutageProxy(t *testing.T, target string) (*outageProxy, string) {
 }
 
 func (p *outageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.deny.Load() {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+		return
+	}
 	if p.down.Load() {
 		w.Header().Set("Content-Type", "application/xml")
 		w.WriteHeader(http.StatusServiceUnavailable)

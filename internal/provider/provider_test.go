@@ -302,6 +302,9 @@ func TestAccProvider_Diagnostics(t *testing.T) {
 	e := newAccEnv(t)
 	wrongSecret := map[string]string{"secret_key": `"not-the-secret"`, "access_key": fmt.Sprintf("%q", e.ns.Target.AccessKey)}
 	unreachable := map[string]string{"endpoints": `{ s3 = "http://127.0.0.1:1" }`}
+	denier, denyingEndpoint := newOutageProxy(t, e.ns.Target.Endpoint)
+	denier.deny.Store(true)
+	denied := map[string]string{"endpoints": fmt.Sprintf("{ s3 = %q }", denyingEndpoint)}
 	lock := e.name("diag/lock")
 	cases := []struct {
 		name      string
@@ -326,6 +329,13 @@ func TestAccProvider_Diagnostics(t *testing.T) {
 			overrides: wrongSecret,
 			config:    fmt.Sprintf("resource \"s3lock_lease\" \"x\" {\n  bucket = %q\n  name = %q\n}\n", e.bucket, lock),
 			want:      matchError("Could not acquire lock", fmt.Sprintf("bucket %q", e.bucket), "s3://"+e.bucket+"/"+lock, "access denied|SignatureDoesNotMatch", "credentials"),
+		},
+		{
+			name:      "access denied by the store's policy, resource",
+			overrides: denied,
+			config:    fmt.Sprintf("resource \"s3lock_lease\" \"x\" {\n  bucket = %q\n  name = %q\n}\n", e.bucket, lock),
+			want: matchError("Could not acquire lock", fmt.Sprintf("bucket %q", e.bucket), "s3://"+e.bucket+"/"+lock,
+				"AccessDenied", "s3:ListBucket"),
 		},
 		{
 			name:      "access denied, data source",
