@@ -3,6 +3,7 @@ package s3lock
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 )
@@ -215,12 +216,25 @@ func (e *OpError) hint() string {
 		return "check that the credentials may " + permissionFor(e.Op) + " in this bucket"
 	case errors.Is(e.Kind, ErrNoSuchBucket):
 		return "create the bucket or correct its name"
+	case errors.Is(e.Kind, ErrUnavailable) && unreachable(e.Err):
+		return "the store is unreachable: check the endpoint, the region and the network"
 	case errors.Is(e.Kind, ErrUnavailable):
 		return "the store may be overloaded or unreachable; retry later"
+	case e.Op == "ListObjectsV2" && classify(e.Err) == failNotFound:
+		return "the endpoint answered 404 to a bucket listing: check that it is an S3 endpoint (path-style " +
+			"addressing for most S3-compatible stores) and that the bucket exists"
 	case errors.Is(e.Kind, ErrConditionalWritesUnsupported):
 		return "the store does not implement a request s3lock needs; it cannot hold locks on this store"
 	}
 	return ""
+}
+
+// unreachable reports whether err is a failure to connect at all (refused,
+// no route, unknown host) rather than a store that answered badly.
+func unreachable(err error) bool {
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	return (errors.As(err, &opErr) && opErr.Op == "dial") || errors.As(err, &dnsErr)
 }
 
 // Unwrap returns the class sentinel and the underlying error.

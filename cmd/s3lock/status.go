@@ -106,6 +106,9 @@ metadata (times in RFC 3339, UTC; empty fields left out).
 			if err := a.needBucket(); err != nil {
 				return err
 			}
+			if strings.HasPrefix(prefix, "/") || strings.Contains(prefix, "//") {
+				return usagef("--prefix %q: lock names never start with a slash or contain \"//\"", prefix)
+			}
 			if len(args) == 1 {
 				if err := s3lock.ValidateName(args[0]); err != nil {
 					return err
