@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -359,15 +361,24 @@ func TestAccLeaseEphemeral_SurvivesStoreOutage(t *testing.T) {
 	e := newAccEnv(t)
 	run := e.name("outage")
 	proxy, endpoint := newOutageProxy(t, e.ns.Target.Endpoint)
+	// The work marks when it starts and ends: a rival may take the lock
+	// before and after, never in between.
+	dir := t.TempDir()
+	started, ended := filepath.Join(dir, "started"), filepath.Join(dir, "ended")
 	config := e.providerConfig(map[string]string{"endpoints": fmt.Sprintf("{ s3 = %q }", endpoint), "max_retries": "0"}) +
-		ephemeralLeaseConfig(e.bucket, run, `lease_duration = "6s"`) + `
+		ephemeralLeaseConfig(e.bucket, run, `lease_duration = "6s"`) + fmt.Sprintf(`
 resource "terraform_data" "work" {
   provisioner "local-exec" {
-    command = "sleep 12"
+    command = "touch %s && sleep 12 && touch %s"
   }
   depends_on = [ephemeral.s3lock_lease.run]
 }
-`
+`, started, ended)
+	working := func() bool {
+		_, errStart := os.Stat(started)
+		_, errEnd := os.Stat(ended)
+		return errStart == nil && errEnd != nil
+	}
 	rival := e.sdk(t, "rival")
 	var stolen, renewals atomic.Uint64
 	stop := make(chan struct{})
@@ -396,8 +407,13 @@ resource "terraform_data" "work" {
 				proxy.down.Store(true)
 				time.AfterFunc(3500*time.Millisecond, func() { proxy.down.Store(false) })
 			}
+			if !working() {
+				continue
+			}
 			if l, err := rival.TryAcquire(context.Background(), run, s3lock.WithoutAutoRenew()); err == nil {
-				stolen.Store(l.Epoch())
+				if working() { // still: the run's work overlapped the rival's lease
+					stolen.Store(l.Epoch())
+				}
 				_ = l.Release(context.Background())
 			}
 		}
@@ -410,7 +426,12 @@ resource "terraform_data" "work" {
 	close(stop)
 	<-done
 	if epoch := stolen.Load(); epoch != 0 {
-		t.Fatalf("another client acquired the lock (epoch %d) while the run that held it was still going", epoch)
+		t.Fatalf("another client acquired the lock (epoch %d) while the run's work under it was still going", epoch)
+	}
+	if !working() {
+		if _, err := os.Stat(ended); err != nil {
+			t.Fatal("the work under the lease never ran")
+		}
 	}
 	if n := renewals.Load(); n < 3 {
 		t.Errorf("the apply's lease was renewed %d times during the 12s step; want at least 3 (every 2s, retried through the outage)", n)
