@@ -267,12 +267,8 @@ func (o Options) validate() error {
 		if ep == "" {
 			continue
 		}
-		u, err := url.Parse(ep)
-		switch {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			return bad("endpoint %q is not an http:// or https:// URL", ep)
-		case u.User != nil:
-			return bad("endpoint %s must not contain credentials; use an access key and secret key", u.Redacted())
+		if err := ValidateEndpoint(ep); err != nil {
+			return bad("%v", err)
 		}
 	}
 	if ar := o.AssumeRole; ar != nil {
@@ -293,4 +289,17 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// ValidateEndpoint checks that an endpoint is an http:// or https:// URL with
+// a host and without credentials in it (they would end up in logs).
+func ValidateEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("endpoint %q is not an http:// or https:// URL with a host, e.g. https://s3.example.com:9000", endpoint)
+	case u.User != nil:
+		return fmt.Errorf("endpoint %s must not contain credentials; give an access key and secret key instead", u.Redacted())
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/user"
 	"time"
@@ -453,7 +452,7 @@ var errNotConfigured = errors.New("the s3lock provider has not been configured; 
 type endpointValidator struct{}
 
 func (endpointValidator) Description(context.Context) string {
-	return "must be an http:// or https:// URL"
+	return "must be an http:// or https:// URL with a host and no credentials"
 }
 
 func (v endpointValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
@@ -462,10 +461,7 @@ func (endpointValidator) ValidateString(_ context.Context, req validator.StringR
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	raw := req.ConfigValue.ValueString()
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid endpoint",
-			fmt.Sprintf("Endpoint %q is not an http:// or https:// URL with a host, e.g. https://s3.example.com:9000.", raw))
+	if err := awsclient.ValidateEndpoint(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid endpoint", err.Error()+".")
 	}
 }
