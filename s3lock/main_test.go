@@ -5,8 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 )
 
@@ -15,11 +13,7 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		// Every lease's background goroutine must be gone once its test
 		// released it; idle HTTP connections may remain.
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		); err != nil {
+		if err := s3test.FindLeaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}

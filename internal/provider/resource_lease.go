@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -301,17 +302,15 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state leaseResourceModelV0
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	token, diags := loadToken(ctx, req.Private)
-	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
-	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	res, ok := r.resume(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	lease, err := resumeLease(ctx, client, token, name, epoch)
+	client, lease, err := res.client, res.lease, res.err
 	if isLost(err) {
 		resp.Diagnostics.AddWarning("Lease lost",
 			fmt.Sprintf("The lease on lock %q in bucket %q (epoch %d, s3://%s/%s) is over: %v.%s\n\n"+
@@ -343,8 +342,6 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	var plan, state leaseResourceModelV0
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	token, diags := loadToken(ctx, req.Private)
-	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -353,11 +350,11 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
-	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	res, ok := r.resume(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	lease, err := resumeLease(ctx, client, token, name, epoch)
+	lease, err := res.lease, res.err
 	if err == nil {
 		err = lease.Renew(ctx)
 		lease.Detach()
@@ -381,17 +378,15 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state leaseResourceModelV0
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	token, diags := loadToken(ctx, req.Private)
-	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
-	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	res, ok := r.resume(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	lease, err := resumeLease(ctx, client, token, name, epoch)
+	lease, err := res.lease, res.err
 	if err == nil {
 		err = lease.Release(ctx)
 	}
@@ -455,6 +450,32 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 }
 
 // client returns the s3lock client for bucket, reporting failures.
+// resumed is the lease recorded in a resource's state, taken over for one
+// operation (or why it could not be).
+type resumed struct {
+	client *s3lock.Client
+	lease  *s3lock.Lease
+	err    error
+}
+
+// resume takes over the lease of the state, with the token from the private
+// state: how Read, Update and Delete start. ok is false when a diagnostic
+// already says why it could not even be tried.
+func (r *leaseResource) resume(ctx context.Context, state leaseResourceModelV0, p privateGetter, diags *diag.Diagnostics) (resumed, bool) {
+	token, d := loadToken(ctx, p)
+	diags.Append(d...)
+	if diags.HasError() {
+		return resumed{}, false
+	}
+	name := state.Name.ValueString()
+	client, ok := r.client(ctx, state.Bucket.ValueString(), name, diags)
+	if !ok {
+		return resumed{}, false
+	}
+	lease, err := resumeLease(ctx, client, token, name, uint64(state.Epoch.ValueInt64()))
+	return resumed{client: client, lease: lease, err: err}, true
+}
+
 func (r *leaseResource) client(ctx context.Context, bucket, name string, diags interface {
 	AddError(string, string)
 }) (*s3lock.Client, bool) {
