@@ -55,6 +55,14 @@ var (
 	// FencedPut) that a newer epoch already wrote the object.
 	ErrStaleEpoch = errors.New("s3lock: stale epoch")
 
+	// ErrIdenticalRewrite means FencedPut refused to write, under a newer
+	// epoch than the object records, the bytes the object already holds:
+	// its ETag would not change, so a writer of an older epoch that read it
+	// could still overwrite it. Nothing was written and the lease is not
+	// affected; make the body differ per epoch (for example by including
+	// the epoch) and write again. The error is an *IdenticalRewriteError.
+	ErrIdenticalRewrite = errors.New("s3lock: identical rewrite under a newer epoch")
+
 	// ErrUnavailable marks a failure that may pass: 5xx answers, throttling,
 	// timeouts, connection errors, conflicting concurrent requests, the SDK
 	// retryer running out of attempts or quota. Acquire keeps waiting
@@ -275,3 +283,27 @@ func (e *FencedError) Error() string {
 
 // Is makes errors.Is(err, ErrStaleEpoch) true.
 func (e *FencedError) Is(target error) bool { return target == ErrStaleEpoch }
+
+// IdenticalRewriteError reports that FencedPut refused to write the bytes
+// an object already holds under an epoch newer than the one it records. It
+// matches ErrIdenticalRewrite and not ErrStaleEpoch: the caller's epoch is
+// the newest to reach the object and its lease may well be current, so a
+// caller that stops on ErrStaleEpoch must not stop here; what it must
+// change is the body.
+type IdenticalRewriteError struct {
+	Bucket  string
+	Key     string
+	Epoch   uint64 // the caller's epoch
+	Current uint64 // the epoch recorded on the object, older than Epoch
+}
+
+func (e *IdenticalRewriteError) Error() string {
+	return fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: the body is the object's current content, "+
+		"last written under epoch %d; writing it again under epoch %d would not change the object's ETag, "+
+		"so a writer of epoch %d that read it could still overwrite it; "+
+		"make the body differ per epoch, for example by including the epoch",
+		e.Bucket, e.Key, e.Current, e.Epoch, e.Current)
+}
+
+// Is makes errors.Is(err, ErrIdenticalRewrite) true.
+func (e *IdenticalRewriteError) Is(target error) bool { return target == ErrIdenticalRewrite }

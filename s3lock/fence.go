@@ -3,10 +3,13 @@ package s3lock
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,19 +25,39 @@ const maxFenceAttempts = 10
 
 // FencedPut writes the object described by in only if no newer epoch has
 // written it: it reads the epoch recorded in the object's metadata
-// (FenceMetadataKey) and its ETag, refuses with a *FencedError (matching
-// ErrStaleEpoch) if that epoch is newer than epoch, and otherwise writes with
-// the caller's epoch recorded, conditional on the ETag it read (If-Match) or
-// on the object not existing (If-None-Match). A concurrent write makes it
-// read and decide again. So a former holder that paused past the end of its
-// lease cannot overwrite what a newer holder wrote, as long as every writer
-// of the object uses FencedPut.
+// (FenceMetadataKey) and its ETag, and writes with the caller's epoch
+// recorded, conditional on the ETag it read (If-Match) or on the object not
+// existing (If-None-Match). A concurrent write makes it read and decide
+// again.
+//
+// It refuses, writing nothing, in two cases:
+//   - The recorded epoch is newer than epoch: a *FencedError, matching
+//     ErrStaleEpoch.
+//   - The recorded epoch is older than epoch and the body is the object's
+//     current content (the object's ETag is the body's MD5): an
+//     *IdenticalRewriteError, matching ErrIdenticalRewrite. The epoch is
+//     metadata and S3's ETag covers only the bytes, so such a write would
+//     leave the ETag unchanged, and a writer of an older epoch that read
+//     the object could still overwrite it afterwards. Make the body differ
+//     per epoch, for example by including the epoch, and write again.
+//
+// The same epoch may rewrite identical bytes (a retried or re-run write).
+//
+// What it protects: once a write under an epoch succeeded, no FencedPut
+// under an older epoch lands on the object, as long as every writer of the
+// object uses FencedPut, nothing deletes it, and no body written under an
+// epoch equals one written under an older epoch. FencedPut can check that
+// last condition only against the current content: a newer epoch that
+// writes Y over X and then X again gives the object back an ETag that an
+// older writer which read X may hold, and nothing refuses it. Bodies that
+// carry their epoch rule this out. See PROTOCOL.md §9.
 //
 // The body is sent more than once if the object changes under it: an
-// io.ReadSeeker is rewound, any other reader is read into memory first. The
-// caller's in is not modified; it must not set IfMatch or IfNoneMatch. ctx
-// bounds the whole call. FencedPut needs s3:GetObject and s3:PutObject on
-// the key.
+// io.ReadSeeker is rewound, any other reader is read into memory first.
+// When the object has an MD5 ETag and an older recorded epoch, the body is
+// also read once to compute its MD5. The caller's in is not modified; it
+// must not set IfMatch or IfNoneMatch. ctx bounds the whole call. FencedPut
+// needs s3:GetObject and s3:PutObject on the key.
 func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
 	if api == nil || in == nil || aws.ToString(in.Bucket) == "" || aws.ToString(in.Key) == "" {
 		return nil, invalid("FencedPut needs an S3 client and an input with Bucket and Key")
@@ -45,13 +68,13 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 	if err := validateEpoch(epoch); err != nil {
 		return nil, err
 	}
-	bucket, key := aws.ToString(in.Bucket), aws.ToString(in.Key)
+	w := &fencedWrite{bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), epoch: epoch}
 	wrap := func(op string, err error) error {
-		return &OpError{Op: op, Bucket: bucket, Key: key, Kind: kindOf(classify(err)), Err: err}
+		return &OpError{Op: op, Bucket: w.bucket, Key: w.key, Kind: kindOf(classify(err)), Err: err}
 	}
-	body, start, err := rewindable(in.Body)
-	if err != nil {
-		return nil, fmt.Errorf("s3lock: reading the body for s3://%s/%s: %w", bucket, key, err)
+	var err error
+	if w.body, w.start, err = rewindable(in.Body); err != nil {
+		return nil, w.bodyError("reading", err)
 	}
 	for range maxFenceAttempts {
 		head, err := api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner})
@@ -63,9 +86,8 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 		case err != nil:
 			return nil, wrap("HeadObject", err)
 		default:
-			current, _ := strconv.ParseUint(head.Metadata[FenceMetadataKey], 10, 64)
-			if current > epoch {
-				return nil, &FencedError{Bucket: bucket, Key: key, Epoch: epoch, Current: current}
+			if err := w.admit(head); err != nil {
+				return nil, err
 			}
 			put.IfMatch = head.ETag
 		}
@@ -74,11 +96,11 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 			put.Metadata[k] = v
 		}
 		put.Metadata[FenceMetadataKey] = strconv.FormatUint(epoch, 10)
-		if body != nil {
-			if _, err := body.Seek(start, io.SeekStart); err != nil {
-				return nil, fmt.Errorf("s3lock: rewinding the body for s3://%s/%s: %w", bucket, key, err)
+		if w.body != nil {
+			if _, err := w.body.Seek(w.start, io.SeekStart); err != nil {
+				return nil, w.bodyError("rewinding", err)
 			}
-			put.Body = body
+			put.Body = w.body
 		}
 		out, err := api.PutObject(ctx, &put)
 		switch f := classify(err); {
@@ -90,8 +112,74 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 			return nil, wrap("PutObject", err)
 		}
 	}
-	return nil, &OpError{Op: "FencedPut", Bucket: bucket, Key: key, Kind: ErrUnavailable,
+	return nil, &OpError{Op: "FencedPut", Bucket: w.bucket, Key: w.key, Kind: ErrUnavailable,
 		Err: errors.New("the object kept changing while writing it")}
+}
+
+// fencedWrite is what FencedPut knows about the write it is making.
+type fencedWrite struct {
+	bucket, key string
+	epoch       uint64
+	body        io.ReadSeeker // nil for an empty body
+	start       int64         // the offset in body where the content starts
+	sum         string        // hex MD5 of the content, once computed
+}
+
+// admit returns why the write must not replace the object head describes:
+// a *FencedError or an *IdenticalRewriteError. It returns nil if the write
+// may go ahead.
+func (w *fencedWrite) admit(head *s3.HeadObjectOutput) error {
+	current, _ := strconv.ParseUint(head.Metadata[FenceMetadataKey], 10, 64)
+	etag := strings.Trim(aws.ToString(head.ETag), `"`)
+	switch {
+	case current > w.epoch:
+		return &FencedError{Bucket: w.bucket, Key: w.key, Epoch: w.epoch, Current: current}
+	case current == w.epoch || !isMD5Hex(etag):
+		// The same epoch may rewrite anything. A multipart ETag ("-N")
+		// or one that is not an MD5 cannot be the body's MD5; the
+		// single-part ETag this write gets differs from a multipart one.
+		return nil
+	}
+	sum, err := w.bodyMD5()
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(etag, sum) {
+		return &IdenticalRewriteError{Bucket: w.bucket, Key: w.key, Epoch: w.epoch, Current: current}
+	}
+	return nil
+}
+
+// bodyMD5 returns the hex MD5 of the body from its start, streaming it once.
+func (w *fencedWrite) bodyMD5() (string, error) {
+	if w.sum != "" {
+		return w.sum, nil
+	}
+	h := md5.New() // to compare with S3's ETag, not for security
+	if w.body != nil {
+		if _, err := w.body.Seek(w.start, io.SeekStart); err != nil {
+			return "", w.bodyError("rewinding", err)
+		}
+		if _, err := io.Copy(h, w.body); err != nil {
+			return "", w.bodyError("hashing", err)
+		}
+	}
+	w.sum = hex.EncodeToString(h.Sum(nil))
+	return w.sum, nil
+}
+
+func (w *fencedWrite) bodyError(doing string, err error) error {
+	return fmt.Errorf("s3lock: %s the body for s3://%s/%s: %w", doing, w.bucket, w.key, err)
+}
+
+// isMD5Hex reports whether s (an unquoted ETag) looks like a hex MD5 digest,
+// as the ETag of a single-part, unencrypted or SSE-S3 object is.
+func isMD5Hex(s string) bool {
+	if len(s) != 2*md5.Size {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // rewindable returns r as an io.ReadSeeker and the offset the body starts

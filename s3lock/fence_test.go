@@ -1,14 +1,18 @@
 package s3lock_test
 
 import (
+	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -68,5 +72,276 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	// The same epoch may write again.
 	if err := put(lb.Epoch(), "b-again"); err != nil {
 		t.Errorf("second write by the same epoch: %v", err)
+	}
+}
+
+// TestFencedPut_StaleWriteAfterIdenticalRewrite (issue 7, item 4): a newer
+// epoch that rewrote the bytes an object already held left its ETag
+// unchanged (the epoch is metadata, the ETag covers only the bytes), so an
+// older epoch's write delayed between its HEAD and its PUT still matched
+// If-Match and landed after the newer epoch's write. Now the newer epoch's
+// write is refused and writes nothing, so the delayed write that lands is
+// ordered before any write of the newer epoch; once the newer epoch writes
+// bytes of its own, the older one is fenced out.
+func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	key := ns.Name("protected/state.json")
+	const stale, newer = 5, 6
+	if err := fencedPut(t, ns.Client, ns, key, stale, strings.NewReader("X")); err != nil {
+		t.Fatal(err)
+	}
+	finish := delayedFencedPut(t, ns, key, stale, "Y") // has read X, not yet written
+
+	errNewer := fencedPut(t, ns.Client, ns, key, newer, strings.NewReader("X"))
+	var ie *s3lock.IdenticalRewriteError
+	if !errors.Is(errNewer, s3lock.ErrIdenticalRewrite) || !errors.As(errNewer, &ie) || ie.Epoch != newer || ie.Current != stale {
+		t.Errorf("epoch %d rewriting the bytes epoch %d wrote = %v; want an IdenticalRewriteError (epoch %d over %d)",
+			newer, stale, errNewer, newer, stale)
+	}
+	if errors.Is(errNewer, s3lock.ErrStaleEpoch) {
+		t.Errorf("%v matches ErrStaleEpoch; the caller's epoch is the newest, not stale", errNewer)
+	}
+	errStale := finish()
+	body, epoch := readFenced(t, ns, key)
+	if errNewer == nil && (errStale == nil || body != "X" || epoch != "6") {
+		t.Fatalf("epoch %d's write succeeded, then epoch %d's delayed write returned %v and left %q under epoch %s; "+
+			"want it fenced out and X under epoch 6", newer, stale, errStale, body, epoch)
+	}
+	if errNewer != nil && (errStale != nil || body != "Y" || epoch != "5") {
+		t.Fatalf("after the refused rewrite, the delayed write of epoch %d returned %v and the object is %q under epoch %s; "+
+			"want Y under epoch 5 (the refused write wrote nothing)", stale, errStale, body, epoch)
+	}
+
+	// The remedy: bytes of its own. From then on epoch 5 is fenced out.
+	if err := fencedPut(t, ns.Client, ns, key, newer, strings.NewReader("X (epoch 6)")); err != nil {
+		t.Fatalf("epoch %d writing bytes of its own: %v", newer, err)
+	}
+	if err := fencedPut(t, ns.Client, ns, key, stale, strings.NewReader("Y")); !errors.Is(err, s3lock.ErrStaleEpoch) {
+		t.Errorf("epoch %d writing after epoch %d = %v; want ErrStaleEpoch", stale, newer, err)
+	}
+	if body, epoch := readFenced(t, ns, key); body != "X (epoch 6)" || epoch != "6" {
+		t.Errorf("object = %q under epoch %s; want epoch 6's write", body, epoch)
+	}
+}
+
+// TestFencedPut_DelayedStaleWriterFencedByNewBytes: an older epoch's write
+// delayed between its HEAD and its PUT does not land once a newer epoch has
+// written different bytes.
+func TestFencedPut_DelayedStaleWriterFencedByNewBytes(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	key := ns.Name("protected/state.json")
+	if err := fencedPut(t, ns.Client, ns, key, 5, strings.NewReader("X")); err != nil {
+		t.Fatal(err)
+	}
+	finish := delayedFencedPut(t, ns, key, 5, "Y")
+	if err := fencedPut(t, ns.Client, ns, key, 6, strings.NewReader("X (epoch 6)")); err != nil {
+		t.Fatalf("newer epoch's write: %v", err)
+	}
+	err := finish()
+	var fe *s3lock.FencedError
+	if !errors.Is(err, s3lock.ErrStaleEpoch) || !errors.As(err, &fe) || fe.Epoch != 5 || fe.Current != 6 {
+		t.Errorf("delayed write of epoch 5 = %v; want a FencedError (epoch 5 < 6)", err)
+	}
+	if body, epoch := readFenced(t, ns, key); body != "X (epoch 6)" || epoch != "6" {
+		t.Errorf("object = %q under epoch %s; want epoch 6's write", body, epoch)
+	}
+}
+
+// TestFencedPut_IdenticalRewrite: which rewrites of the current bytes
+// FencedPut refuses, and that hashing the body does not consume it.
+func TestFencedPut_IdenticalRewrite(t *testing.T) {
+	t.Parallel()
+	offset := func(prefix, body string) io.Reader { // a ReadSeeker not at 0
+		r := strings.NewReader(prefix + body)
+		_, _ = r.Seek(int64(len(prefix)), io.SeekStart)
+		return r
+	}
+	plain := func(body string) io.Reader { return struct{ io.Reader }{strings.NewReader(body)} }
+	tests := []struct {
+		name      string
+		prior     func(t *testing.T, ns *s3test.Namespace, key string) // writes "X"
+		epoch     uint64
+		body      io.Reader
+		etag      func(string) string // how the store spells the ETag
+		wantErr   error
+		wantBody  string
+		wantEpoch string
+	}{
+		{name: "same epoch", prior: fencedX(6), epoch: 6, body: strings.NewReader("X"),
+			wantBody: "X", wantEpoch: "6"},
+		{name: "newer epoch", prior: fencedX(5), epoch: 6, body: strings.NewReader("X"),
+			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+		{name: "newer epoch, seeker not at 0", prior: fencedX(5), epoch: 6, body: offset("skip:", "X"),
+			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+		{name: "newer epoch, plain reader", prior: fencedX(5), epoch: 6, body: plain("X"),
+			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+		{name: "newer epoch, ETag upper case without quotes", prior: fencedX(5), epoch: 6, body: strings.NewReader("X"),
+			etag:    func(s string) string { return strings.ToUpper(strings.Trim(s, `"`)) },
+			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+		{name: "no epoch recorded", prior: unfencedX, epoch: 1, body: strings.NewReader("X"),
+			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: ""},
+		{name: "multipart ETag", prior: multipartX(5), epoch: 6, body: strings.NewReader("X"),
+			wantBody: "X", wantEpoch: "6"},
+		{name: "different bytes, seeker not at 0", prior: fencedX(5), epoch: 6, body: offset("skip:", "Y"),
+			wantBody: "Y", wantEpoch: "6"},
+		{name: "different bytes, plain reader", prior: fencedX(5), epoch: 6, body: plain("Y"),
+			wantBody: "Y", wantEpoch: "6"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ns := s3test.New(t)
+			key := ns.Name("state.json")
+			tt.prior(t, ns, key)
+			var api s3lock.S3API = ns.Client
+			if tt.etag != nil {
+				api = &etagSpelling{S3API: ns.Client, spell: tt.etag}
+			}
+			err := fencedPut(t, api, ns, key, tt.epoch, tt.body)
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("FencedPut = %v; want %v", err, tt.wantErr)
+			}
+			if body, epoch := readFenced(t, ns, key); body != tt.wantBody || epoch != tt.wantEpoch {
+				t.Errorf("object = %q under epoch %q; want %q under epoch %q", body, epoch, tt.wantBody, tt.wantEpoch)
+			}
+		})
+	}
+}
+
+// fencedPut writes body to key under epoch through api.
+func fencedPut(t *testing.T, api s3lock.S3API, ns *s3test.Namespace, key string, epoch uint64, body io.Reader) error {
+	t.Helper()
+	_, err := s3lock.FencedPut(t.Context(), api, epoch, &s3.PutObjectInput{
+		Bucket: aws.String(ns.Bucket), Key: aws.String(key), Body: body,
+	})
+	return err
+}
+
+// readFenced returns the object's content and the epoch it records.
+func readFenced(t *testing.T, ns *s3test.Namespace, key string) (body, epoch string) {
+	t.Helper()
+	out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), out.Metadata[s3lock.FenceMetadataKey]
+}
+
+// delayedFencedPut starts a FencedPut of body under epoch whose PutObject
+// waits, after its HeadObject, until finish is called; finish returns its
+// result. It is a writer that paused between reading and writing.
+func delayedFencedPut(t *testing.T, ns *s3test.Namespace, key string, epoch uint64, body string) (finish func() error) {
+	t.Helper()
+	api := &pausedPut{S3API: ns.Client, reached: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s3lock.FencedPut(t.Context(), api, epoch, &s3.PutObjectInput{
+			Bucket: aws.String(ns.Bucket), Key: aws.String(key), Body: strings.NewReader(body),
+		})
+		done <- err
+	}()
+	select {
+	case <-api.reached:
+	case err := <-done:
+		t.Fatalf("the delayed write of epoch %d ended before its PutObject: %v", epoch, err)
+	}
+	return func() error {
+		close(api.release)
+		return <-done
+	}
+}
+
+// pausedPut is an S3API whose first PutObject closes reached and then waits
+// for release (or the request's context).
+type pausedPut struct {
+	s3lock.S3API
+	reached, release chan struct{}
+	once             sync.Once
+}
+
+func (p *pausedPut) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	first := false
+	p.once.Do(func() { first = true })
+	if first {
+		close(p.reached)
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return p.S3API.PutObject(ctx, in, opts...)
+}
+
+// etagSpelling is an S3API whose HeadObject reports the ETag respelled, as
+// stores differ in case and quoting.
+type etagSpelling struct {
+	s3lock.S3API
+	spell func(string) string
+}
+
+func (e *etagSpelling) HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	out, err := e.S3API.HeadObject(ctx, in, opts...)
+	if err == nil && out.ETag != nil {
+		out.ETag = aws.String(e.spell(*out.ETag))
+	}
+	return out, err
+}
+
+// fencedX writes "X" with FencedPut under epoch.
+func fencedX(epoch uint64) func(t *testing.T, ns *s3test.Namespace, key string) {
+	return func(t *testing.T, ns *s3test.Namespace, key string) {
+		t.Helper()
+		if err := fencedPut(t, ns.Client, ns, key, epoch, strings.NewReader("X")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// unfencedX writes "X" without recording an epoch.
+func unfencedX(t *testing.T, ns *s3test.Namespace, key string) {
+	t.Helper()
+	if _, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{
+		Bucket: aws.String(ns.Bucket), Key: aws.String(key), Body: strings.NewReader("X"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// multipartX writes "X" as a one-part multipart upload recording epoch, so
+// its ETag is the MD5 of the part's MD5 with "-1", not the MD5 of "X".
+func multipartX(epoch uint64) func(t *testing.T, ns *s3test.Namespace, key string) {
+	return func(t *testing.T, ns *s3test.Namespace, key string) {
+		t.Helper()
+		ctx, bucket := t.Context(), aws.String(ns.Bucket)
+		up, err := ns.Client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: aws.String(key),
+			Metadata: map[string]string{s3lock.FenceMetadataKey: strconv.FormatUint(epoch, 10)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, err := ns.Client.UploadPart(ctx, &s3.UploadPartInput{Bucket: bucket, Key: aws.String(key), UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), Body: strings.NewReader("X")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ns.Client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: bucket, Key: aws.String(key),
+			UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{
+				Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}}}); err != nil {
+			t.Fatal(err)
+		}
+		head, err := ns.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(strings.Trim(aws.ToString(head.ETag), `"`), "-1") {
+			t.Fatalf("multipart ETag = %s; want one ending in -1", aws.ToString(head.ETag))
+		}
 	}
 }
