@@ -17,7 +17,9 @@
 // else could consider it lapsed; expiry is judged by the store's clock only
 // (Last-Modified against Date of the same response), so clients whose clocks
 // disagree by hours still never hold a lock together. The Done channel of a
-// Lease closes when it ends, and Err says whether it was released or lost.
+// Lease closes when it ends, and Err says whether it was released or lost; a
+// timer ends the lease at its trust deadline even while a renewal hangs on a
+// store that does not answer.
 //
 // # Guarantees and failure model
 //

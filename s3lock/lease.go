@@ -36,6 +36,7 @@ type Lease struct {
 	// write was sent.
 	trustFrom, trustUntil time.Time
 	ended                 error // nil while active; ErrReleased or a *LeaseLostError
+	writeErr              error // why the last write attempt failed; nil after a confirmed one
 
 	done     chan struct{}
 	stop     chan struct{}
@@ -126,25 +127,61 @@ func (l *Lease) Token() Token {
 	return Token{Bucket: l.c.bucket, Name: l.name, Epoch: l.epoch, Nonce: l.nonce}
 }
 
-// end records why the lease ended and closes Done, once.
+// end records why the lease ended and closes Done, once. It returns the
+// reason the lease ended with, which is err unless it had ended already.
 func (l *Lease) end(err error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.endLocked(err)
+}
+
+// endLocked is end for a caller that holds l.mu.
+func (l *Lease) endLocked(err error) error {
 	if l.ended != nil {
 		return l.ended
 	}
 	l.ended = err
 	close(l.done)
 	l.stopOnce.Do(func() { close(l.stop) })
-	return err
-}
-
-func (l *Lease) lost(reason string, cause error) error {
-	err := l.end(&LeaseLostError{Bucket: l.c.bucket, Key: l.key, Epoch: l.epoch, Reason: reason, Err: cause})
 	if errors.Is(err, ErrLeaseLost) {
 		l.c.cfg.logger.Warn("s3lock: lease lost", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "err", err)
 	}
 	return err
+}
+
+func (l *Lease) lost(reason string, cause error) error {
+	return l.end(l.lostError(reason, cause))
+}
+
+func (l *Lease) lostError(reason string, cause error) *LeaseLostError {
+	return &LeaseLostError{Bucket: l.c.bucket, Key: l.key, Epoch: l.epoch, Reason: reason, Err: cause}
+}
+
+// confirm records a write sent at sent that the store confirmed, so the
+// lease is trusted again until sent + duration - margin, unless the lease
+// ended meanwhile (its trust deadline passed while the write was in flight:
+// a late answer cannot revive it) or can no longer be trusted now. It returns
+// why the lease ended in those cases.
+func (l *Lease) confirm(sent time.Time, etag string, next payload) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended != nil {
+		return l.ended
+	}
+	if why := l.untrustedLocked(l.c.cfg.clock.Now()); why != "" {
+		return l.endLocked(l.lostError(why+" before the renewal was confirmed", nil))
+	}
+	l.etag, l.p, l.writeErr = etag, next, nil
+	l.trustFrom, l.trustUntil = sent, sent.Add(l.validity-safetyMargin(l.validity))
+	return nil
+}
+
+// failed records why the last write attempt failed, for the error of a lease
+// whose deadline passes before a write is confirmed.
+func (l *Lease) failed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writeErr = err
 }
 
 // untrusted returns why the lease may not be trusted at now (client clock),
@@ -154,8 +191,12 @@ func (l *Lease) lost(reason string, cause error) error {
 // not).
 func (l *Lease) untrusted(now time.Time) string {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.untrustedLocked(now)
+}
+
+func (l *Lease) untrustedLocked(now time.Time) string {
 	from, until := l.trustFrom, l.trustUntil
-	l.mu.Unlock()
 	if !now.Before(until) {
 		return "it expired"
 	}
@@ -194,20 +235,19 @@ func (l *Lease) Renew(ctx context.Context) error {
 	// trusted: after that, someone may already hold the next epoch.
 	wctx, cancel := context.WithTimeout(ctx, until.Sub(now))
 	defer cancel()
-	newEtag, sent, err := l.write(wctx, etag, &next)
+	newEtag, sent, err := l.write(wctx, etag, until, &next)
 	if err != nil {
+		if ended := l.Err(); ended != nil && !errors.Is(err, ErrLeaseLost) {
+			return ended // the trust deadline passed while the renewal was failing
+		}
 		if why := l.untrusted(clk.Now()); why != "" && !errors.Is(err, ErrLeaseLost) {
 			return l.lost(why+" while the renewal was failing", err)
 		}
 		return err
 	}
-	if why := l.untrusted(clk.Now()); why != "" {
-		return l.lost(why+" before the renewal was confirmed", nil)
+	if err := l.confirm(sent, newEtag, next); err != nil {
+		return err
 	}
-	l.mu.Lock()
-	l.etag, l.p = newEtag, next
-	l.trustFrom, l.trustUntil = sent, sent.Add(l.validity-safetyMargin(l.validity))
-	l.mu.Unlock()
 	l.c.cfg.logger.Debug("s3lock: renewed", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "renewals", next.Renewals)
 	return nil
 }
@@ -241,7 +281,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	next.ReleasedAt = now.UTC()
 	wctx, cancel := context.WithTimeout(ctx, until.Sub(now))
 	defer cancel()
-	if _, _, err := l.write(wctx, etag, &next); err != nil {
+	if _, _, err := l.write(wctx, etag, until, &next); err != nil {
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			return err
@@ -250,11 +290,17 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 		return err
 	}
+	// The release landed, so the lock is free whatever the handle says;
+	// but if the trust deadline passed while it was in flight, the lease
+	// had already ended as lost and the caller must hear it.
 	l.mu.Lock()
 	l.p = next
+	err := l.endLocked(ErrReleased)
 	l.mu.Unlock()
+	if !errors.Is(err, ErrReleased) {
+		return err
+	}
 	l.c.cfg.logger.Info("s3lock: released", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch)
-	_ = l.end(ErrReleased)
 	return nil
 }
 
@@ -274,7 +320,13 @@ func (l *Lease) Detach() Token {
 // means it landed; the ETag we hold means it did not (retry); anything else
 // means someone else wrote the object and the lease is lost. It returns the
 // new ETag and the time the first attempt was sent.
-func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, time.Time, error) {
+//
+// A read-back runs even when ctx has ended (the caller's cancellation must
+// not leave the outcome unknown), but never past until, the lease's trust
+// deadline: after it, the outcome no longer decides anything (the lease is
+// over either way), and waiting for it would hold up Release and the
+// background renewal of a lease whose deadline has passed.
+func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *payload) (string, time.Time, error) {
 	next.Write = randomHex(8)
 	body, err := next.encode()
 	if err != nil {
@@ -290,13 +342,17 @@ func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, 
 		if err == nil {
 			return newEtag, sent, nil
 		}
+		if ctx.Err() == nil {
+			l.failed(err) // not our own deadline: the store's answer
+		}
 		switch f := classify(err); {
 		case f.refused():
 			return "", sent, err
 		case f == failNotFound:
 			return "", sent, l.lost("its epoch object was deleted", err)
 		}
-		rctx, cancel := l.c.detached(ctx)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx),
+			min(l.c.cfg.requestTimeout, until.Sub(l.c.cfg.clock.Now())))
 		obs, rerr := l.c.getEpoch(rctx, l.key, l.epoch, "")
 		cancel()
 		switch {
@@ -321,23 +377,32 @@ func (l *Lease) write(ctx context.Context, etag string, next *payload) (string, 
 	}
 }
 
-// startBackground starts the goroutine that renews the lease, or, without
-// automatic renewal, marks it lost when it expires.
+// startBackground starts the lease's background work: a deadline timer that
+// ends the lease as lost the moment its trust deadline passes without a
+// confirmed renewal (whatever requests are in flight), and, with automatic
+// renewal, the goroutine that renews it.
 func (l *Lease) startBackground() {
-	l.bg.Add(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	l.bg.Add(2)
 	go func() {
 		defer l.bg.Done()
-		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() {
-			select {
-			case <-l.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		l.keepAlive(ctx)
+		select {
+		case <-l.stop:
+		case <-ctx.Done():
+		}
 	}()
+	go func() {
+		defer l.bg.Done()
+		l.watchDeadline(ctx)
+	}()
+	if l.auto {
+		l.bg.Add(1)
+		go func() {
+			defer l.bg.Done()
+			l.keepAlive(ctx)
+		}()
+	}
 }
 
 func (l *Lease) stopBackground() {
@@ -345,46 +410,63 @@ func (l *Lease) stopBackground() {
 	l.bg.Wait()
 }
 
+// watchDeadline ends the lease as lost when its trust deadline passes. It is
+// a timer, not the end of a request: a renewal stuck on a store that does
+// not answer cannot keep the lease trusted past its deadline, and one that
+// is confirmed later cannot revive it (confirm refuses).
+func (l *Lease) watchDeadline(ctx context.Context) {
+	clk := l.c.cfg.clock
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-clk.After(max(0, l.ExpiresAt().Sub(clk.Now()))):
+		}
+		l.mu.Lock()
+		why := l.untrustedLocked(clk.Now())
+		if why != "" && l.ended == nil {
+			switch {
+			case !l.auto:
+				why += " without being renewed"
+			case l.writeErr != nil:
+				why += " while renewals were failing"
+			default:
+				why += " before a renewal was confirmed"
+			}
+			_ = l.endLocked(l.lostError(why, l.writeErr))
+		}
+		ended := l.ended != nil
+		l.mu.Unlock()
+		if ended {
+			return
+		}
+	}
+}
+
+// keepAlive renews the lease every renewal interval, and sooner, with
+// backoff, after a renewal fails. The deadline itself is watchDeadline's.
 func (l *Lease) keepAlive(ctx context.Context) {
 	clk := l.c.cfg.clock
 	var bo backoff
 	bo.base, bo.max = 50*time.Millisecond, max(l.renewInt/4, 100*time.Millisecond)
 	wait := l.renewInt
-	var lastErr error
 	for {
-		untilExpiry := l.ExpiresAt().Sub(clk.Now())
-		if !l.auto {
-			wait = untilExpiry
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-clk.After(max(0, min(wait, untilExpiry))):
-		}
-		if why := l.untrusted(clk.Now()); why != "" {
-			if l.auto {
-				why += " while renewals were failing"
-			} else {
-				why += " without being renewed"
-			}
-			_ = l.lost(why, lastErr)
-			return
-		}
-		if !l.auto {
-			continue
+		case <-clk.After(max(0, min(wait, l.ExpiresAt().Sub(clk.Now())))):
 		}
 		err := l.Renew(ctx)
 		switch {
 		case err == nil:
 			bo.reset()
-			wait, lastErr = l.renewInt, nil
+			wait = l.renewInt
 		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrReleased):
 			return
 		default:
 			if ctx.Err() != nil {
 				return
 			}
-			lastErr = err
 			l.c.cfg.logger.Warn("s3lock: renewal failed; retrying", "bucket", l.c.bucket, "key", l.key,
 				"epoch", l.epoch, "left", l.ExpiresAt().Sub(clk.Now()), "err", err)
 			wait = bo.next()

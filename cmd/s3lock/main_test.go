@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,65 +251,4 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// proxy forwards TCP connections to a target until cut, after which it
-// refuses them: a network outage between one client and the store.
-type proxy struct {
-	url   string
-	l     net.Listener
-	mu    sync.Mutex
-	isCut bool
-	conns []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{url: "http://" + l.Addr().String(), l: l}
-	t.Cleanup(p.cut)
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", u.Host)
-			if err != nil {
-				_ = in.Close()
-				continue
-			}
-			p.mu.Lock()
-			if p.isCut {
-				p.mu.Unlock()
-				_ = in.Close()
-				_ = out.Close()
-				continue
-			}
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
-			go func() { _, _ = io.Copy(in, out); _ = in.Close() }()
-		}
-	}()
-	return p
-}
-
-// cut closes every connection and stops accepting new ones.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.isCut = true
-	_ = p.l.Close()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
 }

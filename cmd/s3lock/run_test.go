@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -189,17 +190,17 @@ func TestRun_StoreOutageStopsCommandBeforeLapse(t *testing.T) {
 			if !c.ns.Target.Local {
 				t.Skip("needs the local server behind a proxy")
 			}
-			p := newProxy(t, c.ns.Target.Endpoint)
+			p := s3test.NewProxy(t, c.ns.Target.Endpoint)
 			name := c.name("outage")
 			marker := filepath.Join(c.dir, "marker")
 			var stderr syncBuffer
-			cmd := c.command(t.Context(), "--endpoint", p.url, "run", "--lease", "4s", name, "--", "sh", "-c", tc.script, marker)
+			cmd := c.command(t.Context(), "--endpoint", p.URL, "run", "--lease", "4s", name, "--", "sh", "-c", tc.script, marker)
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
-			p.cut() // the store is gone for this runner only
+			p.Cut() // the store is gone for this runner only
 			st := c.current(name)
 			// By the store's clock, nobody else can take the lock before this.
 			lapse := st.ExpiresAt
