@@ -57,6 +57,14 @@ const (
 	// s3lock was interrupted): a release that cannot be confirmed leaves the
 	// lease to lapse.
 	releaseTimeout = 30 * time.Second
+	// runWatchInterval is how often run checks the lease's deadline for
+	// SIGTERM and tells the guard a renewed deadline: a renewal reaches the
+	// guard at most this late, far inside the third of a lease between two
+	// renewals.
+	runWatchInterval = 50 * time.Millisecond
+	// groupKillLimit bounds how long run waits for the command's process
+	// group to die after SIGKILL before it releases the lease.
+	groupKillLimit = 5 * time.Second
 )
 
 // app is one invocation of the tool.

@@ -20,6 +20,9 @@ const (
 	exitUsage = 2 // bad flags, arguments or configuration
 	exitHeld  = 3 // the lock is held by someone else (and --wait ran out)
 	exitLost  = 4 // the lease was lost: work done under it may not have been exclusive
+	// exitGuardDied: run's guard process died (killed) while the command
+	// ran; s3lock killed the command's process group, then released.
+	exitGuardDied = 6
 	// exitCannotRun and exitNotFound follow the shells' convention for a
 	// command that could not be started.
 	exitCannotRun = 126
@@ -35,6 +38,9 @@ const exitCodesHelp = `Exit codes:
   3    the lock is held by someone else (and --wait ran out)
   4    the lease was lost (lapsed or force-released) before it was released:
        the work done under it may not have been exclusive
+  6    run: the guard process that watches the command died (was it
+       killed?); s3lock killed the command and everything it started,
+       then released the lease
   126  run: the command could not be started; 127: it was not found
   128+N  stopped by signal N while waiting (130 for SIGINT, 143 for SIGTERM)
   s3lock run otherwise exits with its command's exit code (128+N if the

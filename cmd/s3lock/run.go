@@ -37,11 +37,18 @@ SIGTERM is forwarded).
 
 CMD never outlives the lease. If renewals keep failing, s3lock sends CMD
 SIGTERM when the lease has --grace-period left (default a quarter of --lease,
-at most 10s), and SIGKILL when it runs out; if someone force-releases the
-lease, CMD gets SIGKILL at once (someone else may already hold the lock).
-s3lock then exits with code 4. If s3lock itself is killed, CMD and everything
-it started get SIGKILL (Linux; in the foreground of a terminal only CMD
-itself) and the lease lapses after --lease.
+at most 10s), and SIGKILL the moment it runs out, whether or not the store
+answers; if someone force-releases the lease, CMD gets SIGKILL at once
+(someone else may already hold the lock). s3lock then exits with code 4.
+
+Outside the foreground of a terminal (Linux), CMD runs in a process group of
+its own next to a guard process that s3lock tells each renewed deadline. The
+guard kills CMD and everything it started if s3lock dies, or if the deadline
+passes without word from s3lock (s3lock stopped or hung). If the guard is
+killed, s3lock kills CMD's process group before it releases the lease, and
+exits with code 6. In the foreground of a terminal there is no guard: if
+s3lock is killed only CMD itself gets SIGKILL, and a stopped s3lock cannot
+stop CMD. A lease whose holder was killed lapses after --lease.
 
 ` + exitCodesHelp
 
@@ -80,23 +87,9 @@ func (a *app) runCommand() *cobra.Command {
 }
 
 func (a *app) run(ctx context.Context, name string, argv []string, af acquireFlags, grace time.Duration) error {
-	if err := a.needBucket(); err != nil {
-		return err
-	}
-	if err := s3lock.ValidateName(name); err != nil {
-		return err
-	}
-	grace, err := graceFor(grace, af.lock.lease)
+	grace, err := a.prepareRun(name, argv, af, grace)
 	if err != nil {
 		return err
-	}
-	if _, err := exec.LookPath(argv[0]); err != nil {
-		// Do not take (and burn) an epoch for a command that cannot run.
-		code := exitCannotRun
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = exitNotFound
-		}
-		return exitWith(code, fmt.Errorf("cannot run %s: %w", argv[0], err))
 	}
 	c, err := a.client(ctx, a.bucket, af.lock)
 	if err != nil {
@@ -106,107 +99,197 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 	if err != nil {
 		return err
 	}
+	// The kernel ties the parent-death signal to the thread that starts the
+	// child: keep this goroutine on that thread until the command is done.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := a.startCommand(ctx, lease, argv)
+	if err != nil {
+		return err
+	}
+	defer a.setSignalHandler(nil)
+	r.supervise(grace)
+	return r.finish()
+}
 
-	fg := foregroundOfTerminal()
-	guard := guarded(fg)
+// prepareRun checks what can be checked before taking the lock, so that a
+// run that cannot work does not take (and burn) an epoch. It returns the
+// grace period to use.
+func (a *app) prepareRun(name string, argv []string, af acquireFlags, grace time.Duration) (time.Duration, error) {
+	if err := a.needBucket(); err != nil {
+		return 0, err
+	}
+	if err := s3lock.ValidateName(name); err != nil {
+		return 0, err
+	}
+	grace, err := graceFor(grace, af.lock.lease)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return 0, exitWith(cannotRunCode(err), fmt.Errorf("cannot run %s: %w", argv[0], err))
+	}
+	return grace, nil
+}
+
+// cannotRunCode is the shell's exit code for a command that could not start.
+func cannotRunCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return exitNotFound
+	}
+	return exitCannotRun
+}
+
+// runner is one command running under a lease.
+type runner struct {
+	a       *app
+	lease   *s3lock.Lease
+	child   *exec.Cmd
+	guard   *guardLink // nil without a guard
+	fg      bool       // in the foreground of a terminal: no process group of its own
+	forward chan os.Signal
+	exited  chan error
+	waitErr error
+	lost    error // why the lease was lost while the command ran
+	killed  bool  // s3lock sent the command's group SIGKILL
+}
+
+// startCommand starts the command (under a guard outside a terminal) with
+// the lease in its environment, and routes s3lock's signals to it. If it
+// cannot start, it releases the lease.
+func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []string) (*runner, error) {
+	r := &runner{a: a, lease: lease, fg: foregroundOfTerminal(), forward: make(chan os.Signal, 4), exited: make(chan error, 1)}
+	guard := guarded(r.fg)
 	line := argv
 	if guard {
+		var err error
 		if line, err = guardCommand(argv); err != nil {
-			return errors.Join(err, a.release(lease))
+			return nil, errors.Join(err, a.release(lease))
 		}
 	}
-	child := exec.Command(line[0], line[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(os.Environ(),
+	r.child = exec.Command(line[0], line[1:]...)
+	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	r.child.Env = append(os.Environ(),
 		"S3LOCK_EPOCH="+strconv.FormatUint(lease.Epoch(), 10),
 		"S3LOCK_KEY="+lease.Key(),
 		"S3LOCK_HOLDER="+lease.Holder(),
 		"S3LOCK_BUCKET="+lease.Bucket(),
 		"S3LOCK_NAME="+lease.Name(),
 	)
-	configureChild(child, fg, guard)
+	configureChild(r.child, r.fg, guard)
+	if guard {
+		var err error
+		if r.guard, err = attachGuard(r.child, lease.ExpiresAt()); err != nil {
+			return nil, errors.Join(err, a.release(lease))
+		}
+	}
 
 	// Signals that arrive from here on go to the command, not to our context.
-	forward := make(chan os.Signal, 4)
 	a.setSignalHandler(func(sig os.Signal) {
 		select {
-		case forward <- sig:
+		case r.forward <- sig:
 		default: // a burst while the command exits: it has enough to act on
 		}
 	})
-	defer a.setSignalHandler(nil)
 	if ctx.Err() != nil {
 		// Interrupted between the acquisition and now: do not start.
+		a.setSignalHandler(nil)
+		r.guard.close()
 		relErr := a.release(lease)
 		code := exitError
 		var se signalErr
 		if errors.As(context.Cause(ctx), &se) {
 			code = signalCode(se.sig)
 		}
-		return exitWith(code, errors.Join(fmt.Errorf("%w before the command started", context.Cause(ctx)), relErr))
+		return nil, exitWith(code, errors.Join(fmt.Errorf("%w before the command started", context.Cause(ctx)), relErr))
 	}
-
-	// The kernel ties the parent-death signal to the thread that starts the
-	// child: keep this goroutine on that thread until the command is done.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := child.Start(); err != nil {
+	if err := r.child.Start(); err != nil {
+		a.setSignalHandler(nil)
+		r.guard.close()
 		relErr := a.release(lease)
-		code := exitCannotRun
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = exitNotFound
-		}
-		return exitWith(code, errors.Join(fmt.Errorf("cannot run %s: %w", argv[0], err), relErr))
+		return nil, exitWith(cannotRunCode(err), errors.Join(fmt.Errorf("cannot run %s: %w", argv[0], err), relErr))
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
+	r.guard.started()
+	go func() { r.exited <- r.child.Wait() }()
+	return r, nil
+}
 
-	// The command must never outlive the lease: SIGTERM while the lease has
-	// `grace` left and renewals keep failing, SIGKILL once it is lost.
-	var lost error
+// supervise waits for the command to exit, forwarding signals, and makes
+// sure it never outlives the lease: SIGTERM while the lease has grace left
+// and renewals keep failing, SIGKILL the moment the lease is lost (its trust
+// deadline passed, which the lease's own timer decides, or it was
+// force-released). It keeps the guard told of each new deadline.
+func (r *runner) supervise(grace time.Duration) {
 	termSent := false
-	watch := time.NewTicker(100 * time.Millisecond)
+	watch := time.NewTicker(runWatchInterval)
 	defer watch.Stop()
-	leaseDone := lease.Done()
-	var waitErr error
-loop:
+	leaseDone := r.lease.Done()
 	for {
 		select {
-		case waitErr = <-exited:
-			break loop
-		case sig := <-forward:
-			if fg && sig != syscall.SIGTERM {
+		case r.waitErr = <-r.exited:
+			return
+		case sig := <-r.forward:
+			if r.fg && sig != syscall.SIGTERM {
 				continue // the terminal sent it to the command too
 			}
-			_ = signalChild(child.Process, sig, !fg)
+			_ = signalChild(r.child.Process, sig, !r.fg)
 		case <-watch.C:
-			if left := time.Until(lease.ExpiresAt()); !termSent && lease.Err() == nil && left <= grace {
+			_ = r.guard.tell(r.lease.ExpiresAt()) // a guard that is gone shows in how it exits
+			if left := time.Until(r.lease.ExpiresAt()); !termSent && r.lease.Err() == nil && left <= grace {
 				termSent = true
-				fmt.Fprintf(a.stderr, "s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)\n",
+				fmt.Fprintf(r.a.stderr, "s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)\n",
 					left.Round(100*time.Millisecond))
-				_ = signalChild(child.Process, syscall.SIGTERM, !fg)
+				_ = signalChild(r.child.Process, syscall.SIGTERM, !r.fg)
 			}
 		case <-leaseDone:
 			leaseDone = nil
-			if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
+			if !errors.Is(r.lease.Err(), s3lock.ErrLeaseLost) {
 				continue
 			}
-			lost = lease.Err()
-			fmt.Fprintf(a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(lost.Error()))
-			_ = signalChild(child.Process, syscall.SIGKILL, !fg)
+			r.lost = r.lease.Err()
+			fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(r.lost.Error()))
+			r.killed = true
+			_ = signalChild(r.child.Process, syscall.SIGKILL, !r.fg)
 		}
 	}
+}
 
-	code := childExitCode(child.ProcessState, waitErr)
-	relErr := a.release(lease)
-	if lost == nil && errors.Is(relErr, s3lock.ErrLeaseLost) {
-		lost = relErr
+// finish makes sure nothing of the command is left running, releases the
+// lease and returns how s3lock exits.
+func (r *runner) finish() error {
+	code := childExitCode(r.child.ProcessState, r.waitErr)
+	guardDied := false
+	if r.guard != nil {
+		report := r.guard.outcome()
+		r.guard.close()
+		guardDied = report == "" && !r.killed
+		if report == "deadline" && r.lost == nil {
+			r.lost = fmt.Errorf("%w: the lease's trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command",
+				s3lock.ErrLeaseLost)
+		}
+		if report == "" || r.killed {
+			// The guard died (killed?) or was killed with the group: what
+			// the command started may still run, and must not outlive the
+			// lease. Kill what is left before releasing.
+			if !killGroup(r.child.Process.Pid, groupKillLimit) {
+				fmt.Fprintf(r.a.stderr, "s3lock: warning: processes of the command's group %d survived SIGKILL for %s\n", r.child.Process.Pid, groupKillLimit)
+			}
+		}
 	}
-	if lost != nil {
-		return exitWith(exitLost, fmt.Errorf("%w (the command exited with status %d; its work may not have been exclusive)", lost, code))
+	relErr := r.a.release(r.lease)
+	if r.lost == nil && errors.Is(relErr, s3lock.ErrLeaseLost) {
+		r.lost = relErr
+	}
+	switch {
+	case r.lost != nil:
+		return exitWith(exitLost, fmt.Errorf("%w (the command exited with status %d; its work may not have been exclusive)", r.lost, code))
+	case guardDied:
+		err := fmt.Errorf("the guard process of the command (pid %d) died without reporting how the command ended (was it killed?); "+
+			"s3lock killed the command's process group before releasing the lease", r.child.Process.Pid)
+		return exitWith(exitGuardDied, errors.Join(err, relErr))
 	}
 	if relErr != nil {
-		fmt.Fprintf(a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), lease.Duration())
+		fmt.Fprintf(r.a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), r.lease.Duration())
 	}
 	if code != 0 {
 		return exitWith(code, nil)

@@ -1,0 +1,238 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// The command never outlives the lease, whatever happens to s3lock: these
+// are the faults that once let it (issue "work stops at the lease's
+// deadline"). Each runs s3lock as a separate process with a 3s lease and a
+// command that ignores SIGTERM (as Terraform does the first time), with a
+// rival that goes to the store directly and takes the lock the moment it
+// can.
+
+// stubbornCommand is a shell script that ignores SIGTERM, writes its pid
+// (and its parent's: the guard) to $0, and keeps working.
+const stubbornCommand = `trap '' TERM; echo "$$ $PPID" > "$0.tmp" && mv "$0.tmp" "$0"; while :; do sleep 0.05; done`
+
+// startStubborn starts `s3lock run` of stubbornCommand on name and returns
+// the process and the command's pid, having checked that the command runs
+// under a guard.
+func startStubborn(t *testing.T, c *cli, name string, args ...string) (*exec.Cmd, *syncBuffer, int) {
+	t.Helper()
+	pidFile := filepath.Join(c.dir, "pids")
+	var stderr syncBuffer
+	argv := append(append([]string{}, args...), "run", "--lease", "3s", name, "--", "sh", "-c", stubbornCommand, pidFile)
+	cmd := c.command(t.Context(), argv...)
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a job of its own, as a CI runner starts it
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(pidFile, "\n") })
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	pid, _ := strconv.Atoi(f[0])
+	guard, _ := strconv.Atoi(f[1])
+	if guard == cmd.Process.Pid {
+		t.Fatalf("the command's parent is s3lock itself (pid %d): there is no guard", guard)
+	}
+	return cmd, &stderr, pid
+}
+
+// rivalTakes starts an SDK client that takes the lock as soon as it can and
+// returns when it did.
+func rivalTakes(t *testing.T, c *cli, name string) <-chan time.Time {
+	t.Helper()
+	rival, err := s3lock.New(c.ns.Client, c.ns.Bucket, s3lock.WithHolder("rival"), s3lock.WithPollInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := make(chan time.Time, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), processLimit)
+		defer cancel()
+		l, err := rival.Acquire(ctx, name)
+		if err != nil {
+			t.Errorf("rival: %v", err)
+			close(took)
+			return
+		}
+		took <- time.Now()
+		_ = l.Release(ctx)
+	}()
+	return took
+}
+
+// diesBeforeRival polls until pid is no longer running and fails the test
+// if the rival takes the lock first. It returns when the death was seen.
+func diesBeforeRival(t *testing.T, pid int, took <-chan time.Time) time.Time {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case at := <-took:
+			if alive(pid) {
+				t.Fatalf("the rival took the lock at %s while the holder's command (pid %d) still ran",
+					at.Format(time.StampMilli), pid)
+			}
+			return time.Now() // died between two polls, just before
+		case <-tick.C:
+			if !alive(pid) {
+				return time.Now()
+			}
+		}
+	}
+}
+
+// A holder whose network swallows its requests (accepts, never answers):
+// the command is dead within the lease's trust deadline plus scheduling
+// noise, before the rival can take the lock. The trust deadline is the last
+// confirmed renewal's send time + 2.7s; the store's view of the lease
+// (Last-Modified, one-second resolution, + 3s + 2s slack) is at least 1.3s
+// later, so "dead 0.8s before the store's lapse" means "dead within 0.5s of
+// the deadline".
+func TestRunDeadline_BlackholedHolderKillsCommandAtDeadline(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	if !c.ns.Target.Local {
+		t.Skip("needs the local server behind a proxy of the test's own")
+	}
+	p := s3test.NewProxy(t, c.ns.Target.Endpoint)
+	name := c.name("blackholed")
+	cmd, stderr, pid := startStubborn(t, c, name, "--endpoint", p.URL)
+	time.Sleep(1500 * time.Millisecond) // a renewal or two
+	p.Blackhole()
+	lapse := c.current(name).ExpiresAt
+	took := rivalTakes(t, c, name)
+
+	dead := diesBeforeRival(t, pid, took)
+	if limit := lapse.Add(-800 * time.Millisecond); dead.After(limit) {
+		t.Errorf("the command died at %s, more than 0.5s after its lease's trust deadline (at the latest %s)",
+			dead.Format(time.StampMilli), limit.Add(-500*time.Millisecond).Format(time.StampMilli))
+	}
+	// s3lock's own lease ends by its timer, not when the hanging renewal
+	// gives up: it reports the loss and exits before the lease could lapse.
+	code := waitExit(t, cmd)
+	if exited := time.Now(); !exited.Before(lapse) {
+		t.Errorf("s3lock exited at %s, after its lease could lapse at %s: it waited for a request, not its deadline",
+			exited.Format(time.StampMilli), lapse.Format(time.StampMilli))
+	}
+	if code != exitLost {
+		t.Errorf("s3lock exited %d, want %d (lease lost); stderr: %s", code, exitLost, stderr.String())
+	}
+}
+
+// A stopped s3lock can neither renew nor kill: its guard, which it tells each
+// renewed deadline, kills the command when the deadline passes unrenewed —
+// whether s3lock alone or its whole process group (the command has its own)
+// is stopped, as a CI runner pausing a job does.
+func TestRunDeadline_StoppedS3lockCannotLetCommandOutliveLease(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		group bool
+	}{{"s3lock alone", false}, {"s3lock's process group", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCLI(t)
+			name := c.name("stopped")
+			cmd, stderr, pid := startStubborn(t, c, name)
+			target := cmd.Process.Pid
+			if tc.group {
+				target = -target
+			}
+			if err := syscall.Kill(target, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			took := rivalTakes(t, c, name)
+			diesBeforeRival(t, pid, took)
+			<-took // the lease lapsed: s3lock's timer fires as soon as it runs again
+			if err := syscall.Kill(target, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitExit(t, cmd); code != exitLost {
+				t.Errorf("s3lock exited %d, want %d (lease lost); stderr: %s", code, exitLost, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "guard killed the command") && !strings.Contains(stderr.String(), "killing the command") {
+				t.Errorf("stderr does not say why the command was killed: %s", stderr.String())
+			}
+		})
+	}
+}
+
+// Killing the guard must not orphan the command or anything it started:
+// s3lock kills the command's process group before it releases the lease,
+// and exits with the guard-died code.
+func TestRunDeadline_KilledGuardTakesCommandDownBeforeRelease(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("guard-killed")
+	pidFile := filepath.Join(c.dir, "pids")
+	var stderr syncBuffer
+	// The command starts a child of its own, which the kernel's parent-death
+	// signal of the command would not reach.
+	script := `trap '' TERM; sleep 300 & echo "$$ $PPID $!" > "$0.tmp" && mv "$0.tmp" "$0"; while :; do sleep 0.05; done`
+	cmd := c.command(t.Context(), "run", "--lease", "3s", name, "--", "sh", "-c", script, pidFile)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(pidFile, "\n") })
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		n, _ := strconv.Atoi(f)
+		pids = append(pids, n)
+	}
+	command, guard, grandchild := pids[0], pids[1], pids[2]
+	if guard == cmd.Process.Pid {
+		t.Fatalf("the command's parent is s3lock itself (pid %d): there is no guard", guard)
+	}
+	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Read the lock first, then the processes: a lock seen free while a
+	// process is still running means the release came first.
+	for limit := time.Now().Add(processLimit); ; {
+		if time.Now().After(limit) {
+			t.Fatalf("the lease was not released within %s of the guard's death; stderr: %s", processLimit, stderr.String())
+		}
+		free := !c.current(name).Held
+		running := alive(command) || alive(grandchild)
+		if free && running {
+			t.Fatalf("the lease was released while the command (pid %d) or its child (pid %d) still ran", command, grandchild)
+		}
+		if free {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code := waitExit(t, cmd); code != exitGuardDied {
+		t.Errorf("s3lock exited %d, want %d (guard died); stderr: %s", code, exitGuardDied, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "guard process") {
+		t.Errorf("stderr does not explain the guard's death: %s", stderr.String())
+	}
+}
