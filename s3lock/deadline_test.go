@@ -31,8 +31,11 @@ func blackholedClient(t *testing.T, ns *s3test.Namespace) (*s3lock.Client, *s3te
 	proxy := s3test.NewProxy(t, ns.Target.Endpoint)
 	tg := ns.Target
 	tg.Endpoint = proxy.URL
+	// The request timeout is what the lease used to wait for: far longer
+	// than the lease, so that waiting for it would show.
 	c, err := s3lock.New(s3test.NewClient(t, tg), ns.Bucket, s3lock.WithHolder("partitioned"),
-		s3lock.WithLeaseDuration(3*time.Second), s3lock.WithRenewInterval(time.Second))
+		s3lock.WithLeaseDuration(3*time.Second), s3lock.WithRenewInterval(time.Second),
+		s3lock.WithRequestTimeout(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +142,32 @@ func TestLeaseDeadline_ReleaseGivesUpAtTheDeadline(t *testing.T) {
 	}
 	if late := returned.Sub(lease.ExpiresAt()); late > deadlineNoise {
 		t.Errorf("Release returned %s after the lease's trust deadline; want it to give up by then", late)
+	}
+}
+
+// A release abandoned by its caller (its context ended before the store
+// answered) leaves the lease to its deadline timer: Done still closes by the
+// deadline, with the lease lost, instead of never.
+func TestLeaseDeadline_AbandonedReleaseStillEndsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c, proxy := blackholedClient(t, ns)
+	lease, err := c.Acquire(t.Context(), ns.Name("abandoned-release"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if err := lease.Release(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Release = %v; want the caller's deadline", err)
+	}
+	select {
+	case <-lease.Done():
+	case <-time.After(time.Until(lease.ExpiresAt()) + 5*time.Second):
+		t.Fatalf("Done still open 5s after the lease's trust deadline %s", lease.ExpiresAt().Format(time.StampMilli))
+	}
+	if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
+		t.Errorf("Err = %v; want the lease lost", lease.Err())
 	}
 }

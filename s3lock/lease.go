@@ -38,10 +38,13 @@ type Lease struct {
 	ended                 error // nil while active; ErrReleased or a *LeaseLostError
 	writeErr              error // why the last write attempt failed; nil after a confirmed one
 
-	done     chan struct{}
-	stop     chan struct{}
-	stopOnce sync.Once
-	bg       sync.WaitGroup
+	done chan struct{}
+	// stop ends all background work (the lease ended, or was detached);
+	// stopRenew only the renewal (Release has taken over), leaving the
+	// deadline timer to end a lease whose release is never confirmed.
+	stop, stopRenew         chan struct{}
+	stopOnce, stopRenewOnce sync.Once
+	bg, renewing            sync.WaitGroup
 }
 
 // newLease returns an active lease whose last confirmed write was sent at
@@ -64,6 +67,7 @@ func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tru
 		trustUntil: trustUntil,
 		done:       make(chan struct{}),
 		stop:       make(chan struct{}),
+		stopRenew:  make(chan struct{}),
 	}
 }
 
@@ -131,22 +135,30 @@ func (l *Lease) Token() Token {
 // reason the lease ended with, which is err unless it had ended already.
 func (l *Lease) end(err error) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.endLocked(err)
+	ended, first := l.endLocked(err)
+	l.mu.Unlock()
+	if first {
+		l.logEnd(ended)
+	}
+	return ended
 }
 
-// endLocked is end for a caller that holds l.mu.
-func (l *Lease) endLocked(err error) error {
+// endLocked is end for a caller that holds l.mu; first reports whether this
+// call ended the lease (the caller logs it, with l.mu released, by logEnd).
+func (l *Lease) endLocked(err error) (ended error, first bool) {
 	if l.ended != nil {
-		return l.ended
+		return l.ended, false
 	}
 	l.ended = err
 	close(l.done)
 	l.stopOnce.Do(func() { close(l.stop) })
+	return err, true
+}
+
+func (l *Lease) logEnd(err error) {
 	if errors.Is(err, ErrLeaseLost) {
 		l.c.cfg.logger.Warn("s3lock: lease lost", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "err", err)
 	}
-	return err
 }
 
 func (l *Lease) lost(reason string, cause error) error {
@@ -164,15 +176,19 @@ func (l *Lease) lostError(reason string, cause error) *LeaseLostError {
 // why the lease ended in those cases.
 func (l *Lease) confirm(sent time.Time, etag string, next payload) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.ended != nil {
+		defer l.mu.Unlock()
 		return l.ended
 	}
 	if why := l.untrustedLocked(l.c.cfg.clock.Now()); why != "" {
-		return l.endLocked(l.lostError(why+" before the renewal was confirmed", nil))
+		err, _ := l.endLocked(l.lostError(why+" before the renewal was confirmed", nil))
+		l.mu.Unlock()
+		l.logEnd(err)
+		return err
 	}
 	l.etag, l.p, l.writeErr = etag, next, nil
 	l.trustFrom, l.trustUntil = sent, sent.Add(l.validity-safetyMargin(l.validity))
+	l.mu.Unlock()
 	return nil
 }
 
@@ -260,7 +276,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 // confirmed, Release returns a *LeaseLostError too (the lease lapses anyway).
 // If ctx ends first, Release returns ctx's error and the lease lapses.
 func (l *Lease) Release(ctx context.Context) error {
-	l.stopBackground()
+	l.stopRenewal()
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	if err := l.Err(); err != nil {
@@ -295,8 +311,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	// had already ended as lost and the caller must hear it.
 	l.mu.Lock()
 	l.p = next
-	err := l.endLocked(ErrReleased)
+	err, _ := l.endLocked(ErrReleased)
 	l.mu.Unlock()
+	l.bg.Wait() // the deadline timer, now stopped
 	if !errors.Is(err, ErrReleased) {
 		return err
 	}
@@ -397,17 +414,35 @@ func (l *Lease) startBackground() {
 		l.watchDeadline(ctx)
 	}()
 	if l.auto {
-		l.bg.Add(1)
+		rctx, rcancel := context.WithCancel(ctx)
+		l.renewing.Add(2)
 		go func() {
-			defer l.bg.Done()
-			l.keepAlive(ctx)
+			defer l.renewing.Done()
+			defer rcancel()
+			select {
+			case <-l.stopRenew:
+			case <-rctx.Done():
+			}
+		}()
+		go func() {
+			defer l.renewing.Done()
+			l.keepAlive(rctx)
 		}()
 	}
 }
 
+// stopBackground ends all background work and waits for it.
 func (l *Lease) stopBackground() {
 	l.stopOnce.Do(func() { close(l.stop) })
+	l.stopRenewal()
 	l.bg.Wait()
+}
+
+// stopRenewal ends the background renewal and waits for it; the deadline
+// timer goes on.
+func (l *Lease) stopRenewal() {
+	l.stopRenewOnce.Do(func() { close(l.stopRenew) })
+	l.renewing.Wait()
 }
 
 // watchDeadline ends the lease as lost when its trust deadline passes. It is
@@ -420,10 +455,11 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-clk.After(max(0, l.ExpiresAt().Sub(clk.Now()))):
+		case <-clk.After(max(0, min(deadlineRecheck, l.ExpiresAt().Sub(clk.Now())))):
 		}
 		l.mu.Lock()
 		why := l.untrustedLocked(clk.Now())
+		var lost error
 		if why != "" && l.ended == nil {
 			switch {
 			case !l.auto:
@@ -433,10 +469,13 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 			default:
 				why += " before a renewal was confirmed"
 			}
-			_ = l.endLocked(l.lostError(why, l.writeErr))
+			lost, _ = l.endLocked(l.lostError(why, l.writeErr))
 		}
 		ended := l.ended != nil
 		l.mu.Unlock()
+		if lost != nil {
+			l.logEnd(lost)
+		}
 		if ended {
 			return
 		}

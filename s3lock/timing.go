@@ -21,6 +21,14 @@ const (
 	// between a holder and the store: 1/10,000 = 100 ppm, ten times what
 	// commodity clocks are specified for.
 	maxDriftDivisor = 10_000
+
+	// deadlineRecheck bounds how long a lease's deadline timer sleeps
+	// before it looks at the clocks again. Go's timers do not count time
+	// the host spends suspended, so a timer set for the whole remaining
+	// window could wake long after the deadline by the wall clock; waking
+	// every second lets the wall-versus-monotonic check see a suspend soon
+	// after the host wakes.
+	deadlineRecheck = time.Second
 )
 
 // Variables only so that tests can shorten them (export_test.go); the

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,22 +27,36 @@ const guardArg = "__guard"
 // it from the group.
 const guardDeathSignal = syscall.SIGUSR1
 
-// The guard's two pipes, as file descriptors in the guard (ExtraFiles 0 and
-// 1). On the first, s3lock sends the lease's trust deadline each time it
-// changes, as one line: nanoseconds on CLOCK_BOOTTIME (a clock that every
-// process of the host shares, and that keeps counting while the host is
-// suspended). On the second, the guard reports, as its last line, how the
-// command ended: "exit N", "signal N", or "deadline" when the guard killed
-// it because the deadline passed unrenewed.
+// The guard's two pipes. On the first, s3lock sends the lease's trust
+// deadline each time it changes, as one line: nanoseconds on CLOCK_BOOTTIME
+// (a clock that every process of the host shares, and that keeps counting
+// while the host is suspended). On the second, the guard reports, as its
+// last line, how the command ended: "exit N", "signal N", or "deadline" when
+// the guard killed it because the deadline passed unrenewed. The pipes are
+// passed after every descriptor s3lock itself inherited (a make jobserver's,
+// say), which reach the command as before; guardEnvFDs names their numbers
+// and guardEnvParent s3lock's pid. The guard removes both variables from the
+// command's environment and does not pass the pipes on.
 const (
-	guardDeadlineFD = 3
-	guardStatusFD   = 4
+	guardEnvFDs    = "S3LOCK_GUARD_FDS"
+	guardEnvParent = "S3LOCK_GUARD_PARENT"
 )
 
 // guardPoll bounds how long the guard sleeps between looks at the clock, so
 // that a deadline that passed while the host was suspended (Go's timers do
 // not count suspended time) is acted on soon after it wakes.
 const guardPoll = 250 * time.Millisecond
+
+const (
+	// guardWriteTimeout bounds telling the guard a deadline, so that a
+	// stopped guard (its pipe full) never holds up s3lock.
+	guardWriteTimeout = 100 * time.Millisecond
+	// guardReportLimit bounds the wait for the report of a guard that has
+	// exited; its pipe closes as it exits.
+	guardReportLimit = 10 * time.Second
+	// groupPoll is how often killGroup looks whether the group is gone.
+	groupPoll = 10 * time.Millisecond
+)
 
 // guarded reports whether run starts the command under a guard: outside an
 // interactive terminal, where the command has a process group of its own.
@@ -91,13 +106,49 @@ func attachGuard(cmd *exec.Cmd, deadline time.Time) (*guardLink, error) {
 		_, _ = dr.Close(), dw.Close()
 		return nil, fmt.Errorf("creating the guard's pipe: %w", err)
 	}
-	cmd.ExtraFiles = []*os.File{dr, sw}
+	inherited := inheritedFiles()
+	cmd.ExtraFiles = append(inherited, dr, sw)
+	first := guardDeadlineFirstFD + len(inherited)
+	cmd.Env = append(cmd.Env,
+		fmt.Sprintf("%s=%d,%d", guardEnvFDs, first, first+1),
+		fmt.Sprintf("%s=%d", guardEnvParent, os.Getpid()))
 	g := &guardLink{deadlines: dw, status: sr, theirs: []*os.File{dr, sw}, report: make(chan string, 1)}
 	if err := g.tell(deadline); err != nil {
 		g.close()
 		return nil, fmt.Errorf("telling the guard the lease's deadline: %w", err)
 	}
 	return g, nil
+}
+
+// guardDeadlineFirstFD is the first descriptor number ExtraFiles fill.
+const guardDeadlineFirstFD = 3
+
+// inheritedFiles returns, as ExtraFiles entries for descriptors 3, 4, ...,
+// the descriptors s3lock inherited open without close-on-exec: a child of
+// s3lock's would have inherited them too. Gaps are nil (closed in the child).
+func inheritedFiles() []*os.File {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < guardDeadlineFirstFD {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			fds = append(fds, fd)
+		}
+	}
+	if len(fds) == 0 {
+		return nil
+	}
+	out := make([]*os.File, slices.Max(fds)-guardDeadlineFirstFD+1)
+	for _, fd := range fds {
+		out[fd-guardDeadlineFirstFD] = os.NewFile(uintptr(fd), "inherited")
+	}
+	return out
 }
 
 // started closes the guard's ends of the pipes in s3lock (the guard has its
@@ -114,19 +165,26 @@ func (g *guardLink) started() {
 	}()
 }
 
-// tell sends the guard the lease's trust deadline if it changed.
+// tell sends the guard the lease's trust deadline if it changed. It never
+// blocks: a guard that does not read (stopped) still has the deadline it
+// was last told, which is the safe one.
 func (g *guardLink) tell(deadline time.Time) error {
 	if g == nil || deadline.Equal(g.last) {
 		return nil
 	}
-	g.last = deadline
 	at := boottime() + time.Until(deadline)
-	_, err := fmt.Fprintf(g.deadlines, "%d\n", at)
-	return err
+	_ = g.deadlines.SetWriteDeadline(time.Now().Add(guardWriteTimeout))
+	if _, err := fmt.Fprintf(g.deadlines, "%d\n", at); err != nil {
+		return err
+	}
+	g.last = deadline
+	return nil
 }
 
 // outcome returns the guard's report once it has exited: "" if it died
-// without one (it was killed).
+// without one (it was killed). The pipe closes as the guard exits (the
+// command never had it), so the wait is short; the bound only guards
+// against a bug.
 func (g *guardLink) outcome() string {
 	if g == nil {
 		return ""
@@ -134,7 +192,7 @@ func (g *guardLink) outcome() string {
 	select {
 	case r := <-g.report:
 		return r
-	case <-time.After(time.Second): // the guard is gone; its pipe closes with it
+	case <-time.After(guardReportLimit):
 		return ""
 	}
 }
@@ -145,6 +203,19 @@ func (g *guardLink) close() {
 	}
 	for _, f := range append(g.theirs, g.deadlines, g.status) {
 		_ = f.Close()
+	}
+}
+
+// awaitExit waits until the guard has exited without reaping it: while its
+// zombie stays, its process group id cannot be reused, so killing the group
+// afterwards can only hit what the command left behind.
+func awaitExit(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
 	}
 }
 
@@ -159,7 +230,7 @@ func killGroup(pgid int, limit time.Duration) bool {
 			return false
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL) // members forked meanwhile
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(groupPoll)
 	}
 	return true
 }
@@ -209,27 +280,33 @@ func runGuard(argv []string) int {
 	// The command's parent-death signal belongs to the thread that starts
 	// it: keep this goroutine on it for the guard's whole life.
 	runtime.LockOSThread()
-	parent := os.Getppid()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, guardDeathSignal, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	if os.Getppid() != parent || parent == 1 {
-		_ = syscall.Kill(0, syscall.SIGKILL) // s3lock died before we could watch it
-	}
-	status := os.NewFile(guardStatusFD, "guard-status")
-	deadlines, err := readDeadlines(os.NewFile(guardDeadlineFD, "guard-deadlines"))
+	parent, dfd, sfd, err := guardSetup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "s3lock: guard: %v\n", err)
 		return exitError
+	}
+	if os.Getppid() != parent {
+		_ = syscall.Kill(0, syscall.SIGKILL) // s3lock died before we could watch it
+	}
+	status := os.NewFile(uintptr(sfd), "guard-status")
+	report := func(code int, format string, args ...any) int {
+		fmt.Fprintf(status, format+"\n", args...)
+		return code
+	}
+	deadlines, err := readDeadlines(os.NewFile(uintptr(dfd), "guard-deadlines"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "s3lock: guard: %v\n", err)
+		return report(exitError, "exit %d", exitError)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "s3lock: cannot run %s: %v\n", argv[0], err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitNotFound
-		}
-		return exitCannotRun
+		code := cannotRunCode(err)
+		return report(code, "exit %d", code)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -240,7 +317,11 @@ func runGuard(argv []string) int {
 	for {
 		select {
 		case <-done:
-			return guardExit(status, cmd.ProcessState)
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				return report(exitSignal+int(ws.Signal()), "signal %d", int(ws.Signal()))
+			}
+			return report(ws.ExitStatus(), "exit %d", ws.ExitStatus())
 		case d, ok := <-deadlines:
 			if !ok {
 				_ = syscall.Kill(0, syscall.SIGKILL) // s3lock is gone
@@ -248,7 +329,7 @@ func runGuard(argv []string) int {
 			deadline = d
 		case <-time.After(min(guardPoll, deadline-boottime())):
 			if boottime() >= deadline {
-				fmt.Fprintln(status, "deadline")
+				report(0, "deadline")
 				_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the guard included
 			}
 		case sig := <-sigs:
@@ -264,12 +345,28 @@ func runGuard(argv []string) int {
 	}
 }
 
+// guardSetup reads what s3lock passed the guard in its environment (s3lock's
+// pid, the pipes' descriptors), removes it so the command does not inherit
+// it, and keeps the pipes from the command.
+func guardSetup() (parent, deadlineFD, statusFD int, err error) {
+	parent, err = strconv.Atoi(os.Getenv(guardEnvParent))
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("bad %s %q: the guard is started by s3lock run only", guardEnvParent, os.Getenv(guardEnvParent))
+	}
+	if _, err := fmt.Sscanf(os.Getenv(guardEnvFDs), "%d,%d", &deadlineFD, &statusFD); err != nil {
+		return 0, 0, 0, fmt.Errorf("bad %s %q: the guard is started by s3lock run only", guardEnvFDs, os.Getenv(guardEnvFDs))
+	}
+	_ = os.Unsetenv(guardEnvParent)
+	_ = os.Unsetenv(guardEnvFDs)
+	syscall.CloseOnExec(deadlineFD)
+	syscall.CloseOnExec(statusFD)
+	return parent, deadlineFD, statusFD, nil
+}
+
 // readDeadlines reads the deadlines s3lock sends: the first before it
 // returns, the rest on the channel, which closes when s3lock closes the pipe
-// or dies. The pipes are not passed on to the command.
+// or dies.
 func readDeadlines(f *os.File) (<-chan time.Duration, error) {
-	syscall.CloseOnExec(guardDeadlineFD)
-	syscall.CloseOnExec(guardStatusFD)
 	r := bufio.NewScanner(f)
 	parse := func() (time.Duration, error) {
 		if !r.Scan() {
@@ -298,18 +395,4 @@ func readDeadlines(f *os.File) (<-chan time.Duration, error) {
 		}
 	}()
 	return out, nil
-}
-
-// guardExit reports how the command ended to s3lock and exits the same way.
-func guardExit(status *os.File, ps *os.ProcessState) int {
-	ws, _ := ps.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		fmt.Fprintf(status, "signal %d\n", int(ws.Signal()))
-		// Die the same way, so that s3lock reports it as the shell would.
-		signal.Reset(ws.Signal())
-		_ = syscall.Kill(os.Getpid(), ws.Signal())
-		return exitSignal + int(ws.Signal())
-	}
-	fmt.Fprintf(status, "exit %d\n", ws.ExitStatus())
-	return ws.ExitStatus()
 }

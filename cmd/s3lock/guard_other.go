@@ -33,3 +33,5 @@ func (*guardLink) tell(time.Time) error { return nil }
 func (*guardLink) outcome() string      { return "" }
 func (*guardLink) close()               {}
 func killGroup(int, time.Duration) bool { return true }
+func groupRunning(int) bool             { return false }
+func awaitExit(int)                     {}

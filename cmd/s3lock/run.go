@@ -46,9 +46,10 @@ its own next to a guard process that s3lock tells each renewed deadline. The
 guard kills CMD and everything it started if s3lock dies, or if the deadline
 passes without word from s3lock (s3lock stopped or hung). If the guard is
 killed, s3lock kills CMD's process group before it releases the lease, and
-exits with code 6. In the foreground of a terminal there is no guard: if
-s3lock is killed only CMD itself gets SIGKILL, and a stopped s3lock cannot
-stop CMD. A lease whose holder was killed lapses after --lease.
+exits with code 6. Processes CMD leaves running in its group when it exits
+are killed before the release too. In the foreground of a terminal there is
+no guard: if s3lock is killed only CMD itself gets SIGKILL, and a stopped
+s3lock cannot stop CMD. A lease whose holder was killed lapses after --lease.
 
 ` + exitCodesHelp
 
@@ -148,17 +149,17 @@ type runner struct {
 	guard   *guardLink // nil without a guard
 	fg      bool       // in the foreground of a terminal: no process group of its own
 	forward chan os.Signal
-	exited  chan error
-	waitErr error
-	lost    error // why the lease was lost while the command ran
-	killed  bool  // s3lock sent the command's group SIGKILL
+	exited  chan struct{} // closed when the command (or its guard) has exited
+	waitErr error         // the command's Wait error, once reaped
+	lost    error         // why the lease was lost while the command ran
+	killed  bool          // s3lock sent the command's group SIGKILL
 }
 
 // startCommand starts the command (under a guard outside a terminal) with
 // the lease in its environment, and routes s3lock's signals to it. If it
 // cannot start, it releases the lease.
 func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []string) (*runner, error) {
-	r := &runner{a: a, lease: lease, fg: foregroundOfTerminal(), forward: make(chan os.Signal, 4), exited: make(chan error, 1)}
+	r := &runner{a: a, lease: lease, fg: foregroundOfTerminal(), forward: make(chan os.Signal, 4), exited: make(chan struct{})}
 	guard := guarded(r.fg)
 	line := argv
 	if guard {
@@ -210,7 +211,16 @@ func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []stri
 		return nil, exitWith(cannotRunCode(err), errors.Join(fmt.Errorf("cannot run %s: %w", argv[0], err), relErr))
 	}
 	r.guard.started()
-	go func() { r.exited <- r.child.Wait() }()
+	go func() {
+		if r.guard != nil {
+			// Leave the guard unreaped, so that its process group stays
+			// ours until finish has dealt with what is left in it.
+			awaitExit(r.child.Process.Pid)
+		} else {
+			r.waitErr = r.child.Wait()
+		}
+		close(r.exited)
+	}()
 	return r, nil
 }
 
@@ -226,7 +236,7 @@ func (r *runner) supervise(grace time.Duration) {
 	leaseDone := r.lease.Done()
 	for {
 		select {
-		case r.waitErr = <-r.exited:
+		case <-r.exited:
 			return
 		case sig := <-r.forward:
 			if r.fg && sig != syscall.SIGTERM {
@@ -257,25 +267,36 @@ func (r *runner) supervise(grace time.Duration) {
 // finish makes sure nothing of the command is left running, releases the
 // lease and returns how s3lock exits.
 func (r *runner) finish() error {
-	code := childExitCode(r.child.ProcessState, r.waitErr)
-	guardDied := false
-	if r.guard != nil {
-		report := r.guard.outcome()
-		r.guard.close()
-		guardDied = report == "" && !r.killed
-		if report == "deadline" && r.lost == nil {
-			r.lost = fmt.Errorf("%w: the lease's trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command",
-				s3lock.ErrLeaseLost)
+	if r.guard == nil {
+		return r.conclude(childExitCode(r.child.ProcessState, r.waitErr), false)
+	}
+	report := r.guard.outcome()
+	r.guard.close()
+	guardDied := report == "" && !r.killed
+	if report == "deadline" && r.lost == nil {
+		r.lost = fmt.Errorf("%w: the lease's trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command",
+			s3lock.ErrLeaseLost)
+	}
+	// Whatever the command left in its process group must not outlive the
+	// lease either: kill it while the guard's zombie still holds the group.
+	pgid := r.child.Process.Pid
+	if groupRunning(pgid) {
+		if !guardDied && !r.killed && report != "deadline" {
+			fmt.Fprintf(r.a.stderr, "s3lock: the command exited but left processes running in its process group %d; killing them before releasing the lock\n", pgid)
 		}
-		if report == "" || r.killed {
-			// The guard died (killed?) or was killed with the group: what
-			// the command started may still run, and must not outlive the
-			// lease. Kill what is left before releasing.
-			if !killGroup(r.child.Process.Pid, groupKillLimit) {
-				fmt.Fprintf(r.a.stderr, "s3lock: warning: processes of the command's group %d survived SIGKILL for %s\n", r.child.Process.Pid, groupKillLimit)
-			}
+		if !killGroup(pgid, groupKillLimit) {
+			_ = r.child.Wait()
+			return exitWith(exitError, fmt.Errorf("processes of the command's group %d survived SIGKILL for %s; not releasing the lock, which lapses after %s "+
+				"(s3://%s/%s)", pgid, groupKillLimit, r.lease.Duration(), r.lease.Bucket(), r.lease.Key()))
 		}
 	}
+	r.waitErr = r.child.Wait()
+	return r.conclude(childExitCode(r.child.ProcessState, r.waitErr), guardDied)
+}
+
+// conclude releases the lease and returns how s3lock exits, given the
+// command's exit code.
+func (r *runner) conclude(code int, guardDied bool) error {
 	relErr := r.a.release(r.lease)
 	if r.lost == nil && errors.Is(relErr, s3lock.ErrLeaseLost) {
 		r.lost = relErr

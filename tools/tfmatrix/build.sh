@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds the Terraform and OpenTofu binaries the tests run on, from the Go
+# module proxy (no release download site is reachable here), once per
+# machine: each binary is cached outside the repository, by version, and a
+# second call only prints its path.
+#
+#   tools/tfmatrix/build.sh terraform 1.15.0   -> prints the terraform binary's path
+#   tools/tfmatrix/build.sh tofu 1.12.6        -> prints the tofu binary's path
+#   tools/tfmatrix/build.sh all                -> builds every pinned version (versions.txt)
+#
+# Terraform's module zip lacks its remote-state backends (nested modules of
+# their own): in a writable copy, the backends that are not in the zip are
+# removed from internal/backend/init/init.go and go.mod before building. The
+# resulting binary works with the local backend, which is all the tests use.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cache="${S3LOCK_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/s3lock-tools}"
+
+build() { # build NAME VERSION: prints the binary's path
+	local name=$1 version=$2 module out dir src
+	case $name in
+	terraform) module=github.com/hashicorp/terraform ;;
+	tofu) module=github.com/opentofu/opentofu ;;
+	*) echo "build.sh: unknown binary $name (terraform or tofu)" >&2; return 2 ;;
+	esac
+	out="$cache/$name-$version/$name"
+	if [[ -x $out ]]; then
+		echo "$out"
+		return
+	fi
+	echo "build.sh: building $name $version from the Go module proxy (a few minutes, once per machine) into $out" >&2
+	dir=$(go mod download -json "$module@v$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	if [[ -z $dir ]]; then
+		echo "build.sh: go mod download $module@v$version gave no module directory" >&2
+		return 1
+	fi
+	src=$(mktemp -d "${TMPDIR:-/tmp}/s3lock-$name-$version.XXXXXX")
+	trap 'chmod -R u+w "$src" 2>/dev/null; rm -rf "$src"' RETURN
+	cp -r "$dir/." "$src"
+	chmod -R u+w "$src"
+	mkdir -p "$(dirname "$out")"
+	case $name in
+	terraform)
+		strip_missing_backends "$src"
+		(cd "$src" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out.tmp" .)
+		;;
+	tofu)
+		(cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out.tmp" ./cmd/tofu)
+		;;
+	esac
+	mv "$out.tmp" "$out"
+	echo "$out"
+}
+
+# strip_missing_backends removes from a Terraform source tree every
+# remote-state backend whose nested module the module zip does not contain.
+strip_missing_backends() {
+	local src=$1 init="$1/internal/backend/init/init.go" path alias key
+	while read -r alias path; do
+		[[ -d $src/${path#github.com/hashicorp/terraform/} ]] && continue
+		key=$(sed -n "s/^[[:space:]]*\"\([a-z0-9]*\)\":[[:space:]]*func() backend.Backend { return $alias\.New.*/\1/p" "$init")
+		sed -i "/^[[:space:]]*$alias \"${path//\//\\/}\"$/d" "$init"
+		sed -i "/return $alias\.New/d" "$init"
+		sed -i "\#^[[:space:]]*${path} v#d; \#^replace ${path} =>#d" "$src/go.mod"
+		echo "build.sh: terraform: left out the $key backend (not in the module zip)" >&2
+	done < <(sed -n 's/^[[:space:]]*\(backend[A-Za-z0-9]*\) "\(github.com\/hashicorp\/terraform\/internal\/backend\/remote-state\/[a-z0-9]*\)"$/\1 \2/p' "$init")
+	# Nested modules the zip also lacks.
+	for path in github.com/hashicorp/terraform/internal/legacy; do
+		[[ -d $src/${path#github.com/hashicorp/terraform/} ]] && continue
+		sed -i "\#^[[:space:]]*${path} v#d; \#^replace ${path} =>#d" "$src/go.mod"
+	done
+}
+
+case ${1:-} in
+all)
+	while read -r name version; do
+		[[ -z $name || $name == \#* ]] && continue
+		build "$name" "$version" >/dev/null
+	done <"$here/versions.txt"
+	;;
+terraform | tofu)
+	[[ $# -eq 2 ]] || { echo "usage: build.sh terraform|tofu VERSION | all" >&2; exit 2; }
+	build "$1" "$2"
+	;;
+*)
+	echo "usage: build.sh terraform|tofu VERSION | all" >&2
+	exit 2
+	;;
+esac
