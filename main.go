@@ -5,45 +5,97 @@ import (
 	"context"
 	"flag"
 	"log"
+	"os"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/provider"
+	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 )
 
 // version is set by goreleaser at build time.
 var version = "dev"
 
-// cleanupTimeout bounds the release of leases left open when the server
-// stops: Terraform kills a provider that has not exited two seconds after it
-// asked it to stop.
-const cleanupTimeout = 1500 * time.Millisecond
+const (
+	// cleanupTimeout bounds the release of leases left open when the server
+	// stops: Terraform kills a provider that has not exited two seconds
+	// after it asked it to stop.
+	cleanupTimeout = 1500 * time.Millisecond
+	// orphanPoll is how often a provider process checks that terraform,
+	// its parent, is still there.
+	orphanPoll = 200 * time.Millisecond
+)
+
+// magicCookieKey is the variable Terraform and OpenTofu set for the provider
+// processes they start (the plugin handshake).
+const magicCookieKey = "TF_PLUGIN_MAGIC_COOKIE"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == runguard.GuardArg {
+		os.Exit(runguard.Serve(os.Args[2:]))
+	}
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.Parse()
 
-	factory, cleanup := provider.NewWithCleanup(version)
+	run := runClient(debug)
+	factory, cleanup := provider.NewForRun(version, run)
 	err := providerserver.Serve(context.Background(), factory, providerserver.ServeOpts{
 		Address: "registry.terraform.io/s3lock/s3lock",
 		Debug:   debug,
 	})
 
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	if run != nil {
+		// Terraform shut this phase's provider down cleanly: the run's
+		// guard keeps the leases until terraform exits.
+		if berr := run.Bye(ctx); berr != nil {
+			log.Printf("[WARN] %v", berr)
+		}
+	}
 	// Terraform closes the ephemeral leases it opened, except when the run
 	// failed or was interrupted: release those now rather than leave them
-	// to lapse.
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	// to lapse (per-phase leases only; the run guard's are its own).
 	released, cerr := cleanup(ctx)
-	cancel()
 	for _, t := range released {
 		log.Printf("[WARN] released lock %q in bucket %s (epoch %d), which Terraform left open", t.Name, t.Bucket, t.Epoch)
 	}
 	if cerr != nil {
 		log.Printf("[ERROR] could not release the locks Terraform left open; they lapse after their lease_duration: %v", cerr)
 	}
+	cancel()
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// runClient returns the client of this run's guard when Terraform (or
+// OpenTofu) started this process and the system can tell runs apart (Linux),
+// so that ephemeral leases are held for the whole run; nil otherwise (tests,
+// a debugger, other systems): a lease per phase. It also makes the process
+// notice when terraform dies before shutting it down (SIGKILL): it tells the
+// guard, so the run's leases lapse rather than being released while what
+// the run started may still be going on, and exits.
+func runClient(debug bool) *runguard.Client {
+	if debug || os.Getenv(magicCookieKey) == "" {
+		return nil
+	}
+	parent := os.Getppid()
+	r, err := runguard.Parent()
+	if err != nil {
+		log.Printf("[INFO] ephemeral leases are held per phase, not per run: %v", err)
+		return nil
+	}
+	run := runguard.NewClient(r)
+	go func() {
+		for os.Getppid() == parent {
+			time.Sleep(orphanPoll)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		_ = run.Orphaned(ctx)
+		os.Exit(1)
+	}()
+	return run
 }

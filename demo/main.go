@@ -3,9 +3,11 @@
 // CLI, starts a local S3-compatible server (versitygw) on loopback, installs
 // the provider for terraform through a filesystem mirror, then starts at the
 // same moment two `terraform apply` runs of examples/scenarios/local-demo
-// (each guards a step with an ephemeral s3lock_lease) and an `s3lock run`
-// migration step, all contending for one lock. It prints the timeline of who
-// held which epoch when, and exits non-zero if two guarded steps overlapped.
+// (each guards a step with an ephemeral s3lock_lease, held from its plan to
+// the end of its apply) and an `s3lock run` migration step, all contending
+// for one lock. It prints the timeline of who held which epoch when, and
+// exits non-zero if two guarded steps overlapped or a participant used more
+// than one epoch.
 //
 // `demo step` is the guarded step itself: it records when it ran, under
 // which epoch, into the timeline.
@@ -38,6 +40,9 @@ const (
 	lockName = "demo/deploy"
 	// hold is how long each guarded step takes.
 	hold = 2 * time.Second
+	// releaseWait bounds the wait for the last run's lease to be released
+	// after its terraform exited (its guard does it within a second).
+	releaseWait = 10 * time.Second
 )
 
 func main() {
@@ -187,13 +192,23 @@ func run(ctx context.Context) error {
 	if len(sections) > 0 {
 		timeline.Render(os.Stdout, sections, sections[0].Start, launched)
 	}
+	// A run's lease is released by its guard as terraform exits: give it
+	// a moment.
 	st, err := locks.Current(ctx, lockName)
+	for deadline := time.Now().Add(releaseWait); err == nil && st.Held && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		st, err = locks.Current(ctx, lockName)
+	}
 	if err != nil {
 		return err
 	}
 	fmt.Printf("\nLock %s after the runs: newest epoch %d, held=%v, released=%v by %s.\n", lockName, st.Epoch, st.Held, st.Released, st.Holder)
-	fmt.Println("(Each terraform apply takes the lock twice: once to plan, once to apply; the epochs between the steps are the plans'.)")
+	fmt.Printf("(One epoch per participant: each terraform apply holds the lock from its plan to the end of its apply, so no run plans\n"+
+		" while another is about to change what it plans against; %d participants used %d epochs.)\n", len(parts), st.Epoch)
 
+	if st.Epoch != uint64(len(parts)) {
+		return fmt.Errorf("%d participants used %d epochs of lock %s; want one each", len(parts), st.Epoch, lockName)
+	}
 	if len(sections) != len(parts) {
 		return fmt.Errorf("expected %d guarded steps in the timeline, found %d", len(parts), len(sections))
 	}

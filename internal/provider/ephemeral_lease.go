@@ -25,8 +25,9 @@ var (
 )
 
 const (
-	// defaultEphemeralLeaseDuration bounds how long a crashed Terraform run
-	// keeps others waiting; the provider renews the lease every 40s while the run lasts.
+	// defaultEphemeralLeaseDuration bounds how long a killed Terraform run
+	// keeps others waiting; the lease is renewed every third of it while the
+	// run lasts.
 	defaultEphemeralLeaseDuration = "2m"
 	// defaultWaitTimeout is how long Open waits for a held lock.
 	defaultWaitTimeout = "5m"
@@ -63,14 +64,19 @@ func (e *leaseEphemeralResource) Metadata(_ context.Context, req ephemeral.Metad
 
 func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaRequest, resp *ephemeral.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "A lease on an s3lock lock, held for exactly one Terraform run: Terraform opens " +
-			"it (acquiring the lock, waiting up to `wait_timeout` while someone else holds it), renews it while " +
-			"the run lasts, and closes it (releasing the lock) when the run ends, also when the run fails or " +
-			"is interrupted.\n\n" +
+		MarkdownDescription: "A lease on an s3lock lock, held for exactly one Terraform run: from the first " +
+			"time the run opens it (acquiring the lock, waiting up to `wait_timeout` while someone else holds it) " +
+			"to the moment `terraform` exits — across the plan and the apply of `terraform apply`, one epoch, " +
+			"renewed all along, also while an interactive apply waits for \"yes\". It is released as soon as " +
+			"the run ends: success, failure, Ctrl-C, a plan-only run, a declined approval. If `terraform` is " +
+			"killed (SIGKILL), the lease lapses after `lease_duration` instead. If the lease is lost during the " +
+			"run (the store unreachable for longer than `lease_duration`, or an operator force-released it), " +
+			"the provider interrupts the run as Ctrl-C does, so it starts no further changes, and says why.\n\n" +
 			"Make the resources that must run under the lock depend on it with " +
-			"`depends_on = [ephemeral.s3lock_lease.<name>]`. `terraform plan` and `terraform apply` each take " +
-			"the lock for their own duration; a saved plan does not keep it. If the process is killed, the lease " +
-			"lapses after `lease_duration`.",
+			"`depends_on = [ephemeral.s3lock_lease.<name>]`. A saved plan applied by another command " +
+			"(`plan -out` in one job, `apply PLANFILE` in another) cannot share the lease: see the " +
+			"serialize-applies guide. Holding the lease for the whole run needs Linux (elsewhere, and when the " +
+			"provider is not started by Terraform, each phase takes the lock on its own).",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the lock.",
@@ -173,6 +179,26 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
+	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
+	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
+	if e.factory.run != nil {
+		held, ok := e.openForRun(ctx, bucket, name, func() (*s3lock.Lease, error) {
+			return acquireLease(ctx, e.factory, client, name, wait, append(opts, s3lock.WithoutAutoRenew())...)
+		}, &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		resp.Diagnostics.Append(storeToken(ctx, resp.Private, held.Token)...)
+		cfg.LeaseDuration = types.StringValue(formatDuration(held.Duration))
+		cfg.Epoch = types.Int64Value(int64(held.Token.Epoch))
+		cfg.Key = types.StringValue(held.Key)
+		cfg.Holder = types.StringValue(held.Holder)
+		cfg.AcquiredAt = timeValue(held.AcquiredAt)
+		cfg.ExpiresAt = timeValue(held.ExpiresAt)
+		resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
+		resp.RenewAt = renewAt(e.factory.now(), held.ExpiresAt)
+		return
+	}
 	lease, err := acquireLease(ctx, e.factory, client, name, wait, opts...)
 	if err != nil {
 		resp.Diagnostics.AddError("Could not acquire lock", lockErrorDetail(bucket, name, 0, err))
@@ -183,8 +209,6 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 	e.factory.leases.add(lease)
 
-	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
-	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
 	cfg.Epoch = types.Int64Value(int64(lease.Epoch()))
 	cfg.Key = types.StringValue(lease.Key())
 	cfg.Holder = types.StringValue(lease.Holder())
@@ -201,6 +225,12 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
 	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
 	if !ok {
+		return
+	}
+	if e.factory.run != nil {
+		if held, ok := e.checkRunLease(ctx, *token, "Could not renew lease", &resp.Diagnostics); ok {
+			resp.RenewAt = renewAt(e.factory.now(), held.ExpiresAt)
+		}
 		return
 	}
 	if lease, ok := e.factory.leases.get(*token); ok {
@@ -238,6 +268,17 @@ func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewR
 func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseRequest, resp *ephemeral.CloseResponse) {
 	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
 	if !ok {
+		return
+	}
+	if e.factory.run != nil {
+		// The lease belongs to the run: its guard releases it when
+		// terraform exits, so that the next phase (the apply after the
+		// plan) runs under the same epoch.
+		if _, ok := e.checkRunLease(ctx, *token, "Could not check lease", &resp.Diagnostics); ok {
+			tflog.Debug(ctx, "phase done; the lease stays held until the run ends", map[string]any{
+				"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch,
+			})
+		}
 		return
 	}
 	lease, live := e.factory.leases.get(*token)

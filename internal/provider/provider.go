@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -49,6 +50,9 @@ type s3lockProvider struct {
 	hooks   testHooks
 	// leases are the ephemeral leases open in this process.
 	leases *leaseRegistry
+	// run, when set, holds ephemeral leases for the whole Terraform run
+	// (see ephemeral_lease_run.go); nil: one lease per phase.
+	run *runguard.Client
 }
 
 // testHooks let the acceptance tests observe and steer the provider that
@@ -102,9 +106,17 @@ func New(version string) func() provider.Provider {
 // happens when a run fails or is interrupted; it returns the leases it
 // released. Without it such a lease lapses after its lease_duration.
 func NewWithCleanup(version string) (func() provider.Provider, func(context.Context) ([]s3lock.Token, error)) {
+	return NewForRun(version, nil)
+}
+
+// NewForRun is NewWithCleanup for a provider process that Terraform started:
+// with run set, each ephemeral lease is held for the whole Terraform run by
+// the run's guard process, across the run's phases and provider processes;
+// the cleanup function then has nothing of its own to release.
+func NewForRun(version string, run *runguard.Client) (func() provider.Provider, func(context.Context) ([]s3lock.Token, error)) {
 	leases := newLeaseRegistry()
 	return func() provider.Provider {
-		return &s3lockProvider{version: version, leases: leases}
+		return &s3lockProvider{version: version, leases: leases, run: run}
 	}, leases.releaseAll
 }
 
@@ -281,7 +293,8 @@ func (p *s3lockProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	if owner := cfg.ExpectedBucketOwner.ValueString(); owner != "" {
 		opts = append(opts, s3lock.WithExpectedBucketOwner(owner))
 	}
-	f := &clientFactory{api: api, options: opts, holder: holder, hooks: p.hooks, leases: p.leases}
+	f := &clientFactory{api: api, options: opts, holder: holder, hooks: p.hooks, leases: p.leases, run: p.run,
+		guardConfig: runguard.ClientConfig{AWS: awsOpts, Holder: holder, ExpectedBucketOwner: cfg.ExpectedBucketOwner.ValueString()}}
 	tflog.Debug(ctx, "configured the s3lock provider", map[string]any{
 		"region": awsCfg.Region, "endpoint": f.endpoint(cfg), "holder": holder,
 	})
@@ -404,6 +417,10 @@ type clientFactory struct {
 	holder  string
 	hooks   testHooks
 	leases  *leaseRegistry // nil: not tracked
+	// run holds ephemeral leases for the whole run (nil: per phase), with
+	// guardConfig to build the guard's client.
+	run         *runguard.Client
+	guardConfig runguard.ClientConfig
 }
 
 // client returns the s3lock client for bucket. Its error names the bucket.

@@ -1,0 +1,36 @@
+// Package runguard holds the provider's ephemeral leases for a whole
+// Terraform run.
+//
+// Terraform (1.11 to 1.15) and OpenTofu (1.12) start a new provider process
+// for each phase of a command — the schema, validate, plan, apply — one after
+// another, each a direct child of the terraform process, and stop it at the
+// end of its graph walk; no provider process is alive while `terraform
+// apply` waits for "yes", and none runs during `terraform destroy`'s destroy
+// walks. An ephemeral resource opened by one process is closed at the end of
+// its phase. TERRAFORM-PROCESSES.md beside this file has the measurements.
+//
+// A lock that must cover the whole run therefore lives in a process of its
+// own: the run guard, the provider binary started with GuardArg by the first
+// provider process that opens a lease in a run, in a session of its own. It
+// listens on a unix socket named after the run (the terraform process's pid
+// and start time, and the host's boot id) in a directory only the user can
+// read. Provider processes hand it the leases they acquire and ask it about
+// them; Terraform's Close only ends a phase. The guard renews the leases and
+// watches the terraform process:
+//   - when terraform exits (success, failure, Ctrl-C, a plan-only run, a
+//     declined approval), every provider process has been shut down first
+//     and said goodbye: the guard releases the leases at once and exits;
+//   - when terraform dies without shutting its providers down (SIGKILL), a
+//     provider process is left behind: it tells the guard it is orphaned (or
+//     is still connected when terraform is gone), and the guard stops
+//     renewing and exits without releasing, so the leases lapse after their
+//     duration — whatever that run's providers were doing may still be going
+//     on;
+//   - when a lease is lost (renewals failing past its deadline, a
+//     force-release), the guard tells terraform on its standard error and
+//     interrupts it as Ctrl-C does, so the run starts no further changes.
+//
+// Runs are told apart by the terraform process: two runs never share a
+// lease, even in one shell. The guard works on Linux (it reads /proc); on
+// other systems the provider falls back to one lease per phase.
+package runguard

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package runguard
+
+import "io/fs"
+
+func ownedByMe(fs.FileInfo) bool { return false }

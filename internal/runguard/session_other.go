@@ -1,0 +1,10 @@
+//go:build !unix
+
+package runguard
+
+import "syscall"
+
+// newSession: no sessions here (nor a run guard: Parent fails first).
+func newSession() *syscall.SysProcAttr { return nil }
+
+func interruptProcess(int) error { return ErrUnsupported }

@@ -1,0 +1,76 @@
+package runguard
+
+import (
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// GuardArg is the hidden first argument that makes the provider binary run
+// as a run guard (see Serve).
+const GuardArg = "__s3lock_run_guard"
+
+// ClientConfig is how the guard builds the s3lock client of a lease it
+// holds: the provider's AWS settings and lock options. It travels over the
+// guard's socket, which only the user can reach.
+type ClientConfig struct {
+	AWS                 awsclient.Options `json:"aws"`
+	Holder              string            `json:"holder"`
+	ExpectedBucketOwner string            `json:"expected_bucket_owner,omitempty"`
+}
+
+// Lease is what the guard tells about a lease it holds for the run.
+type Lease struct {
+	Token      s3lock.Token  `json:"token"`
+	Key        string        `json:"key"`
+	Holder     string        `json:"holder"`
+	AcquiredAt time.Time     `json:"acquired_at"`
+	ExpiresAt  time.Time     `json:"expires_at"`
+	Duration   time.Duration `json:"duration"`
+	// Lost says why the lease was lost during the run; empty while held.
+	Lost string `json:"lost,omitempty"`
+}
+
+// The requests a provider process sends, one JSON object a line, each
+// answered by one response line.
+const (
+	opAdopt    = "adopt"    // take over Token (just acquired) for the rest of the run
+	opLookup   = "lookup"   // the run's lease of Bucket/Name, if any
+	opStatus   = "status"   // the lease of Token
+	opBye      = "bye"      // the provider process is shutting down cleanly
+	opOrphaned = "orphaned" // the provider process outlived terraform (it was killed)
+)
+
+type request struct {
+	Op     string        `json:"op"`
+	Bucket string        `json:"bucket,omitempty"`
+	Name   string        `json:"name,omitempty"`
+	Token  *s3lock.Token `json:"token,omitempty"`
+	Config *ClientConfig `json:"config,omitempty"`
+}
+
+type response struct {
+	Lease *Lease `json:"lease,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Timing of the guard.
+const (
+	// pollInterval is how often the guard checks that terraform is alive:
+	// a finished run's leases are released within about this long.
+	pollInterval = 100 * time.Millisecond
+	// orphanWait is how long, after terraform is gone, the guard waits for
+	// the provider processes' connections to close. Terraform waits for its
+	// providers to exit before it exits itself, so after a clean end they
+	// are closed already; one still open means a provider outlived a killed
+	// terraform.
+	orphanWait = 500 * time.Millisecond
+	// releaseTimeout bounds releasing the run's leases at its end.
+	releaseTimeout = 15 * time.Second
+	// startTimeout bounds waiting for a newly started guard's socket.
+	startTimeout = 10 * time.Second
+	// requestTimeout bounds one request to the guard that does no waiting
+	// of its own (all but adopt, which reads the lease back from S3).
+	requestTimeout = 30 * time.Second
+)
