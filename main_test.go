@@ -12,27 +12,25 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 func TestMain(m *testing.M) {
 	code := s3test.Main(m)
-	if pluginDir != "" {
-		_ = os.RemoveAll(pluginDir)
+	if harnessDir != "" {
+		_ = os.RemoveAll(harnessDir)
 	}
 	os.Exit(code)
 }
 
 // TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly runs the built provider
-// binary under the real terraform CLI. When a resource that depends on an
-// ephemeral lease fails, or the run is interrupted, Terraform (1.11) does not
-// close the lease; the provider releases it when Terraform stops it.
+// binary under the real CLI. When a resource that depends on an ephemeral
+// lease fails, or the run is interrupted, Terraform (1.11) does not close the
+// lease; the run's lease (one epoch for the plan and the apply) is released
+// anyway when terraform exits.
 func TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
-	}
-	tfBin := terraformBinary(t)
-	cliConfig := devOverrides(t)
+	h := harness(t)
 	cases := []struct {
 		name string
 		// createTimeout is how long the dependent resource waits for a
@@ -95,24 +93,27 @@ resource "s3lock_lease" "blocked" {
 }
 `, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, run, ns.Bucket, blocked, tc.createTimeout))
 
-			cmd := terraformCmd(tfBin, work, cliConfig, "apply", "-auto-approve", "-input=false", "-no-color")
-			var out strings.Builder
+			if out, err := h.Init(t.Context(), work); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			cmd := h.Command(t.Context(), work, "apply", "-auto-approve", "-input=false", "-no-color")
+			var out lockedBuilder
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			if tc.interrupt {
-				// The plan takes epoch 1 and closes it; the apply takes
-				// epoch 2 and then waits for "blocked".
+				// The run takes epoch 1 for its plan and keeps it for
+				// its apply, which then waits for "blocked".
 				deadline := time.Now().Add(2 * time.Minute)
 				for {
 					st, err := other.Current(t.Context(), run)
-					if err == nil && st.Held && st.Epoch >= 2 {
+					if err == nil && st.Held && strings.Contains(out.String(), "s3lock_lease.blocked: Creating") {
 						break
 					}
 					if time.Now().After(deadline) {
 						_ = cmd.Process.Kill()
-						t.Fatalf("the apply never took the run's lock (last: %+v, %v)", st, err)
+						t.Fatalf("the apply never reached the blocked resource under the run's lock (last: %+v, %v)\n%s", st, err, out.String())
 					}
 					time.Sleep(100 * time.Millisecond)
 				}
@@ -122,28 +123,30 @@ resource "s3lock_lease" "blocked" {
 			}
 			err = cmd.Wait()
 			if err == nil || !strings.Contains(out.String(), tc.wantOut) {
-				t.Fatalf("terraform apply: %v; want it to fail with %q:\n%s", err, tc.wantOut, out.String())
+				t.Fatalf("apply: %v; want it to fail with %q:\n%s", err, tc.wantOut, out.String())
 			}
-			st, err := other.Current(t.Context(), run)
-			if err != nil {
-				t.Fatal(err)
+			// The run's guard releases the lease as terraform exits.
+			var st s3lock.State
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				if st, err = other.Current(t.Context(), run); err != nil {
+					t.Fatal(err)
+				}
+				if !st.Held || time.Now().After(deadline) {
+					break
+				}
 			}
-			if st.Epoch < 2 || st.Held || !st.Released || st.Holder != "e2e" {
-				t.Fatalf("after the apply the run's lock is %+v; want its newest epoch (>= 2) released\nterraform output:\n%s", st, out.String())
+			if st.Epoch != 1 || st.Held || !st.Released || st.Holder != "e2e" {
+				t.Fatalf("after the apply the run's lock is %+v; want its one epoch released\nterraform output:\n%s", st, out.String())
 			}
 		})
 	}
 }
 
 // TestAccMain_ExamplesValidate checks every example configuration with
-// terraform validate against the built provider: attribute names, types and
-// the provider's own validators (durations, lock names).
+// validate against the built provider: attribute names, types and the
+// provider's own validators (durations, lock names).
 func TestAccMain_ExamplesValidate(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
-	}
-	tfBin := terraformBinary(t)
-	cliConfig := devOverrides(t)
+	h := harness(t)
 	var dirs []string
 	err := filepath.WalkDir("examples", func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
@@ -174,13 +177,13 @@ func TestAccMain_ExamplesValidate(t *testing.T) {
 				writeFile(t, filepath.Join(work, "zz_providers_test.tf"),
 					"terraform {\n  required_providers {\n    s3lock = { source = \"s3lock/s3lock\" }\n  }\n}\n")
 			}
-			if dirMentions(t, work, "module ") {
-				if out, err := terraform(tfBin, work, cliConfig, "get", "-no-color"); err != nil {
-					t.Fatalf("terraform get: %v\n%s", err, out)
-				}
+			// init installs the provider from the mirror and the
+			// example's modules.
+			if out, err := h.Run(t.Context(), work, "init", "-backend=false", "-input=false", "-no-color"); err != nil {
+				t.Fatalf("%v\n%s", err, out)
 			}
-			if out, err := terraform(tfBin, work, cliConfig, "validate", "-no-color"); err != nil {
-				t.Fatalf("terraform validate: %v\n%s", err, out)
+			if out, err := h.Run(t.Context(), work, "validate", "-no-color"); err != nil {
+				t.Fatalf("%v\n%s", err, out)
 			}
 		})
 	}
@@ -189,11 +192,15 @@ func TestAccMain_ExamplesValidate(t *testing.T) {
 // TestAccMain_DocsUpToDate regenerates the documentation with tfplugindocs
 // (as make generate does, offline) into a temporary directory and fails if it
 // differs from the committed docs/; it also checks the examples' formatting.
+// It runs once, on the terraform on PATH, which make generate uses.
 func TestAccMain_DocsUpToDate(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("needs the terraform CLI: set TF_ACC=1 to run it (make test does)")
 	}
 	tfBin := terraformBinary(t)
+	if onPath, err := exec.LookPath("terraform"); err != nil || !sameFile(onPath, tfBin) {
+		t.Skipf("make generate (tfplugindocs) runs the terraform on PATH (%s), not %s: the docs are checked in that binary's run", onPath, tfBin)
+	}
 	root, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -260,69 +267,52 @@ func readTree(t *testing.T, dir string) map[string]string {
 	return files
 }
 
-// terraformBinary returns the terraform CLI the tests run.
+// terraformBinary returns the CLI the tests run: $TF_ACC_TERRAFORM_PATH,
+// else the terraform on PATH.
 func terraformBinary(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("TF_ACC_TERRAFORM_PATH"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("terraform")
+	p, err := tfharness.CLIPath()
 	if err != nil {
-		t.Skip("no terraform binary on PATH")
+		t.Skip(err)
 	}
 	return p
 }
 
+// sameFile reports whether the paths a and b name the same file.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
 var (
-	buildOnce sync.Once
-	pluginDir string
-	buildErr  error
+	harnessOnce sync.Once
+	harnessDir  string
+	harnessVal  *tfharness.Harness
+	harnessErr  error
 )
 
-// devOverrides builds the provider once per test binary and returns a
-// terraform CLI configuration that uses it for s3lock/s3lock (no download,
-// no terraform init needed).
-func devOverrides(t *testing.T) string {
+// harness skips unless TF_ACC is set, and returns the CLI with the provider
+// built once per test binary into a filesystem mirror (TestMain removes
+// it); each working directory needs an init. It logs which CLI runs.
+func harness(t *testing.T) *tfharness.Harness {
 	t.Helper()
-	buildOnce.Do(func() {
-		// One binary for all the tests of this package; TestMain removes it.
-		dir, err := os.MkdirTemp("", "s3lock-provider-bin-") //nolint:usetesting // outlives any one test
-		if err != nil {
-			buildErr = err
-			return
-		}
-		pluginDir = dir
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "terraform-provider-s3lock"), ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building the provider: %w\n%s", err, out)
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
+	}
+	terraformBinary(t)
+	harnessOnce.Do(func() {
+		// One mirror for all the tests of this package.
+		harnessDir, harnessErr = os.MkdirTemp("", "s3lock-main-test-") //nolint:usetesting // outlives any one test
+		if harnessErr == nil {
+			harnessVal, harnessErr = tfharness.New(context.Background(), harnessDir)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if harnessErr != nil {
+		t.Fatal(harnessErr)
 	}
-	cfg := filepath.Join(t.TempDir(), "terraformrc")
-	writeFile(t, cfg, fmt.Sprintf(`provider_installation {
-  dev_overrides {
-    "registry.terraform.io/s3lock/s3lock" = %q
-  }
-  direct {}
-}
-`, pluginDir))
-	return cfg
-}
-
-// terraform runs the terraform CLI in dir with the CLI configuration cfg.
-func terraform(bin, dir, cfg string, args ...string) ([]byte, error) {
-	return terraformCmd(bin, dir, cfg, args...).CombinedOutput()
-}
-
-// terraformCmd prepares the terraform CLI to run in dir with the CLI
-// configuration cfg.
-func terraformCmd(bin, dir, cfg string, args ...string) *exec.Cmd {
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cfg, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-	return cmd
+	t.Logf("on %s", harnessVal.CLI)
+	return harnessVal
 }
 
 // dirMentions reports whether any .tf file in dir contains s.
@@ -349,4 +339,23 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lockedBuilder collects a process's output for a test to read while it
+// runs.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -45,7 +45,8 @@ func TestMain(m *testing.M) {
 
 var harnessOnce sync.Once
 
-// setup skips unless TF_ACC is set, and returns the harness (built once).
+// setup skips unless TF_ACC is set, and returns the harness (built once);
+// it logs which CLI (Terraform or OpenTofu, and its version) the test runs.
 func setup(t *testing.T) *tfharness.Harness {
 	t.Helper()
 	if os.Getenv("TF_ACC") == "" {
@@ -60,6 +61,7 @@ func setup(t *testing.T) *tfharness.Harness {
 	if harnessErr != nil {
 		t.Fatal(harnessErr)
 	}
+	t.Logf("on %s", harness.CLI)
 	return harness
 }
 
@@ -186,7 +188,12 @@ func checkTimeline(t *testing.T, ns *s3test.Namespace, lock, path string, worker
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A run's ephemeral lease is released by its guard as terraform exits.
 	st, err := c.Current(t.Context(), lock)
+	for deadline := time.Now().Add(10 * time.Second); err == nil && st.Held && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		st, err = c.Current(t.Context(), lock)
+	}
 	if err != nil || st.Held || !st.Released {
 		t.Fatalf("after the runs the lock is %+v (%v); want it released", st, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Token identifies a held lease so that another process can take it over
@@ -143,10 +142,13 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 		return nil, &OpError{Op: "GetObject", Bucket: c.bucket, Key: key,
 			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
 	}
-	// The store's times have one-second resolution: assume the lease is a
-	// second older than it looks, and count from before the read was sent.
+	// The store's Date may be up to dateStaleness behind real time (its
+	// one-second resolution, and a server that refreshes it once a second):
+	// assume the lease is that much older than it looks, and count from
+	// before the read was sent, so that the estimate is never later than
+	// the original holder's own deadline.
 	validity := obs.body.validity()
-	trustFrom := obs.sent.Add(-age - time.Second)
+	trustFrom := obs.sent.Add(-age - dateStaleness)
 	trustUntil := trustFrom.Add(validity - safetyMargin(validity))
 	if !c.cfg.clock.Now().Before(trustUntil) {
 		return nil, stale("has lapsed (last written " + age.String() + " ago, lease " + validity.String() + ")")

@@ -1,9 +1,12 @@
 package s3lock_test
 
 import (
+	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -109,5 +112,51 @@ func TestParseToken_NeverEchoesTheNonce(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "SECRET-NONCE") {
 			t.Errorf("ParseToken(%s) = %v; want an error that does not print the nonce", bad, err)
 		}
+	}
+}
+
+// laggingDate is a transport that makes the store's Date header lag as
+// versitygw's can at worst: a second of truncation plus a refresh that is
+// one second behind (Date = the whole second before the current one).
+type laggingDate struct{ next http.RoundTripper }
+
+func (l laggingDate) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil {
+		resp.Header.Set("Date", time.Now().Truncate(time.Second).Add(-time.Second).UTC().Format(http.TimeFormat))
+	}
+	return resp, err
+}
+
+// TestResume_EstimateNeverLaterThanTheHolders: a lease taken over by its
+// token is never trusted longer than its holder trusts it, even when the
+// store's Date lags real time by almost two seconds. (Regression: Resume
+// allowed one second, and a resumed lease could outlast its holder's view by
+// up to a second.)
+func TestResume_EstimateNeverLaterThanTheHolders(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	lagging := s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return laggingDate{next} })
+	holder := newLockClient(t, ns, "holder", nil)
+	taker := newLockClient(t, ns, "taker", nil, lagging)
+	// Acquire just after a second boundary and resume half a second later,
+	// so that the store's truncated Last-Modified and the lagging Date are
+	// as far from real time as they get.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+	l, err := holder.TryAcquire(t.Context(), ns.Name("estimate"), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := l.ExpiresAt()
+	tok := l.Detach()
+	time.Sleep(500 * time.Millisecond)
+	r, err := taker.Resume(t.Context(), tok, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Release(context.Background()) }()
+	if later := r.ExpiresAt().Sub(own); later > 0 {
+		t.Errorf("the resumed lease is trusted until %s, %s after its holder's own deadline %s",
+			r.ExpiresAt().Format(time.StampMilli), later, own.Format(time.StampMilli))
 	}
 }

@@ -13,6 +13,12 @@ const (
 	// true age by up to a second; two seconds also absorb clock-rate drift.
 	serverSlack = 2 * time.Second
 
+	// dateStaleness is how far, at most, a store's Date header lags real
+	// time: one second of resolution, plus one second for servers that
+	// refresh the header once a second (versitygw's lags 1.3 to 1.8 s).
+	// Resume counts a taken-over lease as this much older than it looks.
+	dateStaleness = 2 * time.Second
+
 	// maxSafetyMargin caps the margin by which a holder stops trusting its
 	// lease before an observer could judge it lapsed.
 	maxSafetyMargin = 5 * time.Second

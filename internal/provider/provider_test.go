@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -43,11 +44,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// testCLI is the Terraform or OpenTofu binary the acceptance tests run
+// (set by TestMain when TF_ACC is set).
+var testCLI tfharness.CLI
+
 // prepareTerraformEnv makes the acceptance tests independent of the
 // machine's environment: terraform reads its CLI configuration from
 // TF_CLI_CONFIG_FILE, which must exist (an empty file is fine), and the
-// tests run the terraform binary on PATH under the provider namespace
-// s3lock unless told otherwise. Nothing here makes terraform download.
+// tests run $TF_ACC_TERRAFORM_PATH, else the terraform binary on PATH,
+// under the provider namespace s3lock and, unless told otherwise, the
+// registry host at which that CLI resolves s3lock/s3lock
+// (registry.opentofu.org for OpenTofu). Nothing here makes terraform
+// download.
 func prepareTerraformEnv() (cleanup func(), err error) {
 	cleanup = func() {}
 	if f := os.Getenv("TF_CLI_CONFIG_FILE"); f == "" || !fileExists(f) {
@@ -75,6 +83,24 @@ func prepareTerraformEnv() (cleanup func(), err error) {
 		if err := os.Setenv("TF_ACC_PROVIDER_NAMESPACE", "s3lock"); err != nil {
 			return cleanup, err
 		}
+	}
+	if os.Getenv("TF_ACC") == "" || os.Getenv("TF_ACC_TERRAFORM_PATH") == "" {
+		return cleanup, nil // no acceptance tests, or none that can run
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if testCLI, err = tfharness.Detect(ctx, os.Getenv("TF_ACC_TERRAFORM_PATH")); err != nil {
+		return cleanup, err
+	}
+	switch host := os.Getenv("TF_ACC_PROVIDER_HOST"); host {
+	case "":
+		if err := os.Setenv("TF_ACC_PROVIDER_HOST", testCLI.RegistryHost()); err != nil {
+			return cleanup, err
+		}
+	case testCLI.RegistryHost():
+	default:
+		return cleanup, fmt.Errorf("TF_ACC_PROVIDER_HOST is %s, but %s resolves s3lock/s3lock at %s: unset it or set it to that host",
+			host, testCLI, testCLI.RegistryHost())
 	}
 	return cleanup, nil
 }
@@ -106,6 +132,7 @@ func newAccEnv(t *testing.T) *accEnv {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("acceptance test: set TF_ACC=1 to run it (make test does)")
 	}
+	t.Logf("acceptance test on %s", testCLI)
 	ns := s3test.New(t)
 	e := &accEnv{ns: ns, bucket: ns.Bucket, leases: newLeaseRegistry()}
 	e.hooks.now = func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
@@ -169,15 +196,18 @@ func (e *accEnv) providerConfig(overrides map[string]string) string {
 }
 
 // requiredProviders is a terraform block that requires the named providers
-// from the namespace the tests serve them under. The tests write it
-// themselves because terraform-plugin-testing does not add it to import
-// steps.
+// from the host and namespace the tests serve them under (the addresses
+// terraform-plugin-testing gives them). The tests write it themselves
+// because terraform-plugin-testing does not add it to import steps.
 func requiredProviders(names ...string) string {
-	ns := os.Getenv("TF_ACC_PROVIDER_NAMESPACE")
+	host, ns := os.Getenv("TF_ACC_PROVIDER_HOST"), os.Getenv("TF_ACC_PROVIDER_NAMESPACE")
+	if host == "" {
+		host = tfharness.TerraformRegistryHost
+	}
 	var b strings.Builder
 	b.WriteString("terraform {\n  required_providers {\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "    %s = { source = \"registry.terraform.io/%s/%s\" }\n", n, ns, n)
+		fmt.Fprintf(&b, "    %s = { source = \"%s/%s/%s\" }\n", n, host, ns, n)
 	}
 	b.WriteString("  }\n}\n")
 	return b.String()
@@ -295,8 +325,25 @@ func matchError(parts ...string) *regexp.Regexp {
 	return regexp.MustCompile("(?s)" + strings.Join(parts, ".*"))
 }
 
-// ephemeralVersions skips on terraform versions without ephemeral resources.
-var ephemeralVersions = []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)}
+// ephemeralVersions skips on versions without ephemeral resources:
+// Terraform below 1.10, OpenTofu below 1.11.
+var ephemeralVersions = []tfversion.TerraformVersionCheck{
+	tfversion.SkipBelow(tfversion.Version1_10_0),
+	versionCheck(func(_ context.Context, req tfversion.CheckTerraformVersionRequest, resp *tfversion.CheckTerraformVersionResponse) {
+		if testCLI.IsOpenTofu() && req.TerraformVersion.Core().LessThan(tfversion.Version1_11_0) {
+			resp.Skip = fmt.Sprintf("OpenTofu %s has no ephemeral resources (they came in 1.11)", req.TerraformVersion)
+		}
+	}),
+}
+
+// versionCheck is a tfversion check written as a function. The checks that
+// terraform-plugin-testing provides compare OpenTofu's version number as if
+// it were Terraform's; a versionCheck can consult testCLI.
+type versionCheck func(context.Context, tfversion.CheckTerraformVersionRequest, *tfversion.CheckTerraformVersionResponse)
+
+func (f versionCheck) CheckTerraformVersion(ctx context.Context, req tfversion.CheckTerraformVersionRequest, resp *tfversion.CheckTerraformVersionResponse) {
+	f(ctx, req, resp)
+}
 
 func TestAccProvider_Diagnostics(t *testing.T) {
 	e := newAccEnv(t)

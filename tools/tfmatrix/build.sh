@@ -12,6 +12,11 @@
 # their own): in a writable copy, the backends that are not in the zip are
 # removed from internal/backend/init/init.go and go.mod before building. The
 # resulting binary works with the local backend, which is all the tests use.
+#
+# Both are linked as releases (version.dev=no), as their release builds are:
+# otherwise they call themselves 1.15.0-dev and allow experimental language
+# features. A cached binary that does not report exactly its version (one
+# built before that flag) is rebuilt; Go's build cache makes that a relink.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${S3LOCK_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/s3lock-tools}"
@@ -24,7 +29,7 @@ build() { # build NAME VERSION: prints the binary's path
 	*) echo "build.sh: unknown binary $name (terraform or tofu)" >&2; return 2 ;;
 	esac
 	out="$cache/$name-$version/$name"
-	if [[ -x $out ]]; then
+	if [[ -x $out ]] && [[ $(reported_version "$out") == "$version" ]]; then
 		echo "$out"
 		return
 	fi
@@ -42,14 +47,25 @@ build() { # build NAME VERSION: prints the binary's path
 	case $name in
 	terraform)
 		strip_missing_backends "$src"
-		(cd "$src" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out.tmp" .)
+		(cd "$src" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X $module/version.dev=no" -o "$out.tmp" .)
 		;;
 	tofu)
-		(cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out.tmp" ./cmd/tofu)
+		(cd "$src" && go build -trimpath -ldflags "-s -w -X $module/version.dev=no" -o "$out.tmp" ./cmd/tofu)
 		;;
 	esac
+	if [[ $(reported_version "$out.tmp") != "$version" ]]; then
+		echo "build.sh: the $name built from $module@v$version reports version '$(reported_version "$out.tmp")'" >&2
+		return 1
+	fi
 	mv "$out.tmp" "$out"
 	echo "$out"
+}
+
+# reported_version prints the version a terraform or tofu binary reports
+# (`version -json`; no checkpoint, no CLI configuration read).
+reported_version() {
+	CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$1" version -json 2>/dev/null |
+		sed -n 's/^[[:space:]]*"terraform_version": "\(.*\)",$/\1/p'
 }
 
 # strip_missing_backends removes from a Terraform source tree every
