@@ -3,9 +3,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -30,6 +33,9 @@ const (
 // magicCookieKey is the variable Terraform and OpenTofu set for the provider
 // processes they start (the plugin handshake).
 const magicCookieKey = "TF_PLUGIN_MAGIC_COOKIE"
+
+// runGuardEnv turns the run guard off ("off"): each phase takes the lock.
+const runGuardEnv = "S3LOCK_RUN_GUARD"
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == runguard.GuardArg {
@@ -73,20 +79,36 @@ func main() {
 // runClient returns the client of this run's guard when Terraform (or
 // OpenTofu) started this process and the system can tell runs apart (Linux),
 // so that ephemeral leases are held for the whole run; nil otherwise (tests,
-// a debugger, other systems): a lease per phase. It also makes the process
-// notice when terraform dies before shutting it down (SIGKILL): it tells the
-// guard, so the run's leases lapse rather than being released while what
-// the run started may still be going on, and exits.
+// a debugger, other systems, S3LOCK_RUN_GUARD=off, a terraform that is the
+// init process of its container): a lease per phase. It also makes the
+// process notice when terraform dies before shutting it down (SIGKILL): it
+// tells the guard, so the run's leases lapse rather than being released
+// while what the run started may still be going on, and exits.
 func runClient(debug bool) *runguard.Client {
 	if debug || os.Getenv(magicCookieKey) == "" {
 		return nil
 	}
-	parent := os.Getppid()
-	r, err := runguard.Parent()
-	if err != nil {
-		log.Printf("[INFO] ephemeral leases are held per phase, not per run: %v", err)
+	if v := os.Getenv(runGuardEnv); v == "off" || v == "0" || v == "false" {
+		log.Printf("[INFO] %s=%s: ephemeral leases are held per phase, not per run", runGuardEnv, v)
 		return nil
 	}
+	parent := os.Getppid()
+	r, err := runguard.Parent()
+	if err == nil && r.PID == 1 {
+		// The kernel kills the whole container, guard included, the
+		// moment its init exits: the guard could not release.
+		err = errors.New("terraform is the init process (pid 1) of its container")
+	}
+	if err == nil {
+		err = runguard.Usable()
+	}
+	if err != nil {
+		log.Printf("[WARN] ephemeral leases are held per phase, not per run: %v", err)
+		return nil
+	}
+	// With terraform gone, a write to its stderr pipe would kill this
+	// process before it can tell the guard.
+	signal.Ignore(syscall.SIGPIPE)
 	run := runguard.NewClient(r)
 	go func() {
 		for os.Getppid() == parent {

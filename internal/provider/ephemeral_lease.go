@@ -148,7 +148,8 @@ func (e *leaseEphemeralResource) Configure(_ context.Context, req ephemeral.Conf
 	e.factory = f
 }
 
-// Open acquires the lock.
+// Open acquires the lock: for the whole run (see ephemeral_lease_run.go)
+// when Terraform started this process, else for this phase.
 func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRequest, resp *ephemeral.OpenResponse) {
 	var cfg leaseEphemeralModelV0
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
@@ -172,9 +173,10 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if !ok {
 		return
 	}
-	// The lease renews itself in this provider process for as long as the
-	// run lasts (every third of lease_duration, retrying failures until it
-	// would lapse); Terraform's Renew calls only check on it.
+	// Per phase, the lease renews itself in this provider process for as
+	// long as the phase lasts (every third of lease_duration, retrying
+	// failures until it would lapse); Terraform's Renew calls only check on
+	// it. For the whole run, the run's guard renews it.
 	opts := []s3lock.AcquireOption{s3lock.WithDuration(dur)}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
@@ -182,7 +184,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
 	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
 	if e.factory.run != nil {
-		held, ok := e.openForRun(ctx, bucket, name, func() (*s3lock.Lease, error) {
+		held, ok := e.openForRun(ctx, bucket, name, dur, func() (*s3lock.Lease, error) {
 			return acquireLease(ctx, e.factory, client, name, wait, append(opts, s3lock.WithoutAutoRenew())...)
 		}, &resp.Diagnostics)
 		if !ok {
@@ -263,8 +265,9 @@ func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewR
 	resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
 }
 
-// Close releases the lock. A lease lost during the run is an error: the run
-// relied on it.
+// Close ends a phase: per phase it releases the lock; for the whole run it
+// only checks the lease (the run's guard releases it as terraform exits). A
+// lease lost during the run is an error: the run relied on it.
 func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseRequest, resp *ephemeral.CloseResponse) {
 	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
 	if !ok {

@@ -27,49 +27,45 @@ type Client struct {
 	mu   sync.Mutex // one request at a time
 	conn net.Conn
 	r    *bufio.Reader
-
-	keysMu sync.Mutex
-	keys   map[string]*sync.Mutex
 }
 
 // NewClient returns the client for the run; nothing happens until it is
 // used.
-func NewClient(run Run) *Client { return &Client{run: run, keys: map[string]*sync.Mutex{}} }
+func NewClient(run Run) *Client { return &Client{run: run} }
 
 // Run returns the run the client belongs to.
 func (c *Client) Run() Run { return c.run }
 
-// Lock serializes, within this process, the opening of one lock's lease, so
-// that two ephemeral resources of one lock in one run share its lease
-// instead of the second waiting for the first. It returns the unlock.
-func (c *Client) Lock(bucket, name string) func() {
-	c.keysMu.Lock()
-	m, ok := c.keys[bucket+"/"+name]
-	if !ok {
-		m = &sync.Mutex{}
-		c.keys[bucket+"/"+name] = m
+// Claim asks for the run's lease of the lock on the store cfg names: the
+// lease if the run holds it (possibly lost), or nil, granting this process
+// the right to acquire it; then it must Adopt the lease or Abandon the
+// claim. While another provider process of the run has that right, Claim
+// waits (ctx bounds the wait). It starts the run's guard if there is none.
+func (c *Client) Claim(ctx context.Context, cfg ClientConfig, bucket, name string) (*Lease, error) {
+	resp, err := c.call(ctx, request{Op: opClaim, Bucket: bucket, Name: name, Config: &cfg}, true)
+	if err == nil && resp.Lease == nil && !resp.Granted {
+		err = errors.New("runguard: the run guard answered a claim with neither a lease nor a grant")
 	}
-	c.keysMu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
-// Lookup returns the run's lease of the lock, or nil if the run holds none.
-func (c *Client) Lookup(ctx context.Context, bucket, name string) (*Lease, error) {
-	resp, err := c.call(ctx, request{Op: opLookup, Bucket: bucket, Name: name})
 	return resp.Lease, err
 }
 
-// Adopt hands the guard a lease this process just acquired (and detached):
-// the guard renews it and releases it when the run ends.
+// Adopt hands the guard a lease this process just acquired (and detached)
+// after a granted Claim: the guard renews it and releases it when the run
+// ends.
 func (c *Client) Adopt(ctx context.Context, t s3lock.Token, cfg ClientConfig) (*Lease, error) {
-	return c.need(c.call(ctx, request{Op: opAdopt, Token: &t, Config: &cfg}))
+	return c.need(c.call(ctx, request{Op: opAdopt, Token: &t, Config: &cfg}, false))
+}
+
+// Abandon gives up a granted Claim whose acquisition failed.
+func (c *Client) Abandon(ctx context.Context, cfg ClientConfig, bucket, name string) error {
+	_, err := c.call(ctx, request{Op: opAbandon, Bucket: bucket, Name: name, Config: &cfg}, false)
+	return err
 }
 
 // Status returns the run's lease of the token, with its current deadline
 // and, if it was lost, why.
 func (c *Client) Status(ctx context.Context, t s3lock.Token) (*Lease, error) {
-	return c.need(c.call(ctx, request{Op: opStatus, Token: &t}))
+	return c.need(c.call(ctx, request{Op: opStatus, Token: &t}, false))
 }
 
 // Bye tells the guard that this provider process is shutting down cleanly
@@ -82,13 +78,18 @@ func (c *Client) Bye(ctx context.Context) error { return c.farewell(ctx, opBye) 
 func (c *Client) Orphaned(ctx context.Context) error { return c.farewell(ctx, opOrphaned) }
 
 func (c *Client) farewell(ctx context.Context, op string) error {
-	c.mu.Lock()
+	if !c.mu.TryLock() {
+		// A request is in flight (an adopt, a claim waiting for another
+		// process): do not wait for it; closing the connection without a
+		// goodbye tells the guard the same, and lets the leases lapse.
+		return nil
+	}
 	dialed := c.conn != nil
 	c.mu.Unlock()
 	if !dialed {
 		return nil
 	}
-	_, err := c.call(ctx, request{Op: op})
+	_, err := c.call(ctx, request{Op: op}, false)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != nil {
@@ -106,19 +107,25 @@ func (c *Client) need(resp response, err error) (*Lease, error) {
 }
 
 // call sends one request and reads its answer.
-func (c *Client) call(ctx context.Context, req request) (response, error) {
+// Only a claim may start the guard (mayStart): any other request needs the
+// guard that the claim found or started, and fails if it is gone (it died
+// mid-run: its leases are no longer renewed).
+func (c *Client) call(ctx context.Context, req request, mayStart bool) (response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		if err := c.dial(ctx); err != nil {
+		if err := c.dial(ctx, mayStart); err != nil {
 			return response{}, err
 		}
 	}
-	if d, ok := ctx.Deadline(); ok {
-		_ = c.conn.SetDeadline(d)
-	} else {
-		_ = c.conn.SetDeadline(time.Now().Add(requestTimeout))
+	d, ok := ctx.Deadline()
+	switch {
+	case req.Op == opClaim && !ok:
+		d = time.Time{} // it may wait for another provider process's acquisition
+	case !ok || time.Until(d) > requestTimeout:
+		d = time.Now().Add(requestTimeout)
 	}
+	_ = c.conn.SetDeadline(d)
 	fail := func(err error) (response, error) {
 		_ = c.conn.Close()
 		c.conn = nil
@@ -145,29 +152,43 @@ func (c *Client) call(ctx context.Context, req request) (response, error) {
 	return resp, nil
 }
 
-// dial connects to the run's guard, starting it if there is none.
-func (c *Client) dial(ctx context.Context) error {
+// dial connects to the run's guard, starting it if there is none and
+// mayStart. Starting is serialized between the run's provider processes by
+// a lock file next to the socket, so one guard serves a run.
+func (c *Client) dial(ctx context.Context, mayStart bool) error {
 	sock, err := c.run.socket()
 	if err != nil {
 		return err
 	}
-	if conn, err := net.Dial("unix", sock); err == nil {
-		c.conn, c.r = conn, bufio.NewReader(conn)
+	connect := func() bool {
+		conn, err := net.Dial("unix", sock)
+		if err == nil {
+			c.conn, c.r = conn, bufio.NewReader(conn)
+		}
+		return err == nil
+	}
+	if connect() {
+		return nil
+	}
+	if !mayStart {
+		return fmt.Errorf("runguard: the run guard of %s is gone (see %s): the run's leases are no longer renewed", c.run, logPath(sock))
+	}
+	unlock, err := lockFile(sock + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if connect() { // another process started it meanwhile
 		return nil
 	}
 	if err := c.start(sock); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(startTimeout)
-	for {
-		conn, err := net.Dial("unix", sock)
-		if err == nil {
-			c.conn, c.r = conn, bufio.NewReader(conn)
-			return nil
-		}
+	for !connect() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("runguard: the run guard of %s did not start listening on %s within %s (see %s): %w",
-				c.run, sock, startTimeout, logPath(sock), err)
+			return fmt.Errorf("runguard: the run guard of %s did not start listening on %s within %s (see %s)",
+				c.run, sock, startTimeout, logPath(sock))
 		}
 		select {
 		case <-ctx.Done():
@@ -175,6 +196,7 @@ func (c *Client) dial(ctx context.Context) error {
 		case <-time.After(pollInterval / 4):
 		}
 	}
+	return nil
 }
 
 // start starts the run's guard: this executable with GuardArg, in a session

@@ -9,7 +9,9 @@ import (
 	"log"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,19 +21,27 @@ import (
 
 // guard is the server side: the leases of one run.
 type guard struct {
-	run Run
-	log *log.Logger
+	run   Run
+	log   *log.Logger
+	state string // file listing the leases held, for a guard that replaces a dead one
 
 	mu          sync.Mutex
-	leases      map[string]*held // by bucket and lock name
-	conns       map[net.Conn]bool
-	orphaned    bool // a provider process outlived terraform
+	leases      map[string]*held         // by leaseKey
+	claims      map[string]chan struct{} // granted claims, closed when resolved
+	conns       map[net.Conn]*conn
+	unclean     bool // a provider process went away without saying goodbye, or outlived terraform
 	interrupted bool // terraform was interrupted over a lost lease
 }
 
 type held struct {
-	lease *s3lock.Lease
+	lease *s3lock.Lease // nil for a lease a dead guard held
 	info  Lease
+}
+
+// conn is what the guard knows of one provider process's connection.
+type conn struct {
+	bye    bool            // it said goodbye: Terraform shut it down cleanly
+	claims map[string]bool // claims it was granted and has not resolved
 }
 
 // Serve runs a run guard for the terraform process named in args (pid,
@@ -50,20 +60,33 @@ func Serve(args []string) int {
 		logger.Print(err)
 		return 1
 	}
+	pruneLogs(filepath.Dir(sock))
 	ln, err := listen(sock)
 	if err != nil {
 		logger.Print(err)
 		return 1
 	}
-	defer os.Remove(sock)
-	defer ln.Close()
-	g := &guard{run: run, log: logger, leases: map[string]*held{}, conns: map[net.Conn]bool{}}
+	g := &guard{run: run, log: logger, state: strings.TrimSuffix(sock, ".sock") + ".state",
+		leases: map[string]*held{}, claims: map[string]chan struct{}{}, conns: map[net.Conn]*conn{}}
+	g.inherit()
 	logger.Printf("guarding the leases of %s on %s", run, sock)
 	go g.accept(ln)
+	children := newChildWatch(run)
 	for run.Alive() {
+		children.poll()
 		time.Sleep(pollInterval)
 	}
-	g.end()
+	_ = ln.Close()
+	_ = os.Remove(sock)
+	killed := children.outlived()
+	if killed != "" {
+		logger.Printf("terraform is gone but %s is still running: terraform was killed", killed)
+	}
+	lapsed := g.end(killed != "")
+	_ = os.Remove(g.state)
+	if !lapsed && !g.lost() {
+		_ = os.Remove(logPath(sock)) // nothing worth keeping
+	}
 	return 0
 }
 
@@ -79,19 +102,50 @@ func parseRun(args []string) (Run, error) {
 	return Run{PID: pid, Start: start, Boot: args[2]}, nil
 }
 
-// listen listens on sock, replacing a stale socket left by a dead guard; it
-// fails if a live guard already serves the run.
+// listen listens on sock, replacing a stale socket left by a dead guard. The
+// provider that starts a guard holds the run's start lock (Client.dial), so
+// no other guard of the run starts meanwhile.
 func listen(sock string) (net.Listener, error) {
-	ln, err := net.Listen("unix", sock)
-	if err == nil {
-		return ln, nil
-	}
-	if c, derr := net.Dial("unix", sock); derr == nil {
+	if c, err := net.Dial("unix", sock); err == nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("another guard already serves %s", sock)
 	}
 	_ = os.Remove(sock)
 	return net.Listen("unix", sock)
+}
+
+// inherit takes over the record of a guard of this run that died: the
+// leases it held are reported lost (nobody renewed them meanwhile), so that
+// the run fails instead of taking a second epoch.
+func (g *guard) inherit() {
+	b, err := os.ReadFile(g.state)
+	if err != nil {
+		return
+	}
+	var prev map[string]Lease
+	if err := json.Unmarshal(b, &prev); err != nil {
+		return
+	}
+	for key, info := range prev {
+		info.Lost = "the run's lock guard stopped while holding this lease (was it killed?), so nobody renewed it"
+		g.leases[key] = &held{info: info}
+		g.log.Printf("a previous guard of this run died holding lock %q in bucket %s (epoch %d)", info.Token.Name, info.Token.Bucket, info.Token.Epoch)
+	}
+}
+
+// record writes the leases held to the state file. Called with g.mu held.
+func (g *guard) record() {
+	out := map[string]Lease{}
+	for key, h := range g.leases {
+		if h.lease != nil {
+			out[key] = h.info
+		}
+	}
+	b, _ := json.Marshal(out)
+	tmp := g.state + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err == nil {
+		_ = os.Rename(tmp, g.state)
+	}
 }
 
 func (g *guard) accept(ln net.Listener) {
@@ -101,18 +155,27 @@ func (g *guard) accept(ln net.Listener) {
 			return
 		}
 		g.mu.Lock()
-		g.conns[c] = true
+		g.conns[c] = &conn{claims: map[string]bool{}}
 		g.mu.Unlock()
 		go g.serve(c)
 	}
 }
 
-// serve answers one provider process's requests until it says goodbye or
-// its connection closes.
+// serve answers one provider process's requests until its connection
+// closes. A connection that closes without a goodbye means its provider
+// process died (killed by terraform, or with it): the run is unclean.
 func (g *guard) serve(c net.Conn) {
 	defer func() {
 		g.mu.Lock()
+		st := g.conns[c]
 		delete(g.conns, c)
+		for key := range st.claims {
+			g.resolveLocked(key)
+		}
+		if !st.bye {
+			g.unclean = true
+			g.log.Print("a provider process went away without a goodbye (killed?): the run's leases will lapse, not be released")
+		}
 		g.mu.Unlock()
 		_ = c.Close()
 	}()
@@ -128,31 +191,39 @@ func (g *guard) serve(c net.Conn) {
 			_ = enc.Encode(response{Error: "bad request: " + err.Error()})
 			return
 		}
-		resp := g.handle(req)
+		resp := g.handle(c, req)
 		if err := enc.Encode(resp); err != nil || req.Op == opBye || req.Op == opOrphaned {
 			return
 		}
 	}
 }
 
-func (g *guard) handle(req request) response {
+func (g *guard) handle(c net.Conn, req request) response {
 	switch req.Op {
+	case opClaim:
+		if req.Config == nil {
+			return response{Error: "claim needs a client configuration"}
+		}
+		return g.claim(c, leaseKey(*req.Config, req.Bucket, req.Name))
 	case opAdopt:
 		if req.Token == nil || req.Config == nil {
 			return response{Error: "adopt needs a token and a client configuration"}
 		}
-		info, err := g.adopt(*req.Token, *req.Config)
+		info, err := g.adopt(c, *req.Token, *req.Config)
 		if err != nil {
 			return response{Error: err.Error()}
 		}
 		return response{Lease: &info}
-	case opLookup:
+	case opAbandon:
+		if req.Config == nil {
+			return response{Error: "abandon needs a client configuration"}
+		}
+		key := leaseKey(*req.Config, req.Bucket, req.Name)
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if h, ok := g.leases[req.Bucket+"/"+req.Name]; ok {
-			info := h.info
-			info.ExpiresAt = h.lease.ExpiresAt()
-			return response{Lease: &info}
+		if g.conns[c].claims[key] {
+			delete(g.conns[c].claims, key)
+			g.resolveLocked(key)
 		}
 		return response{}
 	case opStatus:
@@ -161,17 +232,20 @@ func (g *guard) handle(req request) response {
 		}
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if h, ok := g.leases[req.Token.Bucket+"/"+req.Token.Name]; ok && h.info.Token == *req.Token {
-			info := h.info
-			info.ExpiresAt = h.lease.ExpiresAt()
-			return response{Lease: &info}
+		for _, h := range g.leases {
+			if h.info.Token == *req.Token {
+				return response{Lease: h.current()}
+			}
 		}
 		return response{Error: fmt.Sprintf("this run holds no lease of lock %q (epoch %d) in bucket %s", req.Token.Name, req.Token.Epoch, req.Token.Bucket)}
 	case opBye:
+		g.mu.Lock()
+		g.conns[c].bye = true
+		g.mu.Unlock()
 		return response{}
 	case opOrphaned:
 		g.mu.Lock()
-		g.orphaned = true
+		g.unclean = true
 		g.mu.Unlock()
 		g.log.Print("a provider process outlived terraform (killed?): the leases will lapse, not be released")
 		return response{}
@@ -179,14 +253,82 @@ func (g *guard) handle(req request) response {
 	return response{Error: "unknown request " + strconv.Quote(req.Op)}
 }
 
+// current returns what the guard knows of the lease now.
+func (h *held) current() *Lease {
+	info := h.info
+	if h.lease != nil {
+		info.ExpiresAt = h.lease.ExpiresAt()
+	}
+	return &info
+}
+
+// claim answers with the run's lease of key, or grants c the right to
+// acquire it; while another provider process has that right, it waits.
+func (g *guard) claim(c net.Conn, key string) response {
+	for {
+		g.mu.Lock()
+		if h, ok := g.leases[key]; ok {
+			g.mu.Unlock()
+			return response{Lease: h.current()}
+		}
+		wait, claimed := g.claims[key]
+		if !claimed {
+			g.claims[key] = make(chan struct{})
+			g.conns[c].claims[key] = true
+			g.mu.Unlock()
+			return response{Granted: true}
+		}
+		g.mu.Unlock()
+		<-wait
+	}
+}
+
+// resolveLocked ends the granted claim of key. Called with g.mu held.
+func (g *guard) resolveLocked(key string) {
+	if ch, ok := g.claims[key]; ok {
+		close(ch)
+		delete(g.claims, key)
+	}
+}
+
 // adopt takes the lease of token over for the rest of the run: it renews it
-// and releases it when the run ends.
-func (g *guard) adopt(token s3lock.Token, cfg ClientConfig) (Lease, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+// (at once, so that it is trusted for a whole lease again) and releases it
+// when the run ends.
+func (g *guard) adopt(c net.Conn, token s3lock.Token, cfg ClientConfig) (Lease, error) {
+	key := leaseKey(cfg, token.Bucket, token.Name)
+	g.mu.Lock()
+	granted := g.conns[c].claims[key]
+	g.mu.Unlock()
+	if !granted {
+		return Lease{}, fmt.Errorf("adopting lock %q in bucket %s without a granted claim", token.Name, token.Bucket)
+	}
+	defer func() {
+		g.mu.Lock()
+		delete(g.conns[c].claims, key)
+		g.resolveLocked(key)
+		g.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), adoptTimeout)
 	defer cancel()
+	lease, err := g.resume(ctx, token, cfg)
+	if err != nil {
+		return Lease{}, err
+	}
+	info := Lease{Token: token, Key: lease.Key(), Holder: lease.Holder(), AcquiredAt: lease.AcquiredAt(),
+		ExpiresAt: lease.ExpiresAt(), Duration: lease.Duration()}
+	g.mu.Lock()
+	g.leases[key] = &held{lease: lease, info: info}
+	g.record()
+	g.mu.Unlock()
+	g.log.Printf("holding lock %q in bucket %s (epoch %d) for the run", token.Name, token.Bucket, token.Epoch)
+	go g.watch(key, lease)
+	return info, nil
+}
+
+func (g *guard) resume(ctx context.Context, token s3lock.Token, cfg ClientConfig) (*s3lock.Lease, error) {
 	awsCfg, err := awsclient.LoadConfig(ctx, cfg.AWS)
 	if err != nil {
-		return Lease{}, fmt.Errorf("loading the AWS configuration: %w", err)
+		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	opts := []s3lock.Option{s3lock.WithHolder(cfg.Holder)}
 	if cfg.ExpectedBucketOwner != "" {
@@ -194,20 +336,17 @@ func (g *guard) adopt(token s3lock.Token, cfg ClientConfig) (Lease, error) {
 	}
 	client, err := s3lock.New(awsclient.S3Client(awsCfg, cfg.AWS), token.Bucket, opts...)
 	if err != nil {
-		return Lease{}, err
+		return nil, err
 	}
 	lease, err := client.Resume(ctx, token)
 	if err != nil {
-		return Lease{}, err
+		return nil, err
 	}
-	info := Lease{Token: token, Key: lease.Key(), Holder: lease.Holder(), AcquiredAt: lease.AcquiredAt(),
-		ExpiresAt: lease.ExpiresAt(), Duration: lease.Duration()}
-	g.mu.Lock()
-	g.leases[token.Bucket+"/"+token.Name] = &held{lease: lease, info: info}
-	g.mu.Unlock()
-	g.log.Printf("holding lock %q in bucket %s (epoch %d) for the run", token.Name, token.Bucket, token.Epoch)
-	go g.watch(token.Bucket+"/"+token.Name, lease)
-	return info, nil
+	if err := lease.Renew(ctx); err != nil {
+		lease.Detach()
+		return nil, err
+	}
+	return lease, nil
 }
 
 // watch waits for a lease to end; a lease lost during the run interrupts
@@ -231,6 +370,12 @@ func (g *guard) watch(key string, lease *s3lock.Lease) {
 	}
 }
 
+func (g *guard) lost() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.interrupted
+}
+
 // interrupt tells terraform that the run's lease was lost, on its standard
 // error, and interrupts it as Ctrl-C does, so that it starts no further
 // changes.
@@ -241,48 +386,72 @@ func (g *guard) interrupt(lease *s3lock.Lease, err error) {
 	if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", g.run.PID), os.O_WRONLY|os.O_APPEND, 0); err == nil {
 		_, _ = f.WriteString(msg)
 		_ = f.Close()
+	} else {
+		g.log.Printf("could not tell terraform why (its standard error: %v): %s", err, strings.TrimSpace(msg))
 	}
 	if err := interruptProcess(g.run.PID); err != nil {
 		g.log.Printf("interrupting %s: %v", g.run, err)
 	}
 }
 
-// end settles the run's leases once terraform is gone: released, unless a
-// provider process outlived terraform (terraform was killed), in which case
-// they are left to lapse.
-func (g *guard) end() {
+// end settles the run's leases once terraform is gone: released, unless the
+// run did not end cleanly — terraform was killed, or a provider process went
+// away without a goodbye or outlived terraform — in which case they are left
+// to lapse: what the run started may still be going on. It reports whether
+// it left them to lapse.
+func (g *guard) end(killed bool) bool {
 	deadline := time.Now().Add(orphanWait)
 	for {
 		g.mu.Lock()
-		open, orphaned := len(g.conns), g.orphaned
+		open, unclean := len(g.conns), g.unclean
 		g.mu.Unlock()
-		if open == 0 || orphaned || time.Now().After(deadline) {
+		if open == 0 || unclean || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(pollInterval / 4)
 	}
 	g.mu.Lock()
-	lapse := g.orphaned || len(g.conns) > 0
+	lapse := killed || g.unclean || len(g.conns) > 0
 	leases := g.leases
 	g.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, h := range leases {
 		l := h.lease
-		if lapse {
+		switch {
+		case l == nil:
+			continue
+		case lapse:
 			l.Detach()
-			g.log.Printf("terraform was killed while its providers ran: leaving lock %q in bucket %s (epoch %d) to lapse after %s",
+			g.log.Printf("the run did not end cleanly: leaving lock %q in bucket %s (epoch %d) to lapse after %s",
 				l.Name(), l.Bucket(), l.Epoch(), l.Duration())
 			continue
 		}
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 			defer cancel()
-			if err := l.Release(ctx); err != nil && !errors.Is(err, s3lock.ErrLeaseLost) {
+			switch err := l.Release(ctx); {
+			case errors.Is(err, s3lock.ErrLeaseLost):
+				g.log.Printf("lock %q in bucket %s (epoch %d) had been lost: %v", l.Name(), l.Bucket(), l.Epoch(), err)
+			case err != nil:
 				g.log.Printf("releasing lock %q in bucket %s (epoch %d): %v; it lapses after %s", l.Name(), l.Bucket(), l.Epoch(), err, l.Duration())
-				return
+			default:
+				g.log.Printf("the run ended: released lock %q in bucket %s (epoch %d)", l.Name(), l.Bucket(), l.Epoch())
 			}
-			g.log.Printf("the run ended: released lock %q in bucket %s (epoch %d)", l.Name(), l.Bucket(), l.Epoch())
 		})
 	}
 	wg.Wait()
+	return lapse
+}
+
+// pruneLogs removes guard logs and stale files older than logKeep.
+func pruneLogs(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > logKeep && !e.IsDir() {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }

@@ -43,18 +43,35 @@ func Of(pid int) (Run, error) {
 }
 
 // Alive reports whether the run's terraform process still exists (a zombie
-// counts as gone).
+// counts as gone). A /proc read that fails for another reason than the
+// process being gone (out of file descriptors, say) does not end the run.
 func (r Run) Alive() bool {
 	start, err := startTime(r.PID)
-	return err == nil && start == r.Start && !zombie(r.PID)
+	if err != nil {
+		return !errors.Is(err, errGone)
+	}
+	return start == r.Start && !zombie(r.PID)
 }
+
+// errGone marks a process that no longer exists.
+var errGone = errors.New("process is gone")
 
 // String names the run, for messages.
 func (r Run) String() string { return fmt.Sprintf("terraform process %d", r.PID) }
 
-// dir is the directory of the user's run guards: readable by the user only.
+// dir is the directory of the user's run guards, readable by the user only:
+// under $XDG_RUNTIME_DIR (the user's own, usually /run/user/UID) if set,
+// else under the temporary directory, or /tmp when that is too long a path
+// for a unix socket.
 func dir() (string, error) {
-	d := filepath.Join(os.TempDir(), fmt.Sprintf("s3lock-run-%d", os.Getuid()))
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	if len(base) > maxBaseLen {
+		base = "/tmp"
+	}
+	d := filepath.Join(base, fmt.Sprintf("s3lock-run-%d", os.Getuid()))
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return "", fmt.Errorf("runguard: creating %s: %w", d, err)
 	}
@@ -63,9 +80,20 @@ func dir() (string, error) {
 		return "", fmt.Errorf("runguard: %w", err)
 	}
 	if !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByMe(fi) {
-		return "", fmt.Errorf("runguard: %s must be a directory of user %d with mode 0700 (it is %s); remove it", d, os.Getuid(), fi.Mode())
+		return "", fmt.Errorf("runguard: %s must be a directory of user %d with mode 0700 (it is %s); "+
+			"set XDG_RUNTIME_DIR or TMPDIR to a directory of your own, or S3LOCK_RUN_GUARD=off", d, os.Getuid(), fi.Mode())
 	}
 	return d, nil
+}
+
+// maxBaseLen keeps a guard's socket path (base + /s3lock-run-UID/ + 30
+// characters) within the 108 bytes of a unix socket address.
+const maxBaseLen = 60
+
+// Usable reports whether guards can run here, and why not.
+func Usable() error {
+	_, err := dir()
+	return err
 }
 
 // socket is the path of the run's guard socket.
@@ -106,7 +134,7 @@ func statFields(pid int) ([]string, error) {
 		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnsupported, serr)
 		}
-		return nil, fmt.Errorf("runguard: process %d is gone", pid)
+		return nil, fmt.Errorf("runguard: process %d: %w", pid, errGone)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("runguard: %w", err)

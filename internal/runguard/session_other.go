@@ -8,3 +8,5 @@ import "syscall"
 func newSession() *syscall.SysProcAttr { return nil }
 
 func interruptProcess(int) error { return ErrUnsupported }
+
+func lockFile(string) (func(), error) { return nil, ErrUnsupported }

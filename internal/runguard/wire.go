@@ -35,8 +35,13 @@ type Lease struct {
 // The requests a provider process sends, one JSON object a line, each
 // answered by one response line.
 const (
-	opAdopt    = "adopt"    // take over Token (just acquired) for the rest of the run
-	opLookup   = "lookup"   // the run's lease of Bucket/Name, if any
+	// claim asks for the run's lease of Bucket/Name on the store of Config:
+	// the guard answers with the lease if the run holds it, or grants the
+	// caller the right to acquire it (Granted), making every other claim of
+	// that lock wait until the caller adopts or abandons it.
+	opClaim    = "claim"
+	opAdopt    = "adopt"    // take over Token (just acquired, after a granted claim) for the rest of the run
+	opAbandon  = "abandon"  // the granted claim's acquisition failed
 	opStatus   = "status"   // the lease of Token
 	opBye      = "bye"      // the provider process is shutting down cleanly
 	opOrphaned = "orphaned" // the provider process outlived terraform (it was killed)
@@ -51,8 +56,15 @@ type request struct {
 }
 
 type response struct {
-	Lease *Lease `json:"lease,omitempty"`
-	Error string `json:"error,omitempty"`
+	Lease   *Lease `json:"lease,omitempty"`
+	Granted bool   `json:"granted,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// leaseKey names a lock on one store: two provider configurations that
+// point at different stores never share a lease.
+func leaseKey(cfg ClientConfig, bucket, name string) string {
+	return cfg.AWS.Endpoint + "|" + cfg.AWS.Region + "|" + cfg.ExpectedBucketOwner + "|" + bucket + "/" + name
 }
 
 // Timing of the guard.
@@ -70,7 +82,21 @@ const (
 	releaseTimeout = 15 * time.Second
 	// startTimeout bounds waiting for a newly started guard's socket.
 	startTimeout = 10 * time.Second
-	// requestTimeout bounds one request to the guard that does no waiting
-	// of its own (all but adopt, which reads the lease back from S3).
-	requestTimeout = 30 * time.Second
+	// requestTimeout bounds one request to the guard that does not wait
+	// for another provider process (all but claim).
+	requestTimeout = 45 * time.Second
+	// adoptTimeout bounds the guard's work on an adopt (reading the lease
+	// back and renewing it); shorter than requestTimeout, so the provider
+	// never gives up on an adopt the guard then completes.
+	adoptTimeout = 30 * time.Second
+	// minimumLease is the shortest lease the guard can take over: it reads
+	// the lease back (the store's Date may lag two seconds) and renews it.
+	minimumLease = 5 * time.Second
+	// logKeep is how long the log of a guard whose run ended uneventfully
+	// is kept; others (a lost or lapsed lease) are kept this long too, and
+	// a guard that starts removes older ones.
+	logKeep = 7 * 24 * time.Hour
 )
+
+// MinimumLease is the shortest lease_duration a run-long lease can have.
+const MinimumLease = minimumLease
