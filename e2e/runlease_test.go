@@ -442,8 +442,16 @@ func TestE2E_RunLease_KilledTerraformLeaseLapses(t *testing.T) {
 func TestE2E_RunLease_LostLeaseInterruptsTheRun(t *testing.T) {
 	t.Parallel()
 	e := newRunLeaseEnv(t)
-	dir := e.module("lost")
 	marker := filepath.Join(t.TempDir(), "started")
+	after := filepath.Join(t.TempDir(), "after")
+	dir := e.extraModule("lost", `
+resource "terraform_data" "after" {
+  depends_on = [terraform_data.change]
+  provisioner "local-exec" {
+    command = "touch `+after+`"
+  }
+}
+`)
 	cmd := e.command(t.Context(), dir, "lost", "touch "+marker+"; sleep 300", "apply", "-auto-approve")
 	var out syncOutput
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -474,6 +482,9 @@ func TestE2E_RunLease_LostLeaseInterruptsTheRun(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("terraform's output lacks %q:\n%s", want, out.String())
 		}
+	}
+	if _, err := os.Stat(after); err == nil {
+		t.Errorf("terraform started a further change after the run's lease was lost")
 	}
 }
 

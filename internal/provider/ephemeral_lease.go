@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
@@ -75,8 +77,10 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"Make the resources that must run under the lock depend on it with " +
 			"`depends_on = [ephemeral.s3lock_lease.<name>]`. A saved plan applied by another command " +
 			"(`plan -out` in one job, `apply PLANFILE` in another) cannot share the lease: see the " +
-			"serialize-applies guide. Holding the lease for the whole run needs Linux (elsewhere, and when the " +
-			"provider is not started by Terraform, each phase takes the lock on its own).",
+			"serialize-applies guide. Under `s3lock run` of the same lock, the lease is the CLI's. Holding the " +
+			"lease for the whole run needs Linux (elsewhere, when the provider is not started by Terraform, when " +
+			"`terraform` is its container's init process, and with `S3LOCK_RUN_GUARD=off`, each phase takes the " +
+			"lock on its own).",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the lock.",
@@ -173,6 +177,21 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if !ok {
 		return
 	}
+	if epoch, ok := inheritedEpoch(bucket, name); ok {
+		st, ok := checkInherited(ctx, client, bucket, name, epoch, &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateInheritedKey, []byte(strconv.FormatUint(epoch, 10)))...)
+		cfg.Epoch = types.Int64Value(int64(epoch))
+		cfg.Key = types.StringValue(st.Key)
+		cfg.Holder = types.StringValue(st.Holder)
+		cfg.AcquiredAt = timeValue(st.AcquiredAt)
+		cfg.ExpiresAt = timeValue(st.ExpiresAt)
+		resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
+		resp.RenewAt = renewAt(e.factory.now(), st.ExpiresAt)
+		return
+	}
 	// Per phase, the lease renews itself in this provider process for as
 	// long as the phase lasts (every third of lease_duration, retrying
 	// failures until it would lapse); Terraform's Renew calls only check on
@@ -191,7 +210,6 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 			return
 		}
 		resp.Diagnostics.Append(storeToken(ctx, resp.Private, held.Token)...)
-		cfg.LeaseDuration = types.StringValue(formatDuration(held.Duration))
 		cfg.Epoch = types.Int64Value(int64(held.Token.Epoch))
 		cfg.Key = types.StringValue(held.Key)
 		cfg.Holder = types.StringValue(held.Holder)
@@ -225,6 +243,12 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 // only a lease this process does not hold (opened by another instance of the
 // provider) is renewed here.
 func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
+	if epoch := loadInherited(ctx, req.Private); epoch > 0 {
+		e.checkInheritedLease(ctx, epoch, &resp.Diagnostics, func(st s3lock.State) {
+			resp.RenewAt = renewAt(e.factory.now(), st.ExpiresAt)
+		})
+		return
+	}
 	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
@@ -269,6 +293,11 @@ func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewR
 // only checks the lease (the run's guard releases it as terraform exits). A
 // lease lost during the run is an error: the run relied on it.
 func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseRequest, resp *ephemeral.CloseResponse) {
+	if epoch := loadInherited(ctx, req.Private); epoch > 0 {
+		// s3lock run releases it when its command ends.
+		e.checkInheritedLease(ctx, epoch, &resp.Diagnostics, func(s3lock.State) {})
+		return
+	}
 	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
@@ -345,4 +374,18 @@ func (e *leaseEphemeralResource) client(ctx context.Context, bucket, name string
 // third of the way there, leaving two thirds of the lease to retry in.
 func renewAt(now, expires time.Time) time.Time {
 	return now.Add(max(expires.Sub(now)/3, 0))
+}
+
+// checkInheritedLease checks, for Renew and Close, that the lease inherited
+// from s3lock run is still the lock's current one, and calls ok with the
+// lock's state if so.
+func (e *leaseEphemeralResource) checkInheritedLease(ctx context.Context, epoch uint64, diags *diag.Diagnostics, ok func(s3lock.State)) {
+	bucket, name := os.Getenv("S3LOCK_BUCKET"), os.Getenv("S3LOCK_NAME")
+	client, good := e.client(ctx, bucket, name, diags)
+	if !good {
+		return
+	}
+	if st, good := checkInherited(ctx, client, bucket, name, epoch, diags); good {
+		ok(st)
+	}
 }

@@ -19,18 +19,20 @@
 // watches the terraform process:
 //   - when terraform exits (success, failure, Ctrl-C, a plan-only run, a
 //     declined approval), every provider process has been shut down first
-//     and said goodbye: the guard releases the leases at once and exits;
+//     and said goodbye, and no process terraform started is left: the guard
+//     releases the leases at once and exits;
 //   - when terraform dies without shutting its providers down (SIGKILL), a
-//     provider process is left behind: it tells the guard it is orphaned (or
-//     is still connected when terraform is gone), and the guard stops
-//     renewing and exits without releasing, so the leases lapse after their
-//     duration — whatever that run's providers were doing may still be going
-//     on;
+//     provider process went away without a goodbye, or is left behind (it
+//     tells the guard it is orphaned), or another child of terraform outlives
+//     it: the guard stops renewing and exits without releasing, so the
+//     leases lapse after their duration — whatever that run started may
+//     still be going on;
 //   - when a lease is lost (renewals failing past its deadline, a
 //     force-release), the guard tells terraform on its standard error and
 //     interrupts it as Ctrl-C does, so the run starts no further changes.
 //
 // Runs are told apart by the terraform process: two runs never share a
 // lease, even in one shell. The guard works on Linux (it reads /proc); on
-// other systems the provider falls back to one lease per phase.
+// other systems, when terraform is pid 1, or with S3LOCK_RUN_GUARD=off, the
+// provider falls back to one lease per phase.
 package runguard
