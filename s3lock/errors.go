@@ -298,11 +298,15 @@ type IdenticalRewriteError struct {
 }
 
 func (e *IdenticalRewriteError) Error() string {
+	by := fmt.Sprintf("last written under epoch %d", e.Current)
+	if e.Current == 0 {
+		by = "written without a fencing epoch"
+	}
 	return fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: the body is the object's current content, "+
-		"last written under epoch %d; writing it again under epoch %d would not change the object's ETag, "+
-		"so a writer of epoch %d that read it could still overwrite it; "+
+		"%s; writing it again under epoch %d would not change the object's ETag, "+
+		"so an older writer that read it could still overwrite it; "+
 		"make the body differ per epoch, for example by including the epoch",
-		e.Bucket, e.Key, e.Current, e.Epoch, e.Current)
+		e.Bucket, e.Key, by, e.Epoch)
 }
 
 // Is makes errors.Is(err, ErrIdenticalRewrite) true.
