@@ -222,6 +222,9 @@ resource "terraform_data" "teardown" {
 		t.Fatal(err)
 	}
 	provisioner, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// The guard notes terraform's children every 100ms: one started just
+	// before the kill can go unseen (a documented residual).
+	time.Sleep(500 * time.Millisecond)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
