@@ -1,0 +1,257 @@
+package runguard
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// The guard's decisions, against the local S3 server, with a stand-in for
+// terraform: a process of the test's own whose end is the run's end. The
+// test binary is also the guard (TestMain), as the provider binary is.
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == GuardArg {
+		os.Exit(Serve(os.Args[2:]))
+	}
+	os.Exit(s3test.Main(m))
+}
+
+// fakeRun is a terraform stand-in: a shell whose children the test decides.
+type fakeRun struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	run Run
+}
+
+// startRun starts `sh -c script` as the run's terraform.
+func startRun(t *testing.T, script string) *fakeRun {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("runs are told apart through /proc (Linux)")
+	}
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	run, err := Of(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeRun{t: t, cmd: cmd, run: run}
+}
+
+// end ends the run's terraform (SIGKILL of the shell alone).
+func (f *fakeRun) end() {
+	f.t.Helper()
+	if err := f.cmd.Process.Kill(); err != nil {
+		f.t.Fatal(err)
+	}
+	_ = f.cmd.Wait()
+}
+
+// env is a namespace on the local server and the provider's view of it.
+type env struct {
+	ns  *s3test.Namespace
+	cfg ClientConfig
+	sdk *s3lock.Client
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ns := s3test.New(t)
+	tg := ns.Target
+	if !tg.Local {
+		t.Skip("needs the local server (static credentials for the guard)")
+	}
+	sdk, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("provider"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{ns: ns, sdk: sdk, cfg: ClientConfig{Holder: "provider", AWS: awsclient.Options{
+		Region: tg.Region, AccessKey: tg.AccessKey, SecretKey: tg.SecretKey, Endpoint: tg.Endpoint, UsePathStyle: tg.PathStyle,
+	}}}
+}
+
+// open does what a provider's Open does: claim, and if granted, acquire and
+// hand the lease to the guard.
+func (e *env) open(t *testing.T, c *Client, name string) *Lease {
+	t.Helper()
+	held, err := c.Claim(t.Context(), e.cfg, e.ns.Bucket, e.ns.Name(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != nil {
+		return held
+	}
+	l, err := e.sdk.TryAcquire(t.Context(), e.ns.Name(name), s3lock.WithoutAutoRenew(), s3lock.WithDuration(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted, err := c.Adopt(t.Context(), l.Detach(), e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return adopted
+}
+
+// settled waits until the lock is no longer held and returns its state.
+func (e *env) settled(t *testing.T, name string) s3lock.State {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := e.sdk.Current(t.Context(), e.ns.Name(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Held || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestGuard_CleanEndReleases(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	c := NewClient(f.run)
+	lease := e.open(t, c, "clean")
+	if err := c.Bye(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.end()
+	if st := e.settled(t, "clean"); !st.Released || st.Epoch != lease.Token.Epoch {
+		t.Fatalf("after a clean end the lock is %+v; want epoch %d released", st, lease.Token.Epoch)
+	}
+}
+
+// A provider process that goes away without a goodbye was killed (with
+// terraform, or by it): the run's leases lapse.
+func TestGuard_ProviderWithoutGoodbyeLetsLeasesLapse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	c := NewClient(f.run)
+	e.open(t, c, "no-bye")
+	c.mu.Lock()
+	_ = c.conn.Close() // gone without a word
+	c.mu.Unlock()
+	f.end()
+	if st := e.settled(t, "no-bye"); st.Released {
+		t.Fatalf("after a provider vanished the lock is %+v; want it left to lapse", st)
+	}
+}
+
+// A child of terraform that outlives it means terraform was killed, even
+// when every provider process said goodbye.
+func TestGuard_ChildOutlivingTerraformLetsLeasesLapse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "sleep 300 & wait")
+	c := NewClient(f.run)
+	e.open(t, c, "child")
+	if err := c.Bye(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * pollInterval) // the guard has seen the child
+	f.end()
+	if st := e.settled(t, "child"); st.Released {
+		t.Fatalf("with terraform's child still running the lock is %+v; want it left to lapse", st)
+	}
+}
+
+// Two provider processes of one run claim one lock at once: one acquires,
+// the other waits for it and gets the same lease.
+func TestGuard_ConcurrentClaimsShareOneLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	a, b := NewClient(f.run), NewClient(f.run)
+	var wg sync.WaitGroup
+	got := make([]*Lease, 2)
+	for i, c := range []*Client{a, b} {
+		wg.Go(func() { got[i] = e.open(t, c, "shared") })
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if got[0].Token != got[1].Token {
+		t.Fatalf("two claims of one lock got %+v and %+v; want one lease", got[0].Token, got[1].Token)
+	}
+	for _, c := range []*Client{a, b} {
+		if err := c.Bye(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.end()
+	if st := e.settled(t, "shared"); !st.Released || st.Epoch != 1 {
+		t.Fatalf("after the run the lock is %+v; want its one epoch released", st)
+	}
+}
+
+// A guard that dies mid-run cannot be replaced silently: the next guard
+// reports the dead one's leases lost, and requests other than a claim do
+// not start a guard at all.
+func TestGuard_DeadGuardsLeasesReportedLost(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	c := NewClient(f.run)
+	lease := e.open(t, c, "dead")
+	killGuard(t, f.run)
+	if _, err := c.Status(t.Context(), lease.Token); err == nil {
+		t.Fatal("Status after the guard died succeeded; want an error saying it is gone")
+	}
+	next := NewClient(f.run)
+	if _, err := next.Status(t.Context(), lease.Token); err == nil || !strings.Contains(err.Error(), "is gone") {
+		t.Fatalf("Status with no guard = %v; want it to fail without starting one", err)
+	}
+	held, err := next.Claim(t.Context(), e.cfg, e.ns.Bucket, e.ns.Name("dead"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held == nil || held.Lost == "" || held.Token != lease.Token {
+		t.Fatalf("Claim after the guard died = %+v; want the old lease, reported lost", held)
+	}
+}
+
+// killGuard kills the run's guard.
+func killGuard(t *testing.T, run Run) {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 3 && args[1] == GuardArg && args[2] == strconv.Itoa(run.PID) {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond) // until the client that started it has reaped it
+			}
+			return
+		}
+	}
+	t.Fatal("no guard found")
+}
