@@ -3,6 +3,8 @@ package s3lock_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,5 +171,50 @@ func TestLeaseDeadline_AbandonedReleaseStillEndsAtTheDeadline(t *testing.T) {
 	}
 	if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
 		t.Errorf("Err = %v; want the lease lost", lease.Err())
+	}
+}
+
+// lateAnswers forwards a PutObject at once (the store applies it) but hands
+// its answer back only after hold: a renewal confirmed too late.
+type lateAnswers struct {
+	next http.RoundTripper
+	hold atomic.Int64 // nanoseconds; 0: no delay
+}
+
+func (l *lateAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if d := time.Duration(l.hold.Load()); d > 0 && req.Method == http.MethodPut {
+		time.Sleep(d) // deliberately deaf to the request's context: a slow network
+	}
+	return resp, err
+}
+
+// A renewal the store applied but whose answer arrives after the lease's
+// trust deadline cannot revive the lease: the deadline ended it meanwhile.
+func TestLeaseDeadline_LateConfirmationDoesNotReviveTheLease(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	late := &lateAnswers{}
+	c := newLockClient(t, ns, "late", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)},
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { late.next = next; return late }))
+	lease, err := c.TryAcquire(t.Context(), ns.Name("late"), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := lease.ExpiresAt()
+	late.hold.Store(int64(time.Until(deadline) + 500*time.Millisecond))
+	err = lease.Renew(t.Context())
+	answered := time.Now()
+	if !errors.Is(err, s3lock.ErrLeaseLost) || !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
+		t.Fatalf("Renew confirmed after the deadline = %v (lease: %v); want the lease lost", err, lease.Err())
+	}
+	select {
+	case <-lease.Done():
+	default:
+		t.Fatal("Done is open after the lease was lost")
+	}
+	if !answered.After(deadline) || lease.ExpiresAt().After(deadline) {
+		t.Errorf("the late renewal moved the deadline from %s to %s (answered %s)", deadline.Format(time.StampMilli),
+			lease.ExpiresAt().Format(time.StampMilli), answered.Format(time.StampMilli))
 	}
 }
