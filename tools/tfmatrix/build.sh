@@ -40,7 +40,9 @@ build() { # build NAME VERSION: prints the binary's path
 		return 1
 	fi
 	src=$(mktemp -d "${TMPDIR:-/tmp}/s3lock-$name-$version.XXXXXX")
-	trap 'chmod -R u+w "$src" 2>/dev/null; rm -rf "$src"' RETURN
+	# Remove the source copy however the build ends (set -e exits without
+	# running a RETURN trap).
+	trap 'if [[ -n ${src:-} ]]; then chmod -R u+w "$src" 2>/dev/null; rm -rf "$src"; fi' RETURN EXIT
 	cp -r "$dir/." "$src"
 	chmod -R u+w "$src"
 	mkdir -p "$(dirname "$out")"
