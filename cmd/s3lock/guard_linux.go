@@ -48,6 +48,11 @@ const (
 const guardPoll = 250 * time.Millisecond
 
 const (
+	// guardBackstop is how long after the lease's deadline the guard acts:
+	// a running s3lock kills the command at the deadline itself (and says
+	// why); the guard is the backstop for an s3lock that cannot. Far less
+	// than the 1.3s at least between the deadline and anyone's takeover.
+	guardBackstop = 250 * time.Millisecond
 	// guardWriteTimeout bounds telling the guard a deadline, so that a
 	// stopped guard (its pipe full) never holds up s3lock.
 	guardWriteTimeout = 100 * time.Millisecond
@@ -327,8 +332,8 @@ func runGuard(argv []string) int {
 				_ = syscall.Kill(0, syscall.SIGKILL) // s3lock is gone
 			}
 			deadline = d
-		case <-time.After(min(guardPoll, deadline-boottime())):
-			if boottime() >= deadline {
+		case <-time.After(min(guardPoll, deadline+guardBackstop-boottime())):
+			if boottime() >= deadline+guardBackstop {
 				report(0, "deadline")
 				_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the guard included
 			}

@@ -274,8 +274,13 @@ func (r *runner) finish() error {
 	r.guard.close()
 	guardDied := report == "" && !r.killed
 	if report == "deadline" && r.lost == nil {
-		r.lost = fmt.Errorf("%w: the lease's trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command",
-			s3lock.ErrLeaseLost)
+		if err := r.lease.Err(); errors.Is(err, s3lock.ErrLeaseLost) {
+			r.lost = err // s3lock's own timer saw it too, as the guard acted
+		} else {
+			r.lost = fmt.Errorf("%w: the lease's trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command",
+				s3lock.ErrLeaseLost)
+		}
+		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(r.lost.Error()))
 	}
 	// Whatever the command left in its process group must not outlive the
 	// lease either: kill it while the guard's zombie still holds the group.
