@@ -192,6 +192,18 @@ func (l *Lease) confirm(sent time.Time, etag string, next payload) error {
 	return nil
 }
 
+// cause returns what made a write fail: err, unless err is only the lease's
+// own deadline cutting the request short, in which case the store's last
+// answer (recorded by failed) says more.
+func (l *Lease) cause(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writeErr != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return errors.Join(l.writeErr, err)
+	}
+	return err
+}
+
 // failed records why the last write attempt failed, for the error of a lease
 // whose deadline passes before a write is confirmed.
 func (l *Lease) failed(err error) {
@@ -257,7 +269,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 			return ended // the trust deadline passed while the renewal was failing
 		}
 		if why := l.untrusted(clk.Now()); why != "" && !errors.Is(err, ErrLeaseLost) {
-			return l.lost(why+" while the renewal was failing", err)
+			return l.lost(why+" while the renewal was failing", l.cause(err))
 		}
 		return err
 	}
@@ -302,7 +314,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		case errors.Is(err, ErrLeaseLost):
 			return err
 		case l.untrusted(l.c.cfg.clock.Now()) != "" && ctx.Err() == nil:
-			return l.lost("it expired before the release was confirmed; it lapses on its own", err)
+			return l.lost("it expired before the release was confirmed; it lapses on its own", l.cause(err))
 		}
 		return err
 	}
