@@ -177,19 +177,15 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if !ok {
 		return
 	}
+	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
+	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
 	if epoch, ok := inheritedEpoch(bucket, name); ok {
 		st, ok := checkInherited(ctx, client, bucket, name, epoch, &resp.Diagnostics)
 		if !ok {
 			return
 		}
 		resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateInheritedKey, []byte(strconv.FormatUint(epoch, 10)))...)
-		cfg.Epoch = types.Int64Value(int64(epoch))
-		cfg.Key = types.StringValue(st.Key)
-		cfg.Holder = types.StringValue(st.Holder)
-		cfg.AcquiredAt = timeValue(st.AcquiredAt)
-		cfg.ExpiresAt = timeValue(st.ExpiresAt)
-		resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
-		resp.RenewAt = renewAt(e.factory.now(), st.ExpiresAt)
+		e.result(ctx, resp, cfg, epoch, st.Key, st.Holder, st.AcquiredAt, st.ExpiresAt)
 		return
 	}
 	// Per phase, the lease renews itself in this provider process for as
@@ -200,8 +196,6 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
-	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
-	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
 	if e.factory.run != nil {
 		held, ok := e.openForRun(ctx, bucket, name, dur, func() (*s3lock.Lease, error) {
 			return acquireLease(ctx, e.factory, client, name, wait, append(opts, s3lock.WithoutAutoRenew())...)
@@ -210,13 +204,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 			return
 		}
 		resp.Diagnostics.Append(storeToken(ctx, resp.Private, held.Token)...)
-		cfg.Epoch = types.Int64Value(int64(held.Token.Epoch))
-		cfg.Key = types.StringValue(held.Key)
-		cfg.Holder = types.StringValue(held.Holder)
-		cfg.AcquiredAt = timeValue(held.AcquiredAt)
-		cfg.ExpiresAt = timeValue(held.ExpiresAt)
-		resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
-		resp.RenewAt = renewAt(e.factory.now(), held.ExpiresAt)
+		e.result(ctx, resp, cfg, held.Token.Epoch, held.Key, held.Holder, held.AcquiredAt, held.ExpiresAt)
 		return
 	}
 	lease, err := acquireLease(ctx, e.factory, client, name, wait, opts...)
@@ -225,23 +213,30 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		return
 	}
 	token := lease.Token()
-	tflog.Info(ctx, "acquired lock for this run", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
+	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 	e.factory.leases.add(lease)
+	e.result(ctx, resp, cfg, lease.Epoch(), lease.Key(), lease.Holder(), lease.AcquiredAt(), lease.ExpiresAt())
+}
 
-	cfg.Epoch = types.Int64Value(int64(lease.Epoch()))
-	cfg.Key = types.StringValue(lease.Key())
-	cfg.Holder = types.StringValue(lease.Holder())
-	cfg.AcquiredAt = timeValue(lease.AcquiredAt())
-	cfg.ExpiresAt = timeValue(lease.ExpiresAt())
+// result sets Open's result: the configuration with the lease's computed
+// attributes, and when Terraform should renew it.
+func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.OpenResponse, cfg leaseEphemeralModelV0,
+	epoch uint64, key, holder string, acquired, expires time.Time) {
+	cfg.Epoch = types.Int64Value(int64(epoch))
+	cfg.Key = types.StringValue(key)
+	cfg.Holder = types.StringValue(holder)
+	cfg.AcquiredAt = timeValue(acquired)
+	cfg.ExpiresAt = timeValue(expires)
 	resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
-	resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
+	resp.RenewAt = renewAt(e.factory.now(), expires)
 }
 
 // Renew is called by Terraform at RenewAt while the run lasts. The lease
-// renews itself in this process, so Renew reports whether it is still held;
-// only a lease this process does not hold (opened by another instance of the
-// provider) is renewed here.
+// renews itself (in this process per phase, in the run's guard for the whole
+// run, in s3lock run when inherited), so Renew reports whether it is still
+// held; only a per-phase lease this process does not hold (opened by another
+// instance of the provider) is renewed here.
 func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
 	if epoch := loadInherited(ctx, req.Private); epoch > 0 {
 		e.checkInheritedLease(ctx, epoch, &resp.Diagnostics, func(st s3lock.State) {
