@@ -53,7 +53,7 @@ func TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			held, err := other.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithDuration(time.Hour))
+			held, err := other.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -61,39 +61,89 @@ func main() {
 	}
 }
 
+// demo is one run of the demo: its scratch directory, the binaries it runs,
+// the local S3 server and the lock client that observes the lock.
+type demo struct {
+	origin   time.Time
+	tmp      string
+	h        *tfharness.Harness
+	cli      string // the s3lock CLI
+	self     string // this binary; `self step` is the guarded step
+	srv      *s3server.Server
+	locks    *s3lock.Client
+	timeline string // the file the guarded steps record into
+}
+
+// participant is one process contending for the lock, with its output log.
+type participant struct {
+	who string
+	cmd *exec.Cmd
+	log *os.File
+}
+
+// applies are the terraform working directories, one apply run each.
+var applies = []string{"apply-a", "apply-b"}
+
+// run runs the whole demo in a scratch directory it removes afterwards and
+// returns an error if any participant failed or the lock was misused.
 func run(ctx context.Context) error {
-	origin := time.Now()
-	say := func(format string, args ...any) {
-		fmt.Printf("[%5.1fs] %s\n", time.Since(origin).Seconds(), fmt.Sprintf(format, args...))
-	}
+	d := &demo{origin: time.Now()}
 	tmp, err := os.MkdirTemp("", "s3lock-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	d.tmp, d.timeline = tmp, filepath.Join(tmp, "timeline")
 
-	say("building the provider, the CLI and the S3 server (the first run on a machine takes a few minutes)")
-	h, err := tfharness.New(ctx, tmp)
+	if err := d.build(ctx); err != nil {
+		return err
+	}
+	if d.srv, err = s3server.Start(ctx, s3server.Options{Dir: filepath.Join(tmp, "s3")}); err != nil {
+		return err
+	}
+	defer d.srv.Stop()
+	d.say("versitygw is serving S3 at %s (data in %s)", d.srv.Endpoint, d.srv.Dir)
+	if err := d.createBucket(ctx); err != nil {
+		return err
+	}
+	if err := d.initWorkDirs(ctx); err != nil {
+		return err
+	}
+	parts := d.participants(ctx)
+	launched, err := d.runAll(parts)
 	if err != nil {
 		return err
 	}
-	cli := filepath.Join(tmp, "bin", "s3lock")
-	if err := tfharness.Build(ctx, h.RepoRoot, "./cmd/s3lock", cli); err != nil {
-		return err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
+	return d.report(ctx, parts, launched)
+}
 
-	srv, err := s3server.Start(ctx, s3server.Options{Dir: filepath.Join(tmp, "s3")})
+// say prints a progress line stamped with the time since the demo started.
+func (d *demo) say(format string, args ...any) {
+	fmt.Printf("[%5.1fs] %s\n", time.Since(d.origin).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// build builds the provider (through the terraform harness) and the s3lock
+// CLI, and finds this binary, which the participants run as their step.
+func (d *demo) build(ctx context.Context) error {
+	d.say("building the provider, the CLI and the S3 server (the first run on a machine takes a few minutes)")
+	h, err := tfharness.New(ctx, d.tmp)
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
-	say("versitygw is serving S3 at %s (data in %s)", srv.Endpoint, srv.Dir)
+	d.h = h
+	d.cli = filepath.Join(d.tmp, "bin", "s3lock")
+	if err := tfharness.Build(ctx, h.RepoRoot, "./cmd/s3lock", d.cli); err != nil {
+		return err
+	}
+	d.self, err = os.Executable()
+	return err
+}
+
+// createBucket creates the demo bucket on the local server and checks,
+// through the observer's lock client, that it enforces conditional writes.
+func (d *demo) createBucket(ctx context.Context) error {
 	api := s3.New(s3.Options{
-		Region: s3server.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Region: s3server.Region, BaseEndpoint: aws.String(d.srv.Endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(s3server.AccessKeyID, s3server.SecretAccessKey, ""),
 	})
 	if _, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
@@ -106,62 +156,78 @@ func run(ctx context.Context) error {
 	if err := locks.Verify(ctx); err != nil {
 		return err
 	}
-	say("bucket %s created; the store enforces conditional writes (s3lock.Verify)", bucket)
+	d.locks = locks
+	d.say("bucket %s created; the store enforces conditional writes (s3lock.Verify)", bucket)
+	return nil
+}
 
-	timelinePath := filepath.Join(tmp, "timeline")
-	scenario := filepath.Join(h.RepoRoot, "examples", "scenarios", "local-demo")
-	applies := []string{"apply-a", "apply-b"}
+// workDir is the terraform working directory of the apply run who.
+func (d *demo) workDir(who string) string {
+	return filepath.Join(d.tmp, "work", who)
+}
+
+// initWorkDirs copies the local-demo scenario into each apply's working
+// directory and runs terraform init there.
+func (d *demo) initWorkDirs(ctx context.Context) error {
+	scenario := filepath.Join(d.h.RepoRoot, "examples", "scenarios", "local-demo")
 	for _, who := range applies {
-		dir := filepath.Join(tmp, "work", who)
+		dir := d.workDir(who)
 		if err := tfharness.CopyDir(dir, scenario); err != nil {
 			return err
 		}
-		if out, err := h.Init(ctx, dir); err != nil {
+		if out, err := d.h.Init(ctx, dir); err != nil {
 			return fmt.Errorf("%w\n%s", err, out)
 		}
 	}
-	say("terraform init installed s3lock/s3lock %s from the filesystem mirror in two working directories", tfharness.ProviderVersion)
+	d.say("terraform init installed s3lock/s3lock %s from the filesystem mirror in two working directories", tfharness.ProviderVersion)
+	return nil
+}
 
-	type participant struct {
-		who string
-		cmd *exec.Cmd
-		log *os.File
-	}
+// participants returns the processes that contend for the lock, not yet
+// started: a terraform apply per working directory, then the `s3lock run`
+// migration step.
+func (d *demo) participants(ctx context.Context) []participant {
 	var parts []participant
 	for _, who := range applies {
-		dir := filepath.Join(tmp, "work", who)
-		cmd := h.Command(ctx, dir, "apply", "-auto-approve", "-no-color",
-			"-var", "endpoint="+srv.Endpoint, "-var", "bucket="+bucket,
+		cmd := d.h.Command(ctx, d.workDir(who), "apply", "-auto-approve", "-no-color",
+			"-var", "endpoint="+d.srv.Endpoint, "-var", "bucket="+bucket,
 			"-var", "access_key="+s3server.AccessKeyID, "-var", "secret_key="+s3server.SecretAccessKey,
-			"-var", "lock_name="+lockName, "-var", "who="+who, "-var", "step_command="+shellQuote(self)+" step")
-		cmd.Env = append(cmd.Env, timeline.EnvFile+"="+timelinePath)
+			"-var", "lock_name="+lockName, "-var", "who="+who, "-var", "step_command="+shellQuote(d.self)+" step")
+		cmd.Env = append(cmd.Env, timeline.EnvFile+"="+d.timeline)
 		parts = append(parts, participant{who: who, cmd: cmd})
 	}
-	migration := exec.CommandContext(ctx, cli, "run", "--wait", "5m", "--lease", "30s", "--holder", "migration", lockName, "--", self, "step")
+	migration := exec.CommandContext(ctx, d.cli, "run", "--wait", "5m", "--lease", "30s", "--holder", "migration", lockName, "--", d.self, "step")
 	migration.Env = append(os.Environ(),
-		"S3LOCK_BUCKET="+bucket, "S3LOCK_ENDPOINT="+srv.Endpoint, "S3LOCK_USE_PATH_STYLE=true",
+		"S3LOCK_BUCKET="+bucket, "S3LOCK_ENDPOINT="+d.srv.Endpoint, "S3LOCK_USE_PATH_STYLE=true",
 		"AWS_REGION="+s3server.Region, "AWS_ACCESS_KEY_ID="+s3server.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+s3server.SecretAccessKey,
-		"AWS_PROFILE=", "AWS_SESSION_TOKEN=", "S3LOCK_WHO=migration", timeline.EnvFile+"="+timelinePath)
+		"AWS_PROFILE=", "AWS_SESSION_TOKEN=", "S3LOCK_WHO=migration", timeline.EnvFile+"="+d.timeline)
 	migration.Cancel = func() error { return migration.Process.Signal(os.Interrupt) }
-	parts = append(parts, participant{who: "migration", cmd: migration})
+	return append(parts, participant{who: "migration", cmd: migration})
+}
 
-	launched := map[string]time.Time{}
-	var wg sync.WaitGroup
-	errs := make([]error, len(parts))
-	say("starting %s and `s3lock run %s -- <migration step>` at the same moment", strings.Join(applies, " and "), lockName)
+// runAll starts every participant at the same moment, each writing to its
+// own log, and waits for them all. It returns when each was started, and an
+// error with the output of every participant that failed.
+func (d *demo) runAll(parts []participant) (map[string]time.Time, error) {
+	d.say("starting %s and `s3lock run %s -- <migration step>` at the same moment", strings.Join(applies, " and "), lockName)
 	for i := range parts {
 		p := &parts[i]
-		if p.log, err = os.Create(filepath.Join(tmp, p.who+".log")); err != nil {
-			return err
+		var err error
+		if p.log, err = os.Create(filepath.Join(d.tmp, p.who+".log")); err != nil {
+			return nil, err
 		}
 		defer p.log.Close()
 		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	}
+	launched := map[string]time.Time{}
+	var wg sync.WaitGroup
+	errs := make([]error, len(parts))
 	for i := range parts {
 		p := &parts[i]
-		launched[p.who] = time.Now()
+		start := time.Now()
+		launched[p.who] = start
 		if err := p.cmd.Start(); err != nil {
-			return fmt.Errorf("starting %s: %w", p.who, err)
+			return nil, fmt.Errorf("starting %s: %w", p.who, err)
 		}
 		wg.Go(func() {
 			errs[i] = p.cmd.Wait()
@@ -169,7 +235,7 @@ func run(ctx context.Context) error {
 			if errs[i] != nil {
 				status = "FAILED (" + errs[i].Error() + ")"
 			}
-			say("%-9s %s after %.1fs", p.who, status, time.Since(launched[p.who]).Seconds())
+			d.say("%-9s %s after %.1fs", p.who, status, time.Since(start).Seconds())
 		})
 	}
 	wg.Wait()
@@ -180,11 +246,14 @@ func run(ctx context.Context) error {
 			failed = append(failed, fmt.Errorf("%s: %w\n--- %s output ---\n%s", p.who, errs[i], p.who, log))
 		}
 	}
-	if err := errors.Join(failed...); err != nil {
-		return err
-	}
+	return launched, errors.Join(failed...)
+}
 
-	sections, err := timeline.Read(timelinePath)
+// report prints the timeline of the guarded steps and the state of the lock
+// after the runs, and returns an error unless every participant used one
+// epoch, the steps never overlapped and the lock is free.
+func (d *demo) report(ctx context.Context, parts []participant, launched map[string]time.Time) error {
+	sections, err := timeline.Read(d.timeline)
 	if err != nil {
 		return err
 	}
@@ -192,13 +261,7 @@ func run(ctx context.Context) error {
 	if len(sections) > 0 {
 		timeline.Render(os.Stdout, sections, sections[0].Start, launched)
 	}
-	// A run's lease is released by its guard as terraform exits: give it
-	// a moment.
-	st, err := locks.Current(ctx, lockName)
-	for deadline := time.Now().Add(releaseWait); err == nil && st.Held && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-		st, err = locks.Current(ctx, lockName)
-	}
+	st, err := d.awaitRelease(ctx)
 	if err != nil {
 		return err
 	}
@@ -220,6 +283,18 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("\nOK: %d guarded steps ran one at a time, in epoch order, and the lock is free.\n", len(sections))
 	return nil
+}
+
+// awaitRelease returns the state of the lock once it is free, or after
+// releaseWait if it is still held: a run's lease is released by its guard
+// as terraform exits, so give it a moment.
+func (d *demo) awaitRelease(ctx context.Context) (s3lock.State, error) {
+	st, err := d.locks.Current(ctx, lockName)
+	for deadline := time.Now().Add(releaseWait); err == nil && st.Held && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		st, err = d.locks.Current(ctx, lockName)
+	}
+	return st, err
 }
 
 // shellQuote quotes s for /bin/sh (local-exec runs its command with sh -c).

@@ -12,9 +12,6 @@ import (
 // epoch it created turned out to be stale).
 var errRetry = errors.New("s3lock: state changed during the attempt; retry")
 
-// maxQuickRetries bounds how often TryAcquire starts over after errRetry.
-const maxQuickRetries = 3
-
 // TryAcquire takes the lock name if it is free, and returns at once
 // otherwise: with an error matching ErrHeld (a *HeldError saying who holds
 // it) when it is held, and with other errors (matching ErrUnavailable for
@@ -30,6 +27,11 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOpt
 	if err != nil {
 		return nil, err
 	}
+	return c.tryAcquire(ctx, name, a)
+}
+
+// tryAcquire is TryAcquire for a name already checked.
+func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (*Lease, error) {
 	for i := 0; ; i++ {
 		lease, err := c.attempt(ctx, name, a, nil)
 		if errors.Is(err, errRetry) && i < maxQuickRetries && ctx.Err() == nil {
@@ -102,7 +104,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 	key := Key(name, epoch)
 	now := c.cfg.clock.Now()
 	p := payload{
-		LeaderID:   c.cfg.holder,
+		Holder:     c.cfg.holder,
 		ValidityMs: a.leaseDuration.Milliseconds(),
 		Format:     formatVersion,
 		Epoch:      epoch,
@@ -116,8 +118,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		return nil, err
 	}
 	sent := now // the lease's validity counts from before the first attempt
-	var bo backoff
-	bo.base, bo.max = 20*time.Millisecond, 500*time.Millisecond
+	bo := newBackoff(createRetryBase, createRetryMax)
 	for try := 0; ; try++ {
 		etag, err := c.putEpoch(ctx, key, "", body)
 		if err == nil {
@@ -131,7 +132,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		// context ending mid-request: read back.
 		obs, rerr := c.readBack(ctx, key, epoch)
 		switch {
-		case rerr == nil && obs.body.Nonce == p.Nonce && !obs.body.Expired:
+		case rerr == nil && obs.body.Nonce == p.Nonce && !obs.body.Released:
 			return c.established(ctx, name, epoch, p, obs.etag, sent, start, a)
 		case rerr == nil && obs.body.Nonce == p.Nonce:
 			return nil, errRetry // ours, but already released (force-released)
@@ -228,14 +229,14 @@ func (c *Client) abandon(ctx context.Context, key string, epoch uint64, p payloa
 	rel := p
 	rel.Renewals++
 	rel.Write = randomHex(8)
-	rel.Expired = true
+	rel.Released = true
 	rel.ReleasedAt = c.cfg.clock.Now().UTC()
 	rel.Reason = "abandoned by its creator"
 	body, err := rel.encode()
 	if err != nil {
 		return
 	}
-	for range 3 {
+	for range maxAbandonAttempts {
 		if _, err := c.putEpoch(actx, key, "", body); err == nil {
 			return
 		}
@@ -247,7 +248,7 @@ func (c *Client) abandon(ctx context.Context, key string, epoch uint64, p payloa
 			c.cfg.logger.Warn("s3lock: could not check an abandoned epoch; it will lapse", "bucket", c.bucket, "key", key, "err", err)
 			return
 		}
-		if obs.body.Nonce != p.Nonce || obs.body.Expired {
+		if obs.body.Nonce != p.Nonce || obs.body.Released {
 			return // not ours, or already released
 		}
 		if _, err := c.putEpoch(actx, key, obs.etag, body); err == nil {
@@ -273,7 +274,7 @@ func (c *Client) heldError(name string, o *observed) *HeldError {
 		Name:       name,
 		Key:        o.key,
 		Epoch:      o.epoch,
-		Holder:     o.body.LeaderID,
+		Holder:     o.body.Holder,
 		ExpiresIn:  max(left, 0),
 		AcquiredAt: o.body.AcquiredAt,
 		Metadata:   o.body.Metadata,

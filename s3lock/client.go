@@ -28,26 +28,43 @@ func New(api S3API, bucket string, opts ...Option) (*Client, error) {
 	if api == nil {
 		return nil, invalid("S3 client is nil")
 	}
-	if err := ValidateBucket(bucket); err != nil {
+	cfg, err := newConfig(bucket, opts)
+	if err != nil {
 		return nil, err
-	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			return nil, invalid("nil Option")
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.renewIntervalSet && cfg.renewInterval > cfg.leaseDuration/2 {
-		return nil, invalid("renew interval %s is more than half the lease duration %s: "+
-			"a failed renewal would leave no time to retry", cfg.renewInterval, cfg.leaseDuration)
 	}
 	if cfg.holder == "" {
 		cfg.holder = DefaultHolder()
 	}
 	return &Client{api: api, bucket: bucket, cfg: cfg}, nil
+}
+
+// ValidateConfig checks the bucket name and the options exactly as New
+// does, for callers that must report bad settings before they build the S3
+// client (whose configuration may read files or the network). The error
+// matches ErrInvalidConfig (or ErrInvalidName).
+func ValidateConfig(bucket string, opts ...Option) error {
+	_, err := newConfig(bucket, opts)
+	return err
+}
+
+func newConfig(bucket string, opts []Option) (config, error) {
+	cfg := defaultConfig()
+	if err := ValidateBucket(bucket); err != nil {
+		return cfg, err
+	}
+	for _, o := range opts {
+		if o == nil {
+			return cfg, invalid("nil Option")
+		}
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.renewIntervalSet && cfg.renewInterval > cfg.leaseDuration/2 {
+		return cfg, invalid("renew interval %s is more than half the lease duration %s: "+
+			"a failed renewal would leave no time to retry", cfg.renewInterval, cfg.leaseDuration)
+	}
+	return cfg, nil
 }
 
 // Bucket returns the bucket the client locks in.

@@ -24,13 +24,3 @@ func (SystemClock) Now() time.Time { return time.Now() }
 
 // After returns time.After(d).
 func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
-// OffsetClock is the real clock shifted by a fixed offset: a host whose clock
-// is wrong by Offset. Durations measured on it are exact.
-type OffsetClock struct{ Offset time.Duration }
-
-// Now returns time.Now() shifted by the offset; the monotonic reading is kept.
-func (c OffsetClock) Now() time.Time { return time.Now().Add(c.Offset) }
-
-// After returns time.After(d).
-func (OffsetClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

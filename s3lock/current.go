@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // State is what a lock's newest epoch object says. A lock that never existed
@@ -30,8 +28,14 @@ type State struct {
 	ReleasedAt time.Time // the releaser's clock
 	ReleasedBy string    // set by ForceRelease
 	// ExpiresAt is when the lease lapses unless renewed, by this client's
-	// clock (derived from the store's clock, so skew does not matter).
-	ExpiresAt     time.Time
+	// clock (derived from the store's clock, so skew does not matter): when
+	// a waiter may take the lock.
+	ExpiresAt time.Time
+	// TrustedUntil is the latest moment, by this client's clock, until
+	// which a handle that took the lease over now (Resume, Adopt) would
+	// trust it: never later than its holder's own deadline. Zero unless
+	// Held and the store said what time it is.
+	TrustedUntil  time.Time
 	LeaseDuration time.Duration
 	Renewals      uint64
 	Metadata      map[string]string
@@ -41,12 +45,72 @@ type State struct {
 	Err error
 }
 
+// Phase is where a lock's newest lease stands.
+type Phase int
+
+// The phases of a lock.
+const (
+	// PhaseFree: the lock was never acquired (or all its epoch objects
+	// were deleted).
+	PhaseFree Phase = iota
+	// PhaseHeld: the newest lease is neither released nor lapsed.
+	PhaseHeld
+	// PhaseReleased: the newest lease was released, by its holder or an
+	// operator (ReleasedBy says which).
+	PhaseReleased
+	// PhaseLapsed: the newest lease ran out without being renewed or
+	// released.
+	PhaseLapsed
+	// PhaseUnreadable: the newest epoch object is not a lease (List only;
+	// State.Err says why).
+	PhaseUnreadable
+)
+
+// String returns the phase's name: free, held, released, lapsed or
+// unreadable.
+func (p Phase) String() string {
+	switch p {
+	case PhaseFree:
+		return "free"
+	case PhaseHeld:
+		return "held"
+	case PhaseReleased:
+		return "released"
+	case PhaseLapsed:
+		return "lapsed"
+	case PhaseUnreadable:
+		return "unreadable"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Phase says where the lock stands: the one rule for free, held, released
+// and lapsed.
+func (s State) Phase() Phase {
+	switch {
+	case s.Err != nil:
+		return PhaseUnreadable
+	case s.Epoch == 0:
+		return PhaseFree
+	case s.Held:
+		return PhaseHeld
+	case s.Released:
+		return PhaseReleased
+	}
+	return PhaseLapsed
+}
+
 // Current reads who holds the lock name now, without acquiring it: one LIST
 // and one GET, bounded by ctx.
 func (c *Client) Current(ctx context.Context, name string) (State, error) {
 	if err := ValidateName(name); err != nil {
 		return State{}, err
 	}
+	return c.current(ctx, name)
+}
+
+// current is Current for a name already checked.
+func (c *Client) current(ctx context.Context, name string) (State, error) {
 	newest, found, _, err := c.findNewest(ctx, name)
 	if err != nil {
 		return State{}, err
@@ -66,8 +130,8 @@ func (c *Client) stateOf(name string, o *observed) State {
 		Name:          name,
 		Key:           o.key,
 		Epoch:         o.epoch,
-		Released:      o.body.Expired,
-		Holder:        o.body.LeaderID,
+		Released:      o.body.Released,
+		Holder:        o.body.Holder,
 		AcquiredAt:    o.body.AcquiredAt,
 		ReleasedAt:    o.body.ReleasedAt,
 		ReleasedBy:    o.body.ReleasedBy,
@@ -75,7 +139,7 @@ func (c *Client) stateOf(name string, o *observed) State {
 		Renewals:      o.body.Renewals,
 		Metadata:      o.body.Metadata,
 	}
-	if !o.body.Expired {
+	if !o.body.Released {
 		left, ok := remaining(o)
 		if !ok {
 			left = o.body.validity() + serverSlack
@@ -83,6 +147,9 @@ func (c *Client) stateOf(name string, o *observed) State {
 		s.Held = left > 0
 		if s.Held {
 			s.ExpiresAt = o.received.Add(left)
+			if _, until, ok := trustWindow(o); ok {
+				s.TrustedUntil = until
+			}
 		}
 	}
 	return s
@@ -92,33 +159,26 @@ func (c *Client) stateOf(name string, o *observed) State {
 // by name: for dashboards and policy checks. It lists every key under the
 // prefix and reads each lock's newest epoch object (up to eight at a time),
 // all bounded by ctx. A lock whose newest object is unreadable is listed
-// with State.Err set rather than failing the whole list. Locks under an
-// "s3lock-probe" path segment (Verify's) are left out.
+// with State.Err set rather than failing the whole list. Keys that are not
+// epoch objects of a valid lock name are left out, and with them Verify's
+// probes (the "s3lock-probe" segment is reserved). A prefix that no lock
+// name can start with is refused (ValidatePrefix).
 func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
-	newest := map[string]listedEpoch{}
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), ExpectedBucketOwner: c.owner()}
-	if prefix != "" {
-		in.Prefix = aws.String(prefix)
+	if err := ValidatePrefix(prefix); err != nil {
+		return nil, err
 	}
-	p := s3.NewListObjectsV2Paginator(c.api, in)
-	for p.HasMorePages() {
-		lctx, cancel := c.withTimeout(ctx)
-		page, err := p.NextPage(lctx)
-		err = c.timedOut(ctx, lctx, err)
-		cancel()
-		if err != nil {
-			return nil, c.opError("ListObjectsV2", prefix, err)
+	newest := map[string]listedEpoch{}
+	err := c.listKeys(ctx, prefix, func(key string) {
+		name, epoch, ok := parseKey(key)
+		if !ok || ValidateName(name) != nil {
+			return
 		}
-		for _, o := range page.Contents {
-			key := aws.ToString(o.Key)
-			name, epoch, ok := parseKey(key)
-			if !ok || ValidateName(name) != nil || strings.HasPrefix(key, c.cfg.probePrefix) || isProbeName(name) {
-				continue
-			}
-			if cur, seen := newest[name]; !seen || epoch > cur.epoch {
-				newest[name] = listedEpoch{key: key, epoch: epoch}
-			}
+		if cur, seen := newest[name]; !seen || epoch > cur.epoch {
+			newest[name] = listedEpoch{key: key, epoch: epoch}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(newest))
 	for n := range newest {
@@ -127,7 +187,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	slices.Sort(names)
 	states := make([]State, len(names))
 	errs := make([]error, len(names))
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, listConcurrency)
 	var wg sync.WaitGroup
 	for i, n := range names {
 		wg.Add(1)
@@ -162,11 +222,4 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	}
 	slices.SortFunc(out, func(a, b State) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-// isProbeName reports whether a lock name lies under a probe prefix
-// (DefaultProbePrefix as a path segment), where Verify and permission checks
-// leave their objects.
-func isProbeName(name string) bool {
-	return slices.Contains(strings.Split(name, "/"), strings.TrimSuffix(DefaultProbePrefix, "/"))
 }

@@ -16,14 +16,18 @@ var (
 	// most.
 	ErrHeld = errors.New("s3lock: lock is held")
 
-	// ErrLeaseLost means a lease ended without being released by its holder:
-	// it lapsed before it could be renewed, was force-released, or was
-	// superseded. Work done under it may not have been exclusive. The error
-	// is a *LeaseLostError.
+	// ErrLeaseLost means a lease is over without this handle having
+	// released it: it lapsed before it could be renewed, was force-released
+	// or released through another handle, was superseded by a newer epoch,
+	// or its epoch object was deleted. Renew, Release, Resume, Adopt and
+	// Lookup all report it so; work done under the lease may not have been
+	// exclusive. The error is a *LeaseLostError whose Reason says which.
 	ErrLeaseLost = errors.New("s3lock: lease lost")
 
-	// ErrReleased is returned by operations on a lease that its holder has
-	// already released.
+	// ErrReleased is returned by operations on a lease that was released
+	// through this very handle. A lease released through another handle (a
+	// pipeline step that released with the token) is, for every other
+	// handle, a *LeaseLostError with Reason LostReleased.
 	ErrReleased = errors.New("s3lock: lease already released")
 
 	// ErrConditionalWritesUnsupported means the store accepted a write that
@@ -47,13 +51,15 @@ var (
 	// acquired again under its name.
 	ErrEpochExhausted = errors.New("s3lock: epoch space exhausted")
 
-	// ErrNoSuchEpoch means the epoch named by ForceRelease, Resume or Adopt
-	// does not exist.
+	// ErrNoSuchEpoch means the epoch named by ForceRelease does not exist.
+	// (A Resume, Adopt or Lookup of a missing epoch reports a
+	// *LeaseLostError with Reason LostDeleted.)
 	ErrNoSuchEpoch = errors.New("s3lock: no such epoch")
 
-	// ErrStaleEpoch means the epoch is not the lock's current one, or (for
-	// FencedPut) that a newer epoch already wrote the object.
-	ErrStaleEpoch = errors.New("s3lock: stale epoch")
+	// ErrFenced means FencedPut refused to write because the object was
+	// already written under a newer epoch than the caller's: the caller's
+	// lease has been superseded. The error is a *FencedError.
+	ErrFenced = errors.New("s3lock: fenced write refused")
 
 	// ErrIdenticalRewrite means FencedPut refused to write, under a newer
 	// epoch than the object records, the bytes the object already holds:
@@ -103,18 +109,70 @@ func (e *HeldError) Error() string {
 // Is makes errors.Is(err, ErrHeld) true.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
-// LeaseLostError reports why a lease ended without being released. It
-// matches ErrLeaseLost and unwraps to the cause, if any.
+// LossReason says how a lease ended without its handle releasing it.
+type LossReason int
+
+// The reasons a lease can be lost.
+const (
+	// LostLapsed: its trust deadline passed before a renewal (or the
+	// release) was confirmed; by the store's clock it lapses or has lapsed.
+	LostLapsed LossReason = iota + 1
+	// LostSuperseded: a newer epoch of the lock exists, or the epoch object
+	// now belongs to another acquisition.
+	LostSuperseded
+	// LostForceReleased: an operator released it with ForceRelease.
+	LostForceReleased
+	// LostReleased: it was released through another handle of the same
+	// lease (a Resume or Adopt of it, or the handle a token came from).
+	LostReleased
+	// LostTakenOver: another handle of the same lease (a Resume or Adopt)
+	// wrote its epoch object, so this handle no longer speaks for it.
+	LostTakenOver
+	// LostDeleted: its epoch object does not exist (deleted, or never
+	// written).
+	LostDeleted
+	// LostForeign: its epoch object was not written by an s3lock
+	// acquisition (it has no nonce), so no handle can hold it.
+	LostForeign
+)
+
+func (r LossReason) String() string {
+	switch r {
+	case LostLapsed:
+		return "lapsed"
+	case LostSuperseded:
+		return "superseded"
+	case LostForceReleased:
+		return "force-released"
+	case LostReleased:
+		return "released"
+	case LostTakenOver:
+		return "taken over"
+	case LostDeleted:
+		return "deleted"
+	case LostForeign:
+		return "foreign"
+	}
+	return fmt.Sprintf("LossReason(%d)", int(r))
+}
+
+// LeaseLostError reports why a lease ended without this handle releasing
+// it. It matches ErrLeaseLost, whatever the Reason, and unwraps to the
+// store's last answer, if any.
 type LeaseLostError struct {
 	Bucket string
+	Name   string
 	Key    string
 	Epoch  uint64
-	Reason string
+	Reason LossReason
+	// Detail says what was found, for people: "was force-released by ops",
+	// "has lapsed (last written 2m0s ago, lease 1m0s)".
+	Detail string
 	Err    error
 }
 
 func (e *LeaseLostError) Error() string {
-	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, e.Reason)
+	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, e.Detail)
 	if e.Err != nil {
 		msg += ": " + causeText(e.Err)
 	}
@@ -123,6 +181,16 @@ func (e *LeaseLostError) Error() string {
 
 // Is makes errors.Is(err, ErrLeaseLost) true.
 func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// LostReason returns the Reason of the *LeaseLostError in err's chain, and
+// false when err does not say that a lease was lost.
+func LostReason(err error) (LossReason, bool) {
+	var lost *LeaseLostError
+	if !errors.As(err, &lost) {
+		return 0, false
+	}
+	return lost.Reason, true
+}
 
 // Unwrap returns the cause.
 func (e *LeaseLostError) Unwrap() error { return e.Err }
@@ -153,14 +221,20 @@ func (e *WaitError) Unwrap() []error {
 	return []error{e.Err, e.Last}
 }
 
-// NameError reports an invalid lock name. It matches ErrInvalidName.
+// NameError reports an invalid lock name or name prefix. It matches
+// ErrInvalidName.
 type NameError struct {
 	Name   string
 	Reason string
+	Prefix bool // Name is a prefix given to ValidatePrefix
 }
 
 func (e *NameError) Error() string {
-	return fmt.Sprintf("s3lock: invalid lock name %q: %s", e.Name, e.Reason)
+	what := "lock name"
+	if e.Prefix {
+		what = "lock name prefix"
+	}
+	return fmt.Sprintf("s3lock: invalid %s %q: %s", what, e.Name, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrInvalidName) true.
@@ -268,7 +342,7 @@ func permissionFor(op string) string {
 }
 
 // FencedError reports that a fenced write was refused because a newer epoch
-// already wrote the object. It matches ErrStaleEpoch.
+// already wrote the object. It matches ErrFenced.
 type FencedError struct {
 	Bucket  string
 	Key     string
@@ -281,14 +355,14 @@ func (e *FencedError) Error() string {
 		e.Bucket, e.Key, e.Current, e.Epoch)
 }
 
-// Is makes errors.Is(err, ErrStaleEpoch) true.
-func (e *FencedError) Is(target error) bool { return target == ErrStaleEpoch }
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 
 // IdenticalRewriteError reports that FencedPut refused to write the bytes
 // an object already holds under an epoch newer than the one it records. It
-// matches ErrIdenticalRewrite and not ErrStaleEpoch: the caller's epoch is
+// matches ErrIdenticalRewrite and not ErrFenced: the caller's epoch is
 // the newest to reach the object and its lease may well be current, so a
-// caller that stops on ErrStaleEpoch must not stop here; what it must
+// caller that stops on ErrFenced must not stop here; what it must
 // change is the body.
 type IdenticalRewriteError struct {
 	Bucket  string

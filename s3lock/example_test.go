@@ -109,7 +109,7 @@ func ExampleFencedPut() {
 	}
 	fmt.Println(write(7, "written under epoch 7"))
 	err := write(6, "a paused former holder")
-	fmt.Println(errors.Is(err, s3lock.ErrStaleEpoch))
+	fmt.Println(errors.Is(err, s3lock.ErrFenced))
 	// Output:
 	// <nil>
 	// true

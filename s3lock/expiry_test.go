@@ -33,9 +33,9 @@ func TestExpiry_TakeoverOnlyAfterLapse(t *testing.T) {
 			ns := s3test.New(t)
 			name := ns.Name("expiry")
 			holder := newLockClient(t, ns, "crashed", []s3lock.Option{
-				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3lock.OffsetClock{Offset: tc.holderSkew})})
+				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3test.OffsetClock{Offset: tc.holderSkew})})
 			waiter := newLockClient(t, ns, "waiter", []s3lock.Option{
-				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3lock.OffsetClock{Offset: tc.waiterSkew}),
+				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3test.OffsetClock{Offset: tc.waiterSkew}),
 				s3lock.WithPollInterval(50 * time.Millisecond)})
 
 			sent := time.Now() // before the holder's create was sent

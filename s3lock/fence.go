@@ -19,9 +19,6 @@ import (
 // FencedPut records the epoch that last wrote an object.
 const FenceMetadataKey = "s3lock-epoch"
 
-// maxFenceAttempts bounds how often FencedPut re-reads an object that other
-// writers keep changing.
-const maxFenceAttempts = 10
 
 // FencedPut writes the object described by in only if no newer epoch has
 // written it: it reads the epoch recorded in the object's metadata
@@ -32,7 +29,7 @@ const maxFenceAttempts = 10
 //
 // It refuses, writing nothing, in two cases:
 //   - The recorded epoch is newer than epoch: a *FencedError, matching
-//     ErrStaleEpoch.
+//     ErrFenced.
 //   - The recorded epoch is older than epoch and the body is the object's
 //     current content (the object's ETag is the body's MD5): an
 //     *IdenticalRewriteError, matching ErrIdenticalRewrite. The epoch is
@@ -56,11 +53,31 @@ const maxFenceAttempts = 10
 // io.ReadSeeker is rewound, any other reader is read into memory first.
 // When the object has an MD5 ETag and an older recorded epoch, the body is
 // also read once to compute its MD5. The caller's in is not modified; it
-// must not set IfMatch or IfNoneMatch. ctx bounds the whole call. FencedPut
-// needs s3:GetObject and s3:PutObject on the key.
+// must not set IfMatch or IfNoneMatch. ctx bounds the whole call, and each
+// request gives up after DefaultRequestTimeout (a store that never answers
+// fails the call with an error matching ErrUnavailable). FencedPut needs
+// s3:GetObject and s3:PutObject on the key.
 func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
-	if api == nil || in == nil || aws.ToString(in.Bucket) == "" || aws.ToString(in.Key) == "" {
-		return nil, invalid("FencedPut needs an S3 client and an input with Bucket and Key")
+	if api == nil || in == nil {
+		return nil, invalid("FencedPut needs an S3 client and an input")
+	}
+	return fencedPut(ctx, requester{api: api, bucket: aws.ToString(in.Bucket), timeout: DefaultRequestTimeout}, epoch, in)
+}
+
+// FencedPut is the package's FencedPut with this client's S3 client and
+// request timeout (WithRequestTimeout). The object may be in any bucket.
+func (c *Client) FencedPut(ctx context.Context, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
+	if in == nil {
+		return nil, invalid("FencedPut needs an input")
+	}
+	r := c.requester()
+	r.bucket = aws.ToString(in.Bucket)
+	return fencedPut(ctx, r, epoch, in)
+}
+
+func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
+	if aws.ToString(in.Bucket) == "" || aws.ToString(in.Key) == "" {
+		return nil, invalid("FencedPut needs an input with Bucket and Key")
 	}
 	if in.IfMatch != nil || in.IfNoneMatch != nil {
 		return nil, invalid("FencedPut sets If-Match / If-None-Match itself; leave them unset in the input")
@@ -69,22 +86,22 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 		return nil, err
 	}
 	w := &fencedWrite{bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), epoch: epoch}
-	wrap := func(op string, err error) error {
-		return &OpError{Op: op, Bucket: w.bucket, Key: w.key, Kind: kindOf(classify(err)), Err: err}
-	}
 	var err error
 	if w.body, w.start, err = rewindable(in.Body); err != nil {
 		return nil, w.bodyError("reading", err)
 	}
 	for range maxFenceAttempts {
-		head, err := api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner})
+		headIn := &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner}
+		head, err := request(ctx, r, "HeadObject", w.key, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
+			return r.api.HeadObject(ctx, headIn)
+		})
 		put := *in
 		put.IfMatch, put.IfNoneMatch = nil, nil
 		switch {
 		case classify(err) == failNotFound:
 			put.IfNoneMatch = aws.String("*")
 		case err != nil:
-			return nil, wrap("HeadObject", err)
+			return nil, err
 		default:
 			if err := w.admit(head); err != nil {
 				return nil, err
@@ -102,14 +119,16 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 			}
 			put.Body = w.body
 		}
-		out, err := api.PutObject(ctx, &put)
+		out, err := request(ctx, r, "PutObject", w.key, func(ctx context.Context) (*s3.PutObjectOutput, error) {
+			return r.api.PutObject(ctx, &put)
+		})
 		switch f := classify(err); {
 		case err == nil:
 			return out, nil
 		case f == failPrecondition, f == failConflict, f == failNotFound:
 			continue // written or deleted meanwhile: decide again
 		default:
-			return nil, wrap("PutObject", err)
+			return nil, err
 		}
 	}
 	return nil, &OpError{Op: "FencedPut", Bucket: w.bucket, Key: w.key, Kind: ErrUnavailable,

@@ -63,7 +63,7 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	// a wakes up and writes with its old epoch.
 	err = put(la.Epoch(), "a-after-pause")
 	var fe *s3lock.FencedError
-	if !errors.Is(err, s3lock.ErrStaleEpoch) || !errors.As(err, &fe) || fe.Current != lb.Epoch() || fe.Epoch != la.Epoch() {
+	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Current != lb.Epoch() || fe.Epoch != la.Epoch() {
 		t.Fatalf("stale fenced write = %v; want a FencedError (epoch %d < %d)", err, la.Epoch(), lb.Epoch())
 	}
 	if body, epoch := read(); body != "b" || epoch != "2" {
@@ -99,8 +99,8 @@ func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
 		t.Errorf("epoch %d rewriting the bytes epoch %d wrote = %v; want an IdenticalRewriteError (epoch %d over %d)",
 			newer, stale, errNewer, newer, stale)
 	}
-	if errors.Is(errNewer, s3lock.ErrStaleEpoch) {
-		t.Errorf("%v matches ErrStaleEpoch; the caller's epoch is the newest, not stale", errNewer)
+	if errors.Is(errNewer, s3lock.ErrFenced) {
+		t.Errorf("%v matches ErrFenced; the caller's epoch is the newest, not stale", errNewer)
 	}
 	errStale := finish()
 	body, epoch := readFenced(t, ns, key)
@@ -117,8 +117,8 @@ func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
 	if err := fencedPut(t, ns.Client, ns, key, newer, strings.NewReader("X (epoch 6)")); err != nil {
 		t.Fatalf("epoch %d writing bytes of its own: %v", newer, err)
 	}
-	if err := fencedPut(t, ns.Client, ns, key, stale, strings.NewReader("Y")); !errors.Is(err, s3lock.ErrStaleEpoch) {
-		t.Errorf("epoch %d writing after epoch %d = %v; want ErrStaleEpoch", stale, newer, err)
+	if err := fencedPut(t, ns.Client, ns, key, stale, strings.NewReader("Y")); !errors.Is(err, s3lock.ErrFenced) {
+		t.Errorf("epoch %d writing after epoch %d = %v; want ErrFenced", stale, newer, err)
 	}
 	if body, epoch := readFenced(t, ns, key); body != "X (epoch 6)" || epoch != "6" {
 		t.Errorf("object = %q under epoch %s; want epoch 6's write", body, epoch)
@@ -141,7 +141,7 @@ func TestFencedPut_DelayedStaleWriterFencedByNewBytes(t *testing.T) {
 	}
 	err := finish()
 	var fe *s3lock.FencedError
-	if !errors.Is(err, s3lock.ErrStaleEpoch) || !errors.As(err, &fe) || fe.Epoch != 5 || fe.Current != 6 {
+	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Epoch != 5 || fe.Current != 6 {
 		t.Errorf("delayed write of epoch 5 = %v; want a FencedError (epoch 5 < 6)", err)
 	}
 	if body, epoch := readFenced(t, ns, key); body != "X (epoch 6)" || epoch != "6" {

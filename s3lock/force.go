@@ -24,7 +24,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 		return err
 	}
 	key := Key(name, epoch)
-	for range 5 {
+	for range maxForceAttempts {
 		var p payload
 		etag := ""
 		obs, err := c.getEpoch(ctx, key, epoch, "")
@@ -37,7 +37,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 			p = payload{Format: formatVersion, Epoch: epoch, Reason: "replaced an unreadable lease object"}
 		case err != nil:
 			return err
-		case obs.body.Expired:
+		case obs.body.Released:
 			return nil
 		default:
 			etag, p = obs.etag, *obs.body
@@ -45,7 +45,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 		}
 		p.Renewals++
 		p.Write = randomHex(8)
-		p.Expired = true
+		p.Released = true
 		p.ReleasedAt = c.cfg.clock.Now().UTC()
 		p.ReleasedBy = c.cfg.holder
 		body, err := p.encode()
@@ -54,7 +54,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 		}
 		_, err = c.putEpoch(ctx, key, etag, body)
 		if err == nil {
-			c.cfg.logger.Warn("s3lock: force-released", "bucket", c.bucket, "key", key, "epoch", epoch, "holder", p.LeaderID)
+			c.cfg.logger.Warn("s3lock: force-released", "bucket", c.bucket, "key", key, "epoch", epoch, "holder", p.Holder)
 			return nil
 		}
 		switch classify(err) {

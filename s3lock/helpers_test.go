@@ -2,6 +2,7 @@ package s3lock_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -24,6 +25,16 @@ func newLockClient(tb testing.TB, ns *s3test.Namespace, holder string, opts []s3
 		tb.Fatalf("s3lock.New: %v", err)
 	}
 	return c
+}
+
+// wantLost checks that err says the lease is over for reason: it matches
+// ErrLeaseLost and its *LeaseLostError says why.
+func wantLost(t *testing.T, what string, err error, reason s3lock.LossReason) {
+	t.Helper()
+	got, ok := s3lock.LostReason(err)
+	if !errors.Is(err, s3lock.ErrLeaseLost) || !ok || got != reason {
+		t.Errorf("%s = %v; want a lost lease (ErrLeaseLost) with reason %s", what, err, reason)
+	}
 }
 
 // counting returns a request counter and the client option that installs it.

@@ -56,7 +56,7 @@ func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tru
 		key:        Key(name, epoch),
 		epoch:      epoch,
 		nonce:      p.Nonce,
-		holder:     p.LeaderID,
+		holder:     p.Holder,
 		acquiredAt: p.AcquiredAt,
 		validity:   p.validity(),
 		renewInt:   renewInt,
@@ -161,12 +161,13 @@ func (l *Lease) logEnd(err error) {
 	}
 }
 
-func (l *Lease) lost(reason string, cause error) error {
-	return l.end(l.lostError(reason, cause))
+// lost ends the lease as lost for reason; detail says what was found.
+func (l *Lease) lost(reason LossReason, detail string, cause error) error {
+	return l.end(l.lostError(reason, detail, cause))
 }
 
-func (l *Lease) lostError(reason string, cause error) *LeaseLostError {
-	return &LeaseLostError{Bucket: l.c.bucket, Key: l.key, Epoch: l.epoch, Reason: reason, Err: cause}
+func (l *Lease) lostError(reason LossReason, detail string, cause error) *LeaseLostError {
+	return &LeaseLostError{Bucket: l.c.bucket, Name: l.name, Key: l.key, Epoch: l.epoch, Reason: reason, Detail: detail, Err: cause}
 }
 
 // confirm records a write sent at sent that the store confirmed, so the
@@ -181,7 +182,7 @@ func (l *Lease) confirm(sent time.Time, etag string, next payload) error {
 		return l.ended
 	}
 	if why := l.untrustedLocked(l.c.cfg.clock.Now()); why != "" {
-		err, _ := l.endLocked(l.lostError(why+" before the renewal was confirmed", nil))
+		err, _ := l.endLocked(l.lostError(LostLapsed, why+" before the renewal was confirmed", nil))
 		l.mu.Unlock()
 		l.logEnd(err)
 		return err
@@ -252,7 +253,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	clk := l.c.cfg.clock
 	now := clk.Now()
 	if why := l.untrusted(now); why != "" {
-		return l.lost(why+" before it could be renewed", nil)
+		return l.lost(LostLapsed, why+" before it could be renewed", nil)
 	}
 	l.mu.Lock()
 	next, etag, until := l.p, l.etag, l.trustUntil
@@ -269,7 +270,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 			return ended // the trust deadline passed while the renewal was failing
 		}
 		if why := l.untrusted(clk.Now()); why != "" && !errors.Is(err, ErrLeaseLost) {
-			return l.lost(why+" while the renewal was failing", l.cause(err))
+			return l.lost(LostLapsed, why+" while the renewal was failing", l.cause(err))
 		}
 		return err
 	}
@@ -299,13 +300,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	now := l.c.cfg.clock.Now()
 	if why := l.untrusted(now); why != "" {
-		return l.lost(why+" before it was released", nil)
+		return l.lost(LostLapsed, why+" before it was released", nil)
 	}
 	l.mu.Lock()
 	next, etag, until := l.p, l.etag, l.trustUntil
 	l.mu.Unlock()
 	next.Renewals++
-	next.Expired = true
+	next.Released = true
 	next.ReleasedAt = now.UTC()
 	wctx, cancel := context.WithTimeout(ctx, until.Sub(now))
 	defer cancel()
@@ -314,7 +315,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		case errors.Is(err, ErrLeaseLost):
 			return err
 		case l.untrusted(l.c.cfg.clock.Now()) != "" && ctx.Err() == nil:
-			return l.lost("it expired before the release was confirmed; it lapses on its own", l.cause(err))
+			return l.lost(LostLapsed, "it expired before the release was confirmed; it lapses on its own", l.cause(err))
 		}
 		return err
 	}
@@ -362,10 +363,9 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		return "", time.Time{}, err
 	}
 	sent := l.c.cfg.clock.Now()
-	var bo backoff
 	// Retry often enough to get through before the lease stops being
 	// trusted once the store answers again.
-	bo.base, bo.max = 20*time.Millisecond, max(50*time.Millisecond, min(time.Second, l.renewInt/8))
+	bo := newBackoff(writeRetryBase, max(writeRetryMin, min(writeRetryMax, l.renewInt/writeRetryDivisor)))
 	for {
 		newEtag, err := l.c.putEpoch(ctx, l.key, etag, body)
 		if err == nil {
@@ -378,7 +378,7 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		case f.refused():
 			return "", sent, err
 		case f == failNotFound:
-			return "", sent, l.lost("its epoch object was deleted", err)
+			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", err)
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx),
 			min(l.c.cfg.requestTimeout, until.Sub(l.c.cfg.clock.Now())))
@@ -390,13 +390,15 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		case rerr == nil && obs.etag == etag:
 			// Our write did not land; the object is as we left it: retry.
 		case rerr == nil && obs.body.Nonce != l.nonce:
-			return "", sent, l.lost("its epoch object now belongs to "+obs.body.LeaderID, err)
-		case rerr == nil && obs.body.Expired && obs.body.ReleasedBy != "":
-			return "", sent, l.lost("it was force-released by "+obs.body.ReleasedBy, err)
+			return "", sent, l.lost(LostSuperseded, "its epoch object now belongs to "+obs.body.Holder, err)
+		case rerr == nil && obs.body.Released && obs.body.ReleasedBy != "":
+			return "", sent, l.lost(LostForceReleased, "it was force-released by "+obs.body.ReleasedBy, err)
+		case rerr == nil && obs.body.Released:
+			return "", sent, l.lost(LostReleased, "it was released through another handle (a Resume or Adopt of it)", err)
 		case rerr == nil:
-			return "", sent, l.lost("its epoch object was written by another handle (a Resume or Adopt of it)", err)
+			return "", sent, l.lost(LostTakenOver, "its epoch object was written by another handle (a Resume or Adopt of it)", err)
 		case classify(rerr) == failNotFound:
-			return "", sent, l.lost("its epoch object was deleted", err)
+			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -481,7 +483,7 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 			default:
 				why += " before a renewal was confirmed"
 			}
-			lost, _ = l.endLocked(l.lostError(why, l.writeErr))
+			lost, _ = l.endLocked(l.lostError(LostLapsed, why, l.writeErr))
 		}
 		ended := l.ended != nil
 		l.mu.Unlock()
@@ -498,8 +500,7 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 // backoff, after a renewal fails. The deadline itself is watchDeadline's.
 func (l *Lease) keepAlive(ctx context.Context) {
 	clk := l.c.cfg.clock
-	var bo backoff
-	bo.base, bo.max = 50*time.Millisecond, max(l.renewInt/4, 100*time.Millisecond)
+	bo := newBackoff(renewRetryBase, max(l.renewInt/4, renewRetryMin))
 	wait := l.renewInt
 	for {
 		select {

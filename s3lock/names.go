@@ -56,6 +56,52 @@ func ValidateName(name string) error {
 			return bad(fmt.Sprintf("it contains a %q segment, which could escape the lock's prefix", seg))
 		case strings.HasPrefix(seg, keyStem) && strings.HasSuffix(seg, keyExt):
 			return bad(fmt.Sprintf("segment %q looks like an epoch object of another lock", seg))
+		case seg == probeSegment:
+			return bad(fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment))
+		}
+	}
+	return nil
+}
+
+// probeSegment is the path segment under which Verify writes its probes.
+// No lock name contains it, so List never shows a probe as a lock.
+const probeSegment = "s3lock-probe"
+
+// ValidatePrefix reports whether prefix can start a lock name, as List,
+// `s3lock status --prefix` and the s3lock_leases data source take it: ""
+// (every lock), or the beginning of a valid name, with or without a
+// trailing slash. It refuses what no lock name can start with: a leading
+// slash, "//", characters outside the name alphabet, "." or ".."
+// segments, the reserved probe segment. The error matches ErrInvalidName.
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	bad := func(reason string) error {
+		return &NameError{Name: prefix, Reason: reason, Prefix: true}
+	}
+	switch {
+	case len(prefix) > MaxNameLength:
+		return bad(fmt.Sprintf("it is %d bytes long; names are at most %d", len(prefix), MaxNameLength))
+	case !utf8.ValidString(prefix):
+		return bad("it is not valid UTF-8")
+	case strings.HasPrefix(prefix, "/"):
+		return bad("it starts with a slash; lock names never do")
+	}
+	for _, r := range prefix {
+		if !nameRune(r) {
+			return bad(fmt.Sprintf("it contains %q; lock names use letters, digits, '/' and -_.=+@,:!~", r))
+		}
+	}
+	segs := strings.Split(prefix, "/")
+	for _, seg := range segs[:len(segs)-1] { // the last one may be cut short
+		switch seg {
+		case "":
+			return bad("it contains an empty path segment (\"//\")")
+		case ".", "..":
+			return bad(fmt.Sprintf("it contains a %q segment, which no lock name has", seg))
+		case probeSegment:
+			return bad(fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment))
 		}
 	}
 	return nil

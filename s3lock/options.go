@@ -128,8 +128,8 @@ func validateLeaseDuration(d time.Duration) error {
 // renewal.
 func WithRenewInterval(d time.Duration) Option {
 	return func(c *config) error {
-		if d < 100*time.Millisecond {
-			return invalid("renew interval %s is shorter than 100ms", d)
+		if d < minRenewInterval {
+			return invalid("renew interval %s is shorter than %s", d, minRenewInterval)
 		}
 		c.renewInterval = d
 		c.renewIntervalSet = true
@@ -191,8 +191,8 @@ func WithHistory(epochs int) Option {
 // small GET; the interval is jittered by ±20%.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) error {
-		if d < 10*time.Millisecond || d > time.Minute {
-			return invalid("poll interval %s is outside [10ms, 1m]", d)
+		if d < minPollInterval || d > maxPollInterval {
+			return invalid("poll interval %s is outside [%s, %s]", d, minPollInterval, maxPollInterval)
 		}
 		c.pollInterval = d
 		return nil
@@ -203,22 +203,27 @@ func WithPollInterval(d time.Duration) Option {
 // (default DefaultRequestTimeout).
 func WithRequestTimeout(d time.Duration) Option {
 	return func(c *config) error {
-		if d < 100*time.Millisecond {
-			return invalid("request timeout %s is shorter than 100ms", d)
+		if d < minRequestTimeout {
+			return invalid("request timeout %s is shorter than %s", d, minRequestTimeout)
 		}
 		c.requestTimeout = d
 		return nil
 	}
 }
 
-// WithProbePrefix sets the key prefix under which Verify writes (and
-// deletes) its probe objects (default DefaultProbePrefix).
+// WithProbePrefix sets the key prefix under which Verify and Check write
+// (and delete) their probe objects (default DefaultProbePrefix). It must
+// end with DefaultProbePrefix, the segment no lock name may contain, so
+// that probes never collide with locks; what comes before it is a lock
+// name prefix ending in '/', for credentials limited to one: "locks/" +
+// DefaultProbePrefix.
 func WithProbePrefix(prefix string) Option {
 	return func(c *config) error {
-		if prefix == "" || strings.HasPrefix(prefix, "/") || !strings.HasSuffix(prefix, "/") {
-			return invalid("probe prefix %q must be non-empty, end with '/' and not start with '/'", prefix)
+		parent, ok := strings.CutSuffix(prefix, DefaultProbePrefix)
+		if !ok || (parent != "" && !strings.HasSuffix(parent, "/")) {
+			return invalid("probe prefix %q must be %q, or a lock name prefix ending in '/' followed by it", prefix, DefaultProbePrefix)
 		}
-		if err := ValidateName(strings.TrimSuffix(prefix, "/")); err != nil {
+		if err := ValidatePrefix(parent); err != nil {
 			return invalid("probe prefix %q: %v", prefix, err)
 		}
 		c.probePrefix = prefix
@@ -261,6 +266,7 @@ type acquireConfig struct {
 	leaseDuration time.Duration
 	renewInterval time.Duration
 	autoRenew     bool
+	failFast      bool
 	onWait        func(*HeldError)
 }
 
@@ -284,10 +290,11 @@ func WithMetadata(m map[string]string) AcquireOption {
 	}
 }
 
-// WithDuration overrides the client's lease duration for this lease. The
-// renew interval becomes a third of it unless the client's explicit renew
+// WithLeaseFor sets the duration of this one acquisition's lease,
+// overriding the client's WithLeaseDuration (same limits). The renew
+// interval becomes a third of it unless the client's explicit renew
 // interval is at most half of it.
-func WithDuration(d time.Duration) AcquireOption {
+func WithLeaseFor(d time.Duration) AcquireOption {
 	return func(a *acquireConfig) error {
 		if err := validateLeaseDuration(d); err != nil {
 			return err
@@ -304,6 +311,19 @@ func WithDuration(d time.Duration) AcquireOption {
 func WithoutAutoRenew() AcquireOption {
 	return func(a *acquireConfig) error {
 		a.autoRenew = false
+		return nil
+	}
+}
+
+// FailFast makes Acquire return at once any error of its first attempt
+// other than ErrHeld (an unreachable store, denied access), so that a
+// misconfiguration is reported without waiting out ctx; once it has found
+// the lock held, it waits as Acquire always does, riding out transient
+// failures. It is what a command-line tool or Terraform wants: wait only
+// for a lock that is held. TryAcquire ignores it.
+func FailFast() AcquireOption {
+	return func(a *acquireConfig) error {
+		a.failFast = true
 		return nil
 	}
 }

@@ -29,9 +29,9 @@ const formatVersion = 1
 // those of the article the protocol comes from, so tools that read that
 // format read ours; the rest are ours. Unknown fields are ignored on read.
 type payload struct {
-	LeaderID   string `json:"leaderId"`
+	Holder     string `json:"leaderId"` // who acquired the lease
 	ValidityMs int64  `json:"validityMs"`
-	Expired    bool   `json:"expired"`
+	Released   bool   `json:"expired"` // released by its holder or an operator
 
 	Format     int               `json:"s3lock,omitempty"`
 	Epoch      uint64            `json:"epoch,omitempty"`

@@ -49,7 +49,7 @@ func TestParsePayload(t *testing.T) {
 // TestPayload_EveryWriteChangesTheBody: renewals and releases of one lease
 // never produce the same body twice (so never the same MD5 ETag).
 func TestPayload_EveryWriteChangesTheBody(t *testing.T) {
-	p := payload{LeaderID: "a", ValidityMs: 1000, Format: formatVersion, Epoch: 1, Nonce: "n", AcquiredAt: time.Unix(0, 0)}
+	p := payload{Holder: "a", ValidityMs: 1000, Format: formatVersion, Epoch: 1, Nonce: "n", AcquiredAt: time.Unix(0, 0)}
 	seen := map[string]bool{}
 	for range 100 {
 		b, err := p.encode()
@@ -62,7 +62,7 @@ func TestPayload_EveryWriteChangesTheBody(t *testing.T) {
 		seen[string(b)] = true
 		p.Renewals++
 	}
-	p.Expired = true
+	p.Released = true
 	b, _ := p.encode()
 	if seen[string(b)] {
 		t.Fatal("release body equals a renewal body")
@@ -100,7 +100,7 @@ func FuzzParsePayload(f *testing.F) {
 			return
 		}
 		q, err := parsePayload(b, epoch)
-		if err != nil || q.LeaderID != p.LeaderID || q.ValidityMs != p.ValidityMs || q.Expired != p.Expired ||
+		if err != nil || q.Holder != p.Holder || q.ValidityMs != p.ValidityMs || q.Released != p.Released ||
 			q.Nonce != p.Nonce || q.Renewals != p.Renewals {
 			t.Fatalf("round trip changed %+v into %+v (%v)", p, q, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Token identifies a held lease so that another process can take it over
@@ -55,56 +56,103 @@ func ParseToken(s string) (Token, error) {
 
 // Resume takes over the lease a token names, if it is still held: the
 // lock's newest epoch, not released, not lapsed, and still carrying the
-// token's nonce. If the lease was released by its holder (a release already
-// done), the error matches ErrReleased; if it was lost (lapsed,
-// force-released, superseded), it matches ErrLeaseLost; ErrNoSuchEpoch if the
-// epoch object is gone. The resumed lease trusts itself only for what is
-// left of the lease as judged by the store's clock, and renews itself unless
-// WithoutAutoRenew is given. It costs one LIST and one GET; ctx bounds them.
+// token's nonce. Otherwise the error is a *LeaseLostError (matching
+// ErrLeaseLost) whose Reason says why: LostReleased when it was released
+// (a release already done), LostLapsed,
+// LostForceReleased, LostSuperseded, or LostDeleted when the epoch object is
+// gone. The resumed lease trusts itself only for what is left of the lease
+// as judged by the store's clock (State.TrustedUntil), and renews itself
+// unless WithoutAutoRenew is given. It costs one LIST and one GET; ctx bounds
+// them.
 //
 // Resume is a takeover: the handle the token came from must not be used any
 // more (Detach it, or let its process end). If both are, the next renewal of
 // one of them finds the other's write and ends that handle as lost; until
-// then both believe they hold the lease, as with ForceRelease.
+// then both believe they hold the lease, as with ForceRelease. To check a
+// token's lease without taking it over, use Lookup.
 func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*Lease, error) {
-	if t.Bucket != c.bucket {
-		return nil, invalid("lease token is for bucket %s, but this client locks in bucket %s", t.Bucket, c.bucket)
-	}
-	if t.Nonce == "" {
-		return nil, invalid("lease token has no nonce")
+	if err := c.checkToken(t); err != nil {
+		return nil, err
 	}
 	return c.takeOver(ctx, t.Name, t.Epoch, t.Nonce, opts)
 }
 
 // Adopt takes over the current lease of a lock by its epoch, whoever
 // acquired it: for importing a lease into Terraform, or for an operator who
-// must finish a crashed holder's work. It refuses (ErrStaleEpoch) unless the
-// epoch is the lock's newest and its lease is held. Like Resume, it is a
-// takeover: the original holder must have stopped using its handle. It costs
-// one LIST and one GET; ctx bounds them.
+// must finish a crashed holder's work. It refuses, with a *LeaseLostError
+// as Resume does, unless the epoch is the lock's newest and its lease is
+// held. Like Resume, it is a takeover: the original holder must have stopped
+// using its handle. It costs one LIST and one GET; ctx bounds them.
 func (c *Client) Adopt(ctx context.Context, name string, epoch uint64, opts ...AcquireOption) (*Lease, error) {
 	return c.takeOver(ctx, name, epoch, "", opts)
+}
+
+// Lookup reads the state of the lease a token names without taking it
+// over: the lock's State if the token's lease is still held, with
+// TrustedUntil estimated as Resume would; otherwise the *LeaseLostError
+// that Resume would return. It writes nothing, so the token's holder is not
+// disturbed. It costs one LIST and one GET; ctx bounds them.
+func (c *Client) Lookup(ctx context.Context, t Token) (State, error) {
+	if err := c.checkToken(t); err != nil {
+		return State{}, err
+	}
+	h, err := c.inspect(ctx, t.Name, t.Epoch, t.Nonce)
+	if err != nil {
+		return State{}, err
+	}
+	s := c.stateOf(t.Name, h.obs)
+	return s, nil
+}
+
+// checkToken checks that t can name a lease of this client's bucket.
+func (c *Client) checkToken(t Token) error {
+	if t.Bucket != c.bucket {
+		return invalid("lease token is for bucket %s, but this client locks in bucket %s", t.Bucket, c.bucket)
+	}
+	if t.Nonce == "" {
+		return invalid("lease token has no nonce")
+	}
+	return nil
 }
 
 // takeOver builds a Lease for an existing epoch object; nonce "" accepts
 // any holder.
 func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce string, opts []AcquireOption) (*Lease, error) {
-	if err := ValidateName(name); err != nil {
-		return nil, err
-	}
-	if err := validateEpoch(epoch); err != nil {
-		return nil, err
-	}
 	a, err := c.acquireConfig(opts)
 	if err != nil {
 		return nil, err
 	}
+	h, err := c.inspect(ctx, name, epoch, nonce)
+	if err != nil {
+		return nil, err
+	}
+	validity := h.obs.body.validity()
+	lease := c.newLease(name, epoch, *h.obs.body, h.obs.etag, h.trustFrom, h.trustUntil, c.renewIntervalFor(validity), a.autoRenew)
+	lease.startBackground()
+	return lease, nil
+}
+
+// heldLease is an epoch object found held, with the window in which a new
+// handle of it may trust it.
+type heldLease struct {
+	obs                   *observed
+	trustFrom, trustUntil time.Time
+}
+
+// inspect reads epoch of the lock name and checks that a handle may hold
+// it: it is the lock's newest epoch, neither released nor lapsed, and
+// carries nonce (any nonce when nonce is ""). Otherwise it returns the
+// *LeaseLostError that says why not.
+func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce string) (heldLease, error) {
+	if err := ValidateName(name); err != nil {
+		return heldLease{}, err
+	}
+	if err := validateEpoch(epoch); err != nil {
+		return heldLease{}, err
+	}
 	key := Key(name, epoch)
-	stale := func(reason string) error {
-		if nonce == "" {
-			return fmt.Errorf("%w: epoch %d of lock %q in bucket %s %s", ErrStaleEpoch, epoch, name, c.bucket, reason)
-		}
-		return &LeaseLostError{Bucket: c.bucket, Key: key, Epoch: epoch, Reason: reason}
+	lost := func(reason LossReason, detail string) error {
+		return &LeaseLostError{Bucket: c.bucket, Name: name, Key: key, Epoch: epoch, Reason: reason, Detail: detail}
 	}
 	// Only the newest epoch can be held: an older one may look alive (a
 	// renewal that reached the store after its holder gave up) while the
@@ -112,50 +160,60 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 	newest, found, _, err := c.findNewest(ctx, name)
 	switch {
 	case err != nil:
-		return nil, err
+		return heldLease{}, err
 	case !found || newest.epoch < epoch:
-		return nil, fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)
+		return heldLease{}, lost(LostDeleted, "its epoch object does not exist")
 	case newest.epoch > epoch:
-		return nil, stale(fmt.Sprintf("was superseded (the lock is at epoch %d)", newest.epoch))
+		return heldLease{}, lost(LostSuperseded, fmt.Sprintf("it was superseded (the lock is at epoch %d)", newest.epoch))
 	}
 	obs, err := c.getEpoch(ctx, key, epoch, "")
 	if classify(err) == failNotFound {
-		return nil, fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)
+		return heldLease{}, lost(LostDeleted, "its epoch object does not exist")
 	}
 	if err != nil {
-		return nil, err
+		return heldLease{}, err
 	}
-	switch {
-	case nonce != "" && obs.body.Nonce != nonce:
-		return nil, stale("belongs to another acquisition (holder " + obs.body.LeaderID + ")")
-	case nonce != "" && obs.body.Expired && obs.body.ReleasedBy == "" && obs.body.Reason == "":
-		return nil, fmt.Errorf("%w: s3://%s/%s (epoch %d) was released by its holder", ErrReleased, c.bucket, key, epoch)
-	case obs.body.Expired && obs.body.ReleasedBy != "":
-		return nil, stale("was force-released by " + obs.body.ReleasedBy)
-	case obs.body.Expired:
-		return nil, stale("was released")
-	case obs.body.Nonce == "":
-		return nil, stale("was not written by s3lock and cannot be taken over")
+	switch b := obs.body; {
+	case nonce != "" && b.Nonce != nonce:
+		return heldLease{}, lost(LostSuperseded, "its epoch object belongs to another acquisition (holder "+b.Holder+")")
+	case b.Released && b.ReleasedBy != "":
+		return heldLease{}, lost(LostForceReleased, "it was force-released by "+b.ReleasedBy)
+	case b.Released && b.Reason != "":
+		return heldLease{}, lost(LostReleased, "it was released ("+b.Reason+")")
+	case b.Released:
+		return heldLease{}, lost(LostReleased, "it was released by its holder")
+	case b.Nonce == "":
+		return heldLease{}, lost(LostForeign, "its epoch object was not written by an s3lock acquisition")
 	}
-	age, ok := obs.serverAge()
+	from, until, ok := trustWindow(obs)
 	if !ok {
-		return nil, &OpError{Op: "GetObject", Bucket: c.bucket, Key: key,
+		return heldLease{}, &OpError{Op: "GetObject", Bucket: c.bucket, Key: key,
 			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
 	}
-	// The store's Date may be up to dateStaleness behind real time (its
-	// one-second resolution, and a server that refreshes it once a second):
-	// assume the lease is that much older than it looks, and count from
-	// before the read was sent, so that the estimate is never later than
-	// the original holder's own deadline.
-	validity := obs.body.validity()
-	trustFrom := obs.sent.Add(-age - dateStaleness)
-	trustUntil := trustFrom.Add(validity - safetyMargin(validity))
-	if !c.cfg.clock.Now().Before(trustUntil) {
-		return nil, stale("has lapsed (last written " + age.String() + " ago, lease " + validity.String() + ")")
+	if !c.cfg.clock.Now().Before(until) {
+		age, _ := obs.serverAge()
+		return heldLease{}, lost(LostLapsed, "it has lapsed (last written "+age.String()+" ago, lease "+
+			obs.body.validity().String()+")")
 	}
-	lease := c.newLease(name, epoch, *obs.body, obs.etag, trustFrom, trustUntil, c.renewIntervalFor(validity), a.autoRenew)
-	lease.startBackground()
-	return lease, nil
+	return heldLease{obs: obs, trustFrom: from, trustUntil: until}, nil
+}
+
+// trustWindow is how long a handle that did not write obs may trust the
+// lease it holds: from when the lease was last written, by the store's
+// clock, to that plus its duration minus the safety margin. The store's Date
+// may be up to dateStaleness behind real time (its one-second resolution,
+// and a server that refreshes it once a second): the lease is taken to be
+// that much older than it looks, counted from before the read was sent, so
+// that the estimate is never later than the original holder's own deadline.
+// ok is false when the store did not say what time it is.
+func trustWindow(obs *observed) (from, until time.Time, ok bool) {
+	age, ok := obs.serverAge()
+	if !ok {
+		return time.Time{}, time.Time{}, false
+	}
+	validity := obs.body.validity()
+	from = obs.sent.Add(-age - dateStaleness)
+	return from, from.Add(validity - safetyMargin(validity)), true
 }
 
 // validateEpoch checks that epoch can name an epoch object.

@@ -44,14 +44,12 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 	if err := r.Release(t.Context()); err != nil {
 		t.Fatalf("Release of a resumed lease: %v", err)
 	}
-	if _, err := step2.Resume(t.Context(), parsed); !errors.Is(err, s3lock.ErrReleased) {
-		t.Errorf("Resume of a released lease = %v; want ErrReleased", err)
-	}
+	_, err = step2.Resume(t.Context(), parsed)
+	wantLost(t, "Resume of a released lease", err, s3lock.LostReleased)
 	forged := parsed
 	forged.Nonce = "0000"
-	if _, err := step2.Resume(t.Context(), forged); !errors.Is(err, s3lock.ErrLeaseLost) {
-		t.Errorf("Resume with a wrong nonce = %v; want ErrLeaseLost", err)
-	}
+	_, err = step2.Resume(t.Context(), forged)
+	wantLost(t, "Resume with a wrong nonce", err, s3lock.LostSuperseded)
 	other := parsed
 	other.Bucket = "another-bucket"
 	if _, err := step2.Resume(t.Context(), other); !errors.Is(err, s3lock.ErrInvalidConfig) {
@@ -64,7 +62,9 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 	}
 }
 
-func TestAdopt(t *testing.T) {
+// TestAdopt_TakesOnlyTheCurrentHeldEpoch: Adopt refuses, as lost with the
+// reason, an epoch that never existed, was released or was superseded.
+func TestAdopt_TakesOnlyTheCurrentHeldEpoch(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("adopt")
@@ -75,9 +75,8 @@ func TestAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Detach()
-	if _, err := op.Adopt(t.Context(), name, 2); !errors.Is(err, s3lock.ErrNoSuchEpoch) {
-		t.Errorf("Adopt of a future epoch = %v; want ErrNoSuchEpoch", err)
-	}
+	_, err = op.Adopt(t.Context(), name, 2)
+	wantLost(t, "Adopt of a future epoch", err, s3lock.LostDeleted)
 	a, err := op.Adopt(t.Context(), name, 1, s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatalf("Adopt of the held epoch: %v", err)
@@ -85,17 +84,15 @@ func TestAdopt(t *testing.T) {
 	if err := a.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := op.Adopt(t.Context(), name, 1); !errors.Is(err, s3lock.ErrStaleEpoch) {
-		t.Errorf("Adopt of a released epoch = %v; want ErrStaleEpoch", err)
-	}
+	_, err = op.Adopt(t.Context(), name, 1)
+	wantLost(t, "Adopt of a released epoch", err, s3lock.LostReleased)
 	l2, err := c.TryAcquire(t.Context(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustRelease(t, l2)
-	if _, err := op.Adopt(t.Context(), name, 1); !errors.Is(err, s3lock.ErrStaleEpoch) {
-		t.Errorf("Adopt of a superseded epoch = %v; want ErrStaleEpoch", err)
-	}
+	_, err = op.Adopt(t.Context(), name, 1)
+	wantLost(t, "Adopt of a superseded epoch", err, s3lock.LostSuperseded)
 }
 
 // TestParseToken_NeverEchoesTheNonce: a token's nonce releases its lease, so
@@ -158,5 +155,64 @@ func TestResume_EstimateNeverLaterThanTheHolders(t *testing.T) {
 	if later := r.ExpiresAt().Sub(own); later > 0 {
 		t.Errorf("the resumed lease is trusted until %s, %s after its holder's own deadline %s",
 			r.ExpiresAt().Format(time.StampMilli), later, own.Format(time.StampMilli))
+	}
+}
+
+// TestLookup_ReadsATokensLeaseWithoutTakingItOver: Lookup reports a held
+// lease's state, never later than its holder's own deadline, writes nothing
+// (the holder renews as before), and reports every way the lease can be over
+// as Resume does.
+func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("lookup")
+	holder := newLockClient(t, ns, "holder", nil)
+	counter, opt := counting()
+	reader := newLockClient(t, ns, "reader", nil, opt)
+
+	l, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := l.Token()
+	counter.Reset()
+	st, err := reader.Lookup(t.Context(), tok)
+	if err != nil {
+		t.Fatalf("Lookup of a held lease: %v", err)
+	}
+	if counter.Total() != 2 || counter.Count("ListObjectsV2") != 1 || counter.Count("GetObject") != 1 {
+		t.Errorf("Lookup made %v; want one LIST and one GET, no write", counter)
+	}
+	if st.Phase() != s3lock.PhaseHeld || st.Epoch != l.Epoch() || st.Holder != "holder" {
+		t.Errorf("Lookup = %+v; want held by holder at epoch %d", st, l.Epoch())
+	}
+	if st.TrustedUntil.IsZero() || st.TrustedUntil.After(l.ExpiresAt()) {
+		t.Errorf("TrustedUntil = %v; want set and not after the holder's own deadline %v", st.TrustedUntil, l.ExpiresAt())
+	}
+	if err := l.Renew(t.Context()); err != nil {
+		t.Fatalf("the holder's Renew after a Lookup: %v (Lookup must not write)", err)
+	}
+
+	forged := tok
+	forged.Nonce = "0000"
+	_, err = reader.Lookup(t.Context(), forged)
+	wantLost(t, "Lookup with a wrong nonce", err, s3lock.LostSuperseded)
+	if err := holder.ForceRelease(t.Context(), name, l.Epoch()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reader.Lookup(t.Context(), tok)
+	wantLost(t, "Lookup of a force-released lease", err, s3lock.LostForceReleased)
+	wantLost(t, "Renew of a force-released lease", l.Renew(t.Context()), s3lock.LostForceReleased)
+
+	next, err := holder.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, next)
+	_, err = reader.Lookup(t.Context(), tok)
+	wantLost(t, "Lookup of a superseded lease", err, s3lock.LostSuperseded)
+	tok.Bucket = "another-bucket"
+	if _, err := reader.Lookup(t.Context(), tok); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("Lookup of another bucket's token = %v; want ErrInvalidConfig", err)
 	}
 }

@@ -6,212 +6,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// This file holds the only code that talks to S3: one function per kind of
-// request, each returning errors classified for the protocol.
-
-// failure classifies an S3 error for the protocol.
-type failure int
-
-const (
-	failOther        failure = iota
-	failPrecondition         // 412: a conditional header did not hold
-	failNotFound             // 404 NoSuchKey
-	failNotModified          // 304: unchanged since the ETag we hold
-	failConflict             // 409: a conflicting conditional request is in progress
-	failTransient            // 5xx, throttling, timeouts, connection errors, retry quota
-	failAccessDenied         // 403
-	failNoSuchBucket         // 404 NoSuchBucket
-	failCanceled             // the caller's context ended
-	failUnsupported          // 501: the store does not implement the request (e.g. conditional writes)
-	failCredentials          // the SDK could not sign the request: no usable credentials
-)
-
-func classify(err error) failure {
-	if err == nil {
-		return failOther
-	}
-	var timeout *requestTimeout
-	if errors.As(err, &timeout) {
-		return failTransient
-	}
-	if credentialsFailure(err) {
-		return failCredentials
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return failCanceled // the caller's context ended
-	}
-	code, status := errorCode(err)
-	switch {
-	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
-		return failPrecondition
-	case status == http.StatusNotImplemented || code == "NotImplemented":
-		return failUnsupported
-	case status == http.StatusNotModified || code == "NotModified":
-		return failNotModified
-	case code == "NoSuchBucket":
-		return failNoSuchBucket
-	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
-		return failNotFound
-	case code == "ConditionalRequestConflict" || code == "OperationAborted" || status == http.StatusConflict:
-		return failConflict
-	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" ||
-		code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken":
-		return failAccessDenied
-	case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
-		return failTransient
-	case code == "SlowDown" || code == "RequestTimeout" || code == "Throttling" || code == "RequestTimeTooSkewed":
-		return failTransient
-	}
-	var quota ratelimit.QuotaExceededError
-	var maxAttempts *retry.MaxAttemptsError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &quota), errors.As(err, &maxAttempts):
-		return failTransient
-	case errors.As(err, &netErr):
-		return failTransient
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return failTransient
-	case strings.Contains(err.Error(), "connection reset"), strings.Contains(err.Error(), "broken pipe"),
-		strings.Contains(err.Error(), "retry quota exceeded"):
-		return failTransient
-	}
-	if status == 0 && code == "" {
-		// No answer from the store at all (the request never completed):
-		// treat as transient; writes are resolved by reading back.
-		return failTransient
-	}
-	return failOther
-}
-
-// credentialsFailure reports whether the SDK failed to obtain credentials for
-// a request (so it was never sent). The SDK has no type for this; it wraps
-// the credential provider's error as "get identity: ..." or, in older code
-// paths, in a *v4.SigningError.
-func credentialsFailure(err error) bool {
-	var signing *v4.SigningError
-	return errors.As(err, &signing) || strings.Contains(err.Error(), "get identity: ")
-}
-
-// refused reports whether a failed write certainly did not happen, and will
-// not happen if retried as is: the store or the SDK refused it outright.
-func (f failure) refused() bool {
-	switch f {
-	case failAccessDenied, failCredentials, failNoSuchBucket, failUnsupported, failOther:
-		return true
-	}
-	return false
-}
-
-// errorCode returns the S3 error code and HTTP status of err, if it has them.
-func errorCode(err error) (code string, status int) {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		code = apiErr.ErrorCode()
-	}
-	var respErr *smithyhttp.ResponseError
-	if errors.As(err, &respErr) {
-		status = respErr.HTTPStatusCode()
-	}
-	return code, status
-}
-
-func kindOf(f failure) error {
-	switch f {
-	case failTransient, failConflict:
-		return ErrUnavailable
-	case failAccessDenied, failCredentials:
-		return ErrAccessDenied
-	case failNoSuchBucket:
-		return ErrNoSuchBucket
-	case failUnsupported:
-		return ErrConditionalWritesUnsupported
-	}
-	return nil
-}
-
-// opError wraps an S3 error with its operation, bucket and key.
-func (c *Client) opError(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var oe *OpError
-	if errors.As(err, &oe) {
-		return err
-	}
-	return &OpError{Op: op, Bucket: c.bucket, Key: key, Kind: kindOf(classify(err)), Err: err}
-}
-
-// describeCause turns an SDK error into a short sentence: the API error code
-// and message when the store answered, the network error or timeout when it
-// did not, the credential provider's complaint when there were no
-// credentials; then what the SDK's retryer gave up on.
-func describeCause(err error) string {
-	var (
-		apiErr  smithy.APIError
-		timeout *requestTimeout
-		netErr  *net.OpError
-		msg     string
-	)
-	switch {
-	case errors.As(err, &apiErr):
-		msg = apiErr.ErrorCode()
-		if m := apiErr.ErrorMessage(); m != "" {
-			msg += ": " + m
-		}
-		var respErr *smithyhttp.ResponseError
-		if errors.As(err, &respErr) {
-			msg = http.StatusText(respErr.HTTPStatusCode()) + " (" + msg + ")"
-		}
-	case errors.As(err, &timeout):
-		msg = fmt.Sprintf("no answer within %s", timeout.after)
-	case errors.As(err, &netErr):
-		msg = netErr.Error()
-	case credentialsFailure(err):
-		msg = err.Error()
-		if i := strings.LastIndex(msg, "get credentials: "); i >= 0 {
-			msg = msg[i+len("get credentials: "):]
-		}
-		msg = "no credentials: " + msg
-	default:
-		msg = err.Error()
-	}
-	var quota ratelimit.QuotaExceededError
-	if errors.As(err, &quota) {
-		msg += "; the SDK's retry quota exceeded, so it stopped retrying"
-	}
-	var attempts *retry.MaxAttemptsError
-	if errors.As(err, &attempts) {
-		msg += fmt.Sprintf(" (after %d attempts)", attempts.Attempt)
-	}
-	return msg
-}
-
-// causeText is err's message without the "s3lock: " that starts the
-// package's own errors, for nesting one in another's message.
-func causeText(err error) string {
-	return strings.TrimPrefix(err.Error(), "s3lock: ")
-}
+// This file holds the only code that talks to S3: every request goes
+// through request (one per-request timeout, errors classified as *OpError
+// naming the bucket and key), one function per kind of request.
 
 // observed is an epoch object as read from the store.
 type observed struct {
@@ -238,31 +49,48 @@ func (o *observed) serverAge() (time.Duration, bool) {
 	return o.date.Sub(o.lastModified), true
 }
 
-func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.cfg.requestTimeout)
+// requester makes the S3 requests of one bucket. Every request of the
+// package goes through request, so each is bounded by the same per-request
+// timeout, noted for Check, and fails with an *OpError that names the
+// operation, bucket and key and matches its class's sentinel.
+type requester struct {
+	api     S3API
+	bucket  string
+	timeout time.Duration
 }
 
-// requestTimeout marks an error caused by the per-request timeout
-// (WithRequestTimeout) rather than by the caller's context: the store did not
-// answer in time, which may pass.
-type requestTimeout struct {
-	after time.Duration
-	err   error
+func (c *Client) requester() requester {
+	return requester{api: c.api, bucket: c.bucket, timeout: c.cfg.requestTimeout}
 }
 
-func (e *requestTimeout) Error() string {
-	return fmt.Sprintf("no answer within %s (%v)", e.after, e.err)
-}
-
-func (e *requestTimeout) Unwrap() error { return e.err }
-
-// timedOut returns err, marked as a request timeout if cctx (the request's
-// context, derived from ctx) ended while ctx did not.
-func (c *Client) timedOut(ctx, cctx context.Context, err error) error {
+// request makes one S3 call: call runs with a context that ends after the
+// request timeout (a timeout that is not ctx's own is marked as such, so it
+// classifies as transient), and its error is wrapped as an *OpError for op
+// and key. Errors that are already s3lock's (*OpError, *CorruptLeaseError)
+// are returned as they are.
+func request[T any](ctx context.Context, r requester, op, key string, call func(context.Context) (T, error)) (T, error) {
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	out, err := call(cctx)
 	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
-		return &requestTimeout{after: c.cfg.requestTimeout, err: err}
+		err = &requestTimeout{after: r.timeout, err: err}
 	}
-	return err
+	noteAccess(ctx, op, err)
+	if err != nil {
+		var zero T
+		return zero, r.opError(op, key, err)
+	}
+	return out, nil
+}
+
+// opError wraps an S3 error with its operation, bucket and key.
+func (r requester) opError(op, key string, err error) error {
+	var oe *OpError
+	var ce *CorruptLeaseError
+	if errors.As(err, &oe) || errors.As(err, &ce) {
+		return err
+	}
+	return &OpError{Op: op, Bucket: r.bucket, Key: key, Kind: kindOf(classify(err)), Err: err}
 }
 
 func (c *Client) owner() *string {
@@ -276,49 +104,46 @@ func (c *Client) owner() *string {
 // object answer failNotModified. Its errors are *OpError or
 // *CorruptLeaseError.
 func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneMatch string) (*observed, error) {
-	cctx, cancel := c.withTimeout(ctx)
-	defer cancel()
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
 	if ifNoneMatch != "" {
 		in.IfNoneMatch = aws.String(ifNoneMatch)
 	}
-	sent := c.cfg.clock.Now()
-	out, err := c.api.GetObject(cctx, in)
-	if err != nil {
-		return nil, c.opError("GetObject", key, c.timedOut(ctx, cctx, err))
-	}
-	defer out.Body.Close()
-	if out.ContentLength != nil && *out.ContentLength > MaxPayloadBytes {
-		return nil, &CorruptLeaseError{Bucket: c.bucket, Key: key, etag: aws.ToString(out.ETag),
-			Reason: fmt.Sprintf("it is %d bytes; a lease is at most %d", *out.ContentLength, MaxPayloadBytes)}
-	}
-	body, err := decodePayload(out.Body, epoch)
-	if err != nil {
-		var ce *CorruptLeaseError
-		if errors.As(err, &ce) {
-			ce.Bucket, ce.Key, ce.etag = c.bucket, key, aws.ToString(out.ETag)
-			return nil, ce
+	return request(ctx, c.requester(), "GetObject", key, func(ctx context.Context) (*observed, error) {
+		sent := c.cfg.clock.Now()
+		out, err := c.api.GetObject(ctx, in)
+		if err != nil {
+			return nil, err
 		}
-		return nil, c.opError("GetObject", key, c.timedOut(ctx, cctx, err))
-	}
-	return &observed{
-		key:          key,
-		epoch:        epoch,
-		etag:         aws.ToString(out.ETag),
-		body:         body,
-		lastModified: aws.ToTime(out.LastModified),
-		date:         responseDate(out.ResultMetadata),
-		sent:         sent,
-		received:     c.cfg.clock.Now(),
-	}, nil
+		defer out.Body.Close()
+		if out.ContentLength != nil && *out.ContentLength > MaxPayloadBytes {
+			return nil, &CorruptLeaseError{Bucket: c.bucket, Key: key, etag: aws.ToString(out.ETag),
+				Reason: fmt.Sprintf("it is %d bytes; a lease is at most %d", *out.ContentLength, MaxPayloadBytes)}
+		}
+		body, err := decodePayload(out.Body, epoch) // read within the request's timeout
+		if err != nil {
+			var ce *CorruptLeaseError
+			if errors.As(err, &ce) {
+				ce.Bucket, ce.Key, ce.etag = c.bucket, key, aws.ToString(out.ETag)
+			}
+			return nil, err
+		}
+		return &observed{
+			key:          key,
+			epoch:        epoch,
+			etag:         aws.ToString(out.ETag),
+			body:         body,
+			lastModified: aws.ToTime(out.LastModified),
+			date:         responseDate(out.ResultMetadata),
+			sent:         sent,
+			received:     c.cfg.clock.Now(),
+		}, nil
+	})
 }
 
 // putEpoch writes an epoch object: create-only when etag is empty
 // (If-None-Match: *), compare-and-swap on etag otherwise (If-Match). It
 // returns the new ETag.
 func (c *Client) putEpoch(ctx context.Context, key, etag string, body []byte) (string, error) {
-	cctx, cancel := c.withTimeout(ctx)
-	defer cancel()
 	in := &s3.PutObjectInput{
 		Bucket:              aws.String(c.bucket),
 		Key:                 aws.String(key),
@@ -333,9 +158,11 @@ func (c *Client) putEpoch(ctx context.Context, key, etag string, body []byte) (s
 	} else {
 		in.IfMatch = aws.String(etag)
 	}
-	out, err := c.api.PutObject(cctx, in)
+	out, err := request(ctx, c.requester(), "PutObject", key, func(ctx context.Context) (*s3.PutObjectOutput, error) {
+		return c.api.PutObject(ctx, in)
+	})
 	if err != nil {
-		return "", c.opError("PutObject", key, c.timedOut(ctx, cctx, err))
+		return "", err
 	}
 	return aws.ToString(out.ETag), nil
 }
@@ -366,8 +193,6 @@ func (l *listed) newest() (listedEpoch, bool) {
 // listEpochs lists up to one page of epoch objects of the lock name with keys
 // after startAfter ("" for the first).
 func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*listed, error) {
-	cctx, cancel := c.withTimeout(ctx)
-	defer cancel()
 	prefix := epochPrefix(name)
 	in := &s3.ListObjectsV2Input{
 		Bucket: aws.String(c.bucket),
@@ -381,9 +206,9 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 	if startAfter != "" {
 		in.StartAfter = aws.String(startAfter)
 	}
-	out, err := c.api.ListObjectsV2(cctx, in)
+	out, err := c.list(ctx, prefix, in)
 	if err != nil {
-		return nil, c.opError("ListObjectsV2", prefix, c.timedOut(ctx, cctx, err))
+		return nil, err
 	}
 	l := &listed{truncated: aws.ToBool(out.IsTruncated), date: responseDate(out.ResultMetadata)}
 	for _, cp := range out.CommonPrefixes {
@@ -407,7 +232,39 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 	return l, nil
 }
 
+// list makes one ListObjectsV2 request; prefix names it in errors.
+func (c *Client) list(ctx context.Context, prefix string, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+	return request(ctx, c.requester(), "ListObjectsV2", prefix, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
+		return c.api.ListObjectsV2(ctx, in)
+	})
+}
+
+// listKeys calls fn with every key under prefix, page by page.
+func (c *Client) listKeys(ctx context.Context, prefix string, fn func(key string)) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), ExpectedBucketOwner: c.owner()}
+	if prefix != "" {
+		in.Prefix = aws.String(prefix)
+	}
+	for {
+		out, err := c.list(ctx, prefix, in)
+		if err != nil {
+			return err
+		}
+		for _, o := range out.Contents {
+			fn(aws.ToString(o.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			return nil
+		}
+		next := *in
+		next.ContinuationToken = out.NextContinuationToken
+		in = &next
+	}
+}
+
 // deleteKeys deletes keys in batches of up to 1,000 (one DeleteObjects each).
+// A key the store refused to delete fails the call with the store's code
+// for that key.
 func (c *Client) deleteKeys(ctx context.Context, keys []string) error {
 	for len(keys) > 0 {
 		n := min(len(keys), 1000)
@@ -417,24 +274,42 @@ func (c *Client) deleteKeys(ctx context.Context, keys []string) error {
 		for i, k := range batch {
 			ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
 		}
-		cctx, cancel := c.withTimeout(ctx)
-		out, err := c.api.DeleteObjects(cctx, &s3.DeleteObjectsInput{
+		in := &s3.DeleteObjectsInput{
 			Bucket:              aws.String(c.bucket),
 			Delete:              &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
 			ExpectedBucketOwner: c.owner(),
-		})
-		err = c.timedOut(ctx, cctx, err)
-		cancel()
-		if err != nil {
-			return c.opError("DeleteObjects", batch[0], err)
 		}
-		if len(out.Errors) > 0 {
-			e := out.Errors[0]
-			return &OpError{Op: "DeleteObjects", Bucket: c.bucket, Key: aws.ToString(e.Key),
-				Err: errors.New(aws.ToString(e.Code) + ": " + aws.ToString(e.Message))}
+		_, err := request(ctx, c.requester(), "DeleteObjects", batch[0], func(ctx context.Context) (*s3.DeleteObjectsOutput, error) {
+			out, err := c.api.DeleteObjects(ctx, in)
+			if err == nil && len(out.Errors) > 0 {
+				e := out.Errors[0]
+				err = &keyError{key: aws.ToString(e.Key), code: aws.ToString(e.Code), message: aws.ToString(e.Message)}
+			}
+			return out, err
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// keyError is a per-key failure inside a successful DeleteObjects answer. It
+// is an smithy.APIError, so it classifies by its code.
+type keyError struct{ key, code, message string }
+
+func (e *keyError) Error() string                 { return e.key + ": " + e.code + ": " + e.message }
+func (e *keyError) ErrorCode() string             { return e.code }
+func (e *keyError) ErrorMessage() string          { return e.message }
+func (e *keyError) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }
+
+// deleteKey deletes one object.
+func (c *Client) deleteKey(ctx context.Context, key string) error {
+	in := &s3.DeleteObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
+	_, err := request(ctx, c.requester(), "DeleteObject", key, func(ctx context.Context) (*s3.DeleteObjectOutput, error) {
+		return c.api.DeleteObject(ctx, in)
+	})
+	return err
 }
 
 // responseDate returns the Date header of a response, or the zero time.

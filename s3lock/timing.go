@@ -37,6 +37,82 @@ const (
 	deadlineRecheck = time.Second
 )
 
+// Retries and backoff: how often each loop of the package tries again, and
+// how long it sleeps in between. None of these affect safety; they trade
+// request rate against how soon a transient failure is ridden out.
+const (
+	// createRetryBase and createRetryMax pace the retries of an epoch
+	// create whose outcome was unknown and read back as absent: short,
+	// because a competitor may be creating the same epoch.
+	createRetryBase = 20 * time.Millisecond
+	createRetryMax  = 500 * time.Millisecond
+
+	// writeRetryBase, writeRetryMin and writeRetryMax pace the retries of a
+	// renewal or release write; the cap is an eighth of the renew interval
+	// (within [writeRetryMin, writeRetryMax]) so that several retries fit
+	// before the lease stops being trusted.
+	writeRetryBase    = 20 * time.Millisecond
+	writeRetryMin     = 50 * time.Millisecond
+	writeRetryMax     = time.Second
+	writeRetryDivisor = 8
+
+	// renewRetryBase and renewRetryMin pace the background renewal after a
+	// failed renewal: at most a quarter of the renew interval apart (never
+	// under renewRetryMin), so a lease gets four tries per interval.
+	renewRetryBase = 50 * time.Millisecond
+	renewRetryMin  = 100 * time.Millisecond
+
+	// acquireRetryBase and acquireRetryMax pace a waiting Acquire through
+	// transient store failures: up to two seconds apart, so an outage costs
+	// a waiter about one request a second.
+	acquireRetryBase = 50 * time.Millisecond
+	acquireRetryMax  = 2 * time.Second
+
+	// changedRetry is how soon a waiting Acquire looks again when the lock
+	// changed under its attempt (jittered by half): someone else just
+	// acted, so the state settles within a round trip.
+	changedRetry = 10 * time.Millisecond
+
+	// pollJitter spreads a waiter's polls by ±20% so that many waiters do
+	// not poll in step.
+	pollJitter = 0.2
+
+	// waitNotifyEvery is how often, at most, the wait observer hears about
+	// a holder that did not change.
+	waitNotifyEvery = time.Second
+
+	// maxQuickRetries bounds how often TryAcquire starts over when the
+	// lock changed under its attempt.
+	maxQuickRetries = 3
+
+	// maxAbandonAttempts bounds how often an acquirer tries to release an
+	// epoch it created but cannot use.
+	maxAbandonAttempts = 3
+
+	// maxForceAttempts bounds how often ForceRelease reads again when the
+	// holder renews under it.
+	maxForceAttempts = 5
+
+	// maxFenceAttempts bounds how often FencedPut re-reads an object that
+	// other writers keep changing.
+	maxFenceAttempts = 10
+
+	// listConcurrency bounds how many epoch objects List reads at once.
+	listConcurrency = 8
+
+	// probeLease is the lease of CheckStore's probe lock: long enough for
+	// its read and release on a slow store.
+	probeLease = 10 * MinLeaseDuration
+
+	// minRenewInterval, minRequestTimeout, minPollInterval and
+	// maxPollInterval bound the options of the same names: below them a
+	// client would only flood the store.
+	minRenewInterval  = 100 * time.Millisecond
+	minRequestTimeout = 100 * time.Millisecond
+	minPollInterval   = 10 * time.Millisecond
+	maxPollInterval   = time.Minute
+)
+
 // Variables only so that tests can shorten them (export_test.go); the
 // protocol never changes them.
 var (
@@ -80,7 +156,7 @@ func remaining(o *observed) (time.Duration, bool) {
 // free reports whether the lease read in o no longer protects anyone:
 // released, or lapsed by the store's clock.
 func free(o *observed) bool {
-	if o.body.Expired {
+	if o.body.Released {
 		return true
 	}
 	left, ok := remaining(o)
@@ -97,6 +173,10 @@ type backoff struct {
 	base, max time.Duration
 	n         int
 }
+
+// newBackoff returns a backoff whose first wait is at most base and whose
+// waits never exceed limit.
+func newBackoff(base, limit time.Duration) *backoff { return &backoff{base: base, max: limit} }
 
 func (b *backoff) next() time.Duration {
 	d := b.base << min(b.n, 16)

@@ -2,10 +2,9 @@ package s3lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"sync"
 )
 
 // Verify probes whether the store really enforces the conditional writes
@@ -26,11 +25,10 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 		if !created {
 			return
 		}
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.requestTimeout)
+		dctx, cancel := c.detached(ctx)
 		defer cancel()
-		_, derr := c.api.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()})
-		if derr != nil && err == nil {
-			err = c.opError("DeleteObject", key, derr)
+		if derr := c.deleteKey(dctx, key); derr != nil && err == nil {
+			err = derr
 		}
 	}()
 	unsupported := func(what string) error {
@@ -77,4 +75,177 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 		return unsupported(fmt.Sprintf("two different bodies got the same ETag %s", etag1))
 	}
 	return nil
+}
+
+// CheckStatus is the outcome of one check of a Report.
+type CheckStatus string
+
+// The outcomes of a check.
+const (
+	CheckOK         CheckStatus = "ok"
+	CheckFailed     CheckStatus = "failed"      // the store does not do what s3lock needs
+	CheckDenied     CheckStatus = "denied"      // the credentials lack the permission
+	CheckError      CheckStatus = "error"       // the check could not run to the end
+	CheckNotChecked CheckStatus = "not_checked" // an earlier failure prevented the check
+)
+
+// Check is one check of a Report: a property of the store, or a permission
+// of the credentials.
+type Check struct {
+	// Name is "conditional writes", "list", "get", "put" or "delete".
+	Name string
+	// Permission is the IAM action the check needs; "" for the
+	// conditional-write probe.
+	Permission string
+	Status     CheckStatus
+	// Detail says what was found, for people; "" when there is nothing
+	// to add.
+	Detail string
+	// Err is the failure behind a status other than CheckOK, if any.
+	Err error
+}
+
+// Report is what CheckStore found.
+type Report struct {
+	Bucket      string
+	ProbePrefix string
+	Checks      []Check
+}
+
+// OK reports whether every check passed.
+func (r Report) OK() bool {
+	for _, c := range r.Checks {
+		if c.Status != CheckOK {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+// The permission checks of a Report, in order: each S3 operation the
+// protocol makes counts for one of them.
+var permissionChecks = []struct{ name, permission string }{
+	{"list", "s3:ListBucket"}, {"get", "s3:GetObject"}, {"put", "s3:PutObject"}, {"delete", "s3:DeleteObject"},
+}
+
+func checkOfOp(op string) string {
+	switch op {
+	case "ListObjectsV2":
+		return "list"
+	case "GetObject", "HeadObject":
+		return "get"
+	case "PutObject":
+		return "put"
+	case "DeleteObject", "DeleteObjects":
+		return "delete"
+	}
+	return ""
+}
+
+// CheckStore checks the bucket before anyone relies on it: the
+// conditional-write probe of Verify, and whether the credentials may list,
+// get, put and delete under the probe prefix, as observed on the requests
+// that Verify and one acquire-read-release cycle of a probe lock (named
+// "permissions" under the probe prefix; its last epochs stay, like any
+// lock's) make. A check passes when the store allowed the request or
+// evaluated it (a 404, 304 or 412 answer). It returns an error only when ctx
+// ended; every other failure is in the Report.
+func (c *Client) CheckStore(ctx context.Context) (Report, error) {
+	rep := Report{Bucket: c.bucket, ProbePrefix: c.cfg.probePrefix}
+	log := &accessLog{}
+	rctx := context.WithValue(ctx, accessLogKey{}, log)
+
+	cond := Check{Name: "conditional writes", Status: CheckOK, Detail: "If-None-Match and If-Match are enforced"}
+	var opErr *OpError
+	switch err := c.Verify(rctx); {
+	case err == nil:
+	case errors.As(err, &opErr) && opErr.Op == "DeleteObject":
+		// The probe passed; only deleting it failed, which the delete
+		// check reports.
+	case ctx.Err() != nil:
+		return rep, err
+	case errors.Is(err, ErrConditionalWritesUnsupported):
+		cond.Status, cond.Detail, cond.Err = CheckFailed, causeText(err), err
+	default:
+		cond.Status, cond.Detail, cond.Err = CheckError, causeText(err), err
+	}
+	rep.Checks = append(rep.Checks, cond)
+
+	// One cycle of a real lock exercises list, get and put as the protocol
+	// uses them. Its outcome is read from the access log, not from the
+	// errors. The probe lock's name has the reserved probe segment, so
+	// the calls that check names are bypassed.
+	if err := c.listKeys(rctx, c.cfg.probePrefix, func(string) {}); err == nil {
+		name := c.cfg.probePrefix + "permissions"
+		a, _ := c.acquireConfig([]AcquireOption{WithoutAutoRenew(), WithLeaseFor(probeLease)})
+		if lease, err := c.tryAcquire(rctx, name, a); err == nil {
+			_, _ = c.current(rctx, name)
+			_ = lease.Release(rctx)
+		}
+	}
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	for _, p := range permissionChecks {
+		ch := log.result(p.name)
+		ch.Permission = p.permission
+		rep.Checks = append(rep.Checks, ch)
+	}
+	return rep, nil
+}
+
+// accessLogKey is the context key of the accessLog CheckStore reads.
+type accessLogKey struct{}
+
+// accessLog notes, per permission check, whether the store allowed the
+// requests made under a context that carries it.
+type accessLog struct {
+	mu   sync.Mutex
+	seen map[string]Check
+}
+
+// noteAccess records the outcome of one request of op in ctx's access log,
+// if it has one.
+func noteAccess(ctx context.Context, op string, err error) {
+	log, ok := ctx.Value(accessLogKey{}).(*accessLog)
+	name := checkOfOp(op)
+	if !ok || name == "" {
+		return
+	}
+	status, detail := CheckOK, ""
+	switch classify(err) {
+	case failOther:
+		if err != nil {
+			status, detail = CheckError, describeCause(err)
+		}
+	case failAccessDenied, failCredentials:
+		status, detail = CheckDenied, describeCause(err)
+	case failPrecondition, failNotModified, failNotFound, failConflict:
+		// The store evaluated the request's conditions or looked for the
+		// object, so the credentials may make it.
+	default:
+		status, detail = CheckError, describeCause(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if log.seen == nil {
+		log.seen = map[string]Check{}
+	}
+	if prev, ok := log.seen[name]; ok && prev.Status != CheckOK {
+		return // the worst outcome per permission wins
+	}
+	ch := Check{Name: name, Status: status, Detail: detail}
+	if status != CheckOK {
+		ch.Err = err
+	}
+	log.seen[name] = ch
+}
+
+func (log *accessLog) result(name string) Check {
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if c, ok := log.seen[name]; ok {
+		return c
+	}
+	return Check{Name: name, Status: CheckNotChecked, Detail: "an earlier check failed"}
 }

@@ -45,7 +45,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := s3lock.New(tc.api, ns.Bucket, s3lock.WithProbePrefix(ns.Name("probe/")))
+			c, err := s3lock.New(tc.api, ns.Bucket, s3lock.WithProbePrefix(ns.Name(s3lock.DefaultProbePrefix)))
 			if err != nil {
 				t.Fatal(err)
 			}

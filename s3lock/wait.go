@@ -27,8 +27,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 		return nil, err
 	}
 	w := waiter{c: c, name: name, a: a}
-	var bo backoff
-	bo.base, bo.max = 50*time.Millisecond, 2*time.Second
+	bo := newBackoff(acquireRetryBase, acquireRetryMax)
 	for {
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
@@ -40,7 +39,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 			return lease, nil
 		case errors.As(err, &held):
 			bo.reset()
-			w.last = err
+			w.last, w.sawHeld = err, true
 			if werr := w.watch(ctx, held); werr != nil {
 				return nil, werr
 			}
@@ -48,8 +47,10 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 			w.last = err
 			select { // the lock moved under the attempt: look again shortly
 			case <-ctx.Done():
-			case <-c.cfg.clock.After(jitter(10*time.Millisecond, 0.5)):
+			case <-c.cfg.clock.After(jitter(changedRetry, 0.5)):
 			}
+		case a.failFast && !w.sawHeld && ctx.Err() == nil:
+			return nil, err // not held (yet): report it rather than wait
 		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
 			w.last = err
 			c.cfg.logger.Warn("s3lock: acquire attempt failed; retrying", "bucket", c.bucket, "lock", name, "err", err)
@@ -71,6 +72,9 @@ type waiter struct {
 	name string
 	a    acquireConfig
 	last error // why the last attempt did not acquire
+	// sawHeld is set once an attempt found the lock held (FailFast stops
+	// failing fast).
+	sawHeld bool
 
 	notified   time.Time
 	lastHolder string
@@ -99,7 +103,7 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 	deadline := w.deadline(obs)
 	w.notify(held, deadline)
 	for {
-		wait := min(jitter(w.c.cfg.pollInterval, 0.2), max(0, deadline.Sub(clk.Now())))
+		wait := min(jitter(w.c.cfg.pollInterval, pollJitter), max(0, deadline.Sub(clk.Now())))
 		select {
 		case <-ctx.Done():
 			return w.gaveUp(ctx)
@@ -113,7 +117,7 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 		}
 		o, err := w.c.getEpoch(ctx, obs.key, obs.epoch, obs.etag)
 		switch f := classify(err); {
-		case err == nil && o.body.Expired:
+		case err == nil && o.body.Released:
 			w.hints.released = o
 			return nil // released
 		case err == nil:
@@ -155,7 +159,7 @@ func (w *waiter) deadline(obs *observed) time.Time {
 func (w *waiter) notify(held *HeldError, deadline time.Time) {
 	now := w.c.cfg.clock.Now()
 	changed := held.Holder != w.lastHolder || held.Epoch != w.lastEpoch
-	if !changed && now.Sub(w.notified) < time.Second {
+	if !changed && now.Sub(w.notified) < waitNotifyEvery {
 		return
 	}
 	w.notified, w.lastHolder, w.lastEpoch = now, held.Holder, held.Epoch

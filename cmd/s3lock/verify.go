@@ -162,7 +162,7 @@ func verifyStore(ctx context.Context, api s3lock.S3API, bucket, probePrefix stri
 	// uses them. Its outcome is read from the recorder, not from the errors.
 	if _, err := c.List(ctx, probePrefix); err == nil {
 		name := probePrefix + "permissions"
-		lease, err := c.TryAcquire(ctx, name, s3lock.WithoutAutoRenew(), s3lock.WithDuration(10*s3lock.MinLeaseDuration))
+		lease, err := c.TryAcquire(ctx, name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(10*s3lock.MinLeaseDuration))
 		if err == nil {
 			_, _ = c.Current(ctx, name)
 			_ = lease.Release(ctx)

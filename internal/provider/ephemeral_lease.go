@@ -192,7 +192,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	// long as the phase lasts (every third of lease_duration, retrying
 	// failures until it would lapse); Terraform's Renew calls only check on
 	// it. For the whole run, the run's guard renews it.
-	opts := []s3lock.AcquireOption{s3lock.WithDuration(dur)}
+	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(dur)}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}

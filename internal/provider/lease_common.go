@@ -97,8 +97,7 @@ func resumeLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, nam
 // isLost reports whether err says that a lease is over: released, lapsed,
 // superseded or deleted. Such a lease can be neither renewed nor released.
 func isLost(err error) bool {
-	return errors.Is(err, s3lock.ErrLeaseLost) || errors.Is(err, s3lock.ErrNoSuchEpoch) ||
-		errors.Is(err, s3lock.ErrStaleEpoch) || errors.Is(err, s3lock.ErrReleased)
+	return errors.Is(err, s3lock.ErrLeaseLost) || errors.Is(err, s3lock.ErrReleased)
 }
 
 // epochObjects names the keys of a lock for diagnostics.

@@ -271,7 +271,7 @@ func (e *accEnv) current(t *testing.T, name string) s3lock.State {
 // end of the test if it is still held. The lease does not renew itself.
 func (e *accEnv) hold(t *testing.T, holder, name string, d time.Duration, opts ...s3lock.AcquireOption) *s3lock.Lease {
 	t.Helper()
-	opts = append([]s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithDuration(d)}, opts...)
+	opts = append([]s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(d)}, opts...)
 	l, err := e.sdk(t, holder).TryAcquire(t.Context(), name, opts...)
 	if err != nil {
 		t.Fatalf("acquiring %q as %s: %v", name, holder, err)

@@ -272,7 +272,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if !ok {
 		return
 	}
-	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithDuration(dur)}
+	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(dur)}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}

@@ -96,7 +96,7 @@ func (e *env) open(t *testing.T, c *Client, name string) *Lease {
 	if held != nil {
 		return held
 	}
-	l, err := e.sdk.TryAcquire(t.Context(), e.ns.Name(name), s3lock.WithoutAutoRenew(), s3lock.WithDuration(10*time.Second))
+	l, err := e.sdk.TryAcquire(t.Context(), e.ns.Name(name), s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -289,3 +289,14 @@ func (tg Target) String() string {
 	}
 	return fmt.Sprintf("%s (bucket %s)", strings.TrimSpace(tg.Endpoint+" "+tg.Region), tg.Bucket)
 }
+
+// OffsetClock is the real clock shifted by a fixed offset: a host whose clock
+// is wrong by Offset. Durations measured on it are exact. It satisfies
+// s3lock.Clock.
+type OffsetClock struct{ Offset time.Duration }
+
+// Now returns time.Now() shifted by the offset; the monotonic reading is kept.
+func (c OffsetClock) Now() time.Time { return time.Now().Add(c.Offset) }
+
+// After returns time.After(d).
+func (OffsetClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

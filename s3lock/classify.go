@@ -1,0 +1,209 @@
+package s3lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// This file is the one home of error classification: what an S3 error
+// means for the protocol (failure), which sentinel it matches (kindOf), and
+// how it reads in a message (describeCause).
+
+// failure classifies an S3 error for the protocol.
+type failure int
+
+const (
+	failOther        failure = iota
+	failPrecondition         // 412: a conditional header did not hold
+	failNotFound             // 404 NoSuchKey
+	failNotModified          // 304: unchanged since the ETag we hold
+	failConflict             // 409: a conflicting conditional request is in progress
+	failTransient            // 5xx, throttling, timeouts, connection errors, retry quota
+	failAccessDenied         // 403
+	failNoSuchBucket         // 404 NoSuchBucket
+	failCanceled             // the caller's context ended
+	failUnsupported          // 501: the store does not implement the request (e.g. conditional writes)
+	failCredentials          // the SDK could not sign the request: no usable credentials
+)
+
+func classify(err error) failure {
+	if err == nil {
+		return failOther
+	}
+	var timeout *requestTimeout
+	if errors.As(err, &timeout) {
+		return failTransient
+	}
+	if credentialsFailure(err) {
+		return failCredentials
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return failCanceled // the caller's context ended
+	}
+	code, status := errorCode(err)
+	switch {
+	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
+		return failPrecondition
+	case status == http.StatusNotImplemented || code == "NotImplemented":
+		return failUnsupported
+	case status == http.StatusNotModified || code == "NotModified":
+		return failNotModified
+	case code == "NoSuchBucket":
+		return failNoSuchBucket
+	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
+		return failNotFound
+	case code == "ConditionalRequestConflict" || code == "OperationAborted" || status == http.StatusConflict:
+		return failConflict
+	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" ||
+		code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken":
+		return failAccessDenied
+	case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
+		return failTransient
+	case code == "SlowDown" || code == "RequestTimeout" || code == "Throttling" || code == "RequestTimeTooSkewed":
+		return failTransient
+	}
+	var quota ratelimit.QuotaExceededError
+	var maxAttempts *retry.MaxAttemptsError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &quota), errors.As(err, &maxAttempts):
+		return failTransient
+	case errors.As(err, &netErr):
+		return failTransient
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return failTransient
+	case strings.Contains(err.Error(), "connection reset"), strings.Contains(err.Error(), "broken pipe"),
+		strings.Contains(err.Error(), "retry quota exceeded"):
+		return failTransient
+	}
+	if status == 0 && code == "" {
+		// No answer from the store at all (the request never completed):
+		// treat as transient; writes are resolved by reading back.
+		return failTransient
+	}
+	return failOther
+}
+
+// credentialsFailure reports whether the SDK failed to obtain credentials for
+// a request (so it was never sent). The SDK has no type for this; it wraps
+// the credential provider's error as "get identity: ..." or, in older code
+// paths, in a *v4.SigningError.
+func credentialsFailure(err error) bool {
+	var signing *v4.SigningError
+	return errors.As(err, &signing) || strings.Contains(err.Error(), "get identity: ")
+}
+
+// refused reports whether a failed write certainly did not happen, and will
+// not happen if retried as is: the store or the SDK refused it outright.
+func (f failure) refused() bool {
+	switch f {
+	case failAccessDenied, failCredentials, failNoSuchBucket, failUnsupported, failOther:
+		return true
+	}
+	return false
+}
+
+// errorCode returns the S3 error code and HTTP status of err, if it has them.
+func errorCode(err error) (code string, status int) {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code = apiErr.ErrorCode()
+	}
+	var respErr *smithyhttp.ResponseError
+	if errors.As(err, &respErr) {
+		status = respErr.HTTPStatusCode()
+	}
+	return code, status
+}
+
+func kindOf(f failure) error {
+	switch f {
+	case failTransient, failConflict:
+		return ErrUnavailable
+	case failAccessDenied, failCredentials:
+		return ErrAccessDenied
+	case failNoSuchBucket:
+		return ErrNoSuchBucket
+	case failUnsupported:
+		return ErrConditionalWritesUnsupported
+	}
+	return nil
+}
+
+// describeCause turns an SDK error into a short sentence: the API error code
+// and message when the store answered, the network error or timeout when it
+// did not, the credential provider's complaint when there were no
+// credentials; then what the SDK's retryer gave up on.
+func describeCause(err error) string {
+	var (
+		apiErr  smithy.APIError
+		timeout *requestTimeout
+		netErr  *net.OpError
+		msg     string
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		msg = apiErr.ErrorCode()
+		if m := apiErr.ErrorMessage(); m != "" {
+			msg += ": " + m
+		}
+		var respErr *smithyhttp.ResponseError
+		if errors.As(err, &respErr) {
+			msg = http.StatusText(respErr.HTTPStatusCode()) + " (" + msg + ")"
+		}
+	case errors.As(err, &timeout):
+		msg = fmt.Sprintf("no answer within %s", timeout.after)
+	case errors.As(err, &netErr):
+		msg = netErr.Error()
+	case credentialsFailure(err):
+		msg = err.Error()
+		if i := strings.LastIndex(msg, "get credentials: "); i >= 0 {
+			msg = msg[i+len("get credentials: "):]
+		}
+		msg = "no credentials: " + msg
+	default:
+		msg = err.Error()
+	}
+	var quota ratelimit.QuotaExceededError
+	if errors.As(err, &quota) {
+		msg += "; the SDK's retry quota exceeded, so it stopped retrying"
+	}
+	var attempts *retry.MaxAttemptsError
+	if errors.As(err, &attempts) {
+		msg += fmt.Sprintf(" (after %d attempts)", attempts.Attempt)
+	}
+	return msg
+}
+
+// causeText is err's message without the "s3lock: " that starts the
+// package's own errors, for nesting one in another's message.
+func causeText(err error) string {
+	return strings.TrimPrefix(err.Error(), "s3lock: ")
+}
+
+// requestTimeout marks an error caused by the per-request timeout
+// (WithRequestTimeout) rather than by the caller's context: the store did not
+// answer in time, which may pass.
+type requestTimeout struct {
+	after time.Duration
+	err   error
+}
+
+func (e *requestTimeout) Error() string {
+	return fmt.Sprintf("no answer within %s (%v)", e.after, e.err)
+}
+
+func (e *requestTimeout) Unwrap() error { return e.err }
+
