@@ -130,6 +130,8 @@ func TestAcquire_GivesUpWhenContextEnds(t *testing.T) {
 	}
 }
 
+// TestCurrent_States: Current reads a lock through each of its phases:
+// free, held, released, lapsed.
 func TestCurrent_States(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
@@ -137,8 +139,8 @@ func TestCurrent_States(t *testing.T) {
 	name := ns.Name("state")
 
 	st, err := c.Current(t.Context(), name)
-	if err != nil || st.Epoch != 0 || st.Held || st.Released {
-		t.Fatalf("Current of a lock that never existed = %+v, %v; want the zero state", st, err)
+	if err != nil || st.Epoch != 0 || st.Held || st.Released || st.Phase() != s3lock.PhaseFree {
+		t.Fatalf("Current of a lock that never existed = %+v, %v; want the zero state, free", st, err)
 	}
 
 	l, err := c.TryAcquire(t.Context(), name, s3lock.WithMetadata(map[string]string{"k": "v"}))
@@ -147,15 +149,19 @@ func TestCurrent_States(t *testing.T) {
 	}
 	st, err = c.Current(t.Context(), name)
 	if err != nil || !st.Held || st.Released || st.Epoch != 1 || st.Holder != "alice" || st.Metadata["k"] != "v" ||
-		st.LeaseDuration != 2*time.Second || st.ExpiresAt.IsZero() {
+		st.LeaseDuration != 2*time.Second || st.ExpiresAt.IsZero() || st.Phase() != s3lock.PhaseHeld {
 		t.Fatalf("Current of a held lock = %+v, %v", st, err)
+	}
+	if st.TrustedUntil.IsZero() || st.TrustedUntil.After(l.ExpiresAt()) || !st.TrustedUntil.Before(st.ExpiresAt) {
+		t.Errorf("TrustedUntil = %v; want no later than the holder's deadline %v, before the lock frees at %v",
+			st.TrustedUntil, l.ExpiresAt(), st.ExpiresAt)
 	}
 
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	st, err = c.Current(t.Context(), name)
-	if err != nil || st.Held || !st.Released || st.Epoch != 1 || st.ReleasedAt.IsZero() {
+	if err != nil || st.Held || !st.Released || st.Epoch != 1 || st.ReleasedAt.IsZero() || st.Phase() != s3lock.PhaseReleased {
 		t.Fatalf("Current of a released lock = %+v, %v", st, err)
 	}
 
@@ -168,7 +174,7 @@ func TestCurrent_States(t *testing.T) {
 		st, err = c.Current(t.Context(), name)
 		return err == nil && !st.Held
 	})
-	if st.Released || st.Epoch != 2 {
+	if st.Released || st.Epoch != 2 || st.Phase() != s3lock.PhaseLapsed || !st.TrustedUntil.IsZero() {
 		t.Fatalf("Current of a lapsed lock = %+v; want epoch 2, neither held nor released", st)
 	}
 }

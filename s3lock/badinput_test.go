@@ -44,6 +44,8 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 		{"nil logger", "ok-bucket", []s3lock.Option{s3lock.WithLogger(nil)}, "logger is nil"},
 		{"nil option", "ok-bucket", []s3lock.Option{nil}, "nil Option"},
 		{"bad probe prefix", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("../x/")}, "probe prefix"},
+		{"probe prefix without the probe segment", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("probes/")}, `must be "s3lock-probe/"`},
+		{"probe prefix under a bad prefix", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("a//s3lock-probe/")}, "empty path segment"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,10 +53,52 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 			if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New = %v; want ErrInvalidConfig mentioning %q", err, tc.want)
 			}
+			if verr := s3lock.ValidateConfig(tc.bucket, tc.opts...); verr == nil || verr.Error() != err.Error() {
+				t.Errorf("ValidateConfig = %v; want New's error %v", verr, err)
+			}
 		})
 	}
 	if _, err := s3lock.New(nil, "ok-bucket"); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("New(nil api) = %v; want ErrInvalidConfig", err)
+	}
+	if err := s3lock.ValidateConfig("ok-bucket", s3lock.WithProbePrefix("locks/"+s3lock.DefaultProbePrefix)); err != nil {
+		t.Errorf("ValidateConfig of good options = %v; want nil", err)
+	}
+}
+
+// TestValidatePrefix: the one rule for a lock-name prefix (List, status
+// --prefix, the s3lock_leases data source) accepts the beginning of every
+// valid name and refuses what no name can start with.
+func TestValidatePrefix(t *testing.T) {
+	for _, p := range []string{"", "deploy/", "deploy/pr", "team/db/", "a", "x/s3lock-pro", "v1.2_x-y=z+w@h,o:s!t~/"} {
+		if err := s3lock.ValidatePrefix(p); err != nil {
+			t.Errorf("ValidatePrefix(%q) = %v; want nil", p, err)
+		}
+	}
+	for p, want := range map[string]string{
+		"/abs":                   "starts with a slash",
+		"a//":                    "empty path segment",
+		"a//b":                   "empty path segment",
+		"../x":                   `".." segment`,
+		"a/./":                   `"." segment`,
+		"x/s3lock-probe/":        "reserved for Verify",
+		"has space":              "contains ' '",
+		"bad\xffutf8":           "not valid UTF-8",
+		strings.Repeat("n", 513): "513 bytes long",
+	} {
+		err := s3lock.ValidatePrefix(p)
+		var ne *s3lock.NameError
+		if !errors.Is(err, s3lock.ErrInvalidName) || !errors.As(err, &ne) || !ne.Prefix || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "prefix") {
+			t.Errorf("ValidatePrefix(%q) = %v; want an invalid-prefix error mentioning %q", p, err, want)
+		}
+	}
+	c, err := s3lock.New(&s3.Client{}, "some-bucket") // never called: the prefix is refused first
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.List(t.Context(), "/abs"); !errors.Is(err, s3lock.ErrInvalidName) {
+		t.Errorf("List with a prefix no name starts with = %v; want ErrInvalidName before any request", err)
 	}
 }
 
@@ -74,6 +118,8 @@ func TestValidateName(t *testing.T) {
 		"a/../../b":                     `".." segment`,
 		"./a":                           `"." segment`,
 		"a/lock-0000000001.json":        "looks like an epoch object",
+		"x/s3lock-probe/y":              "reserved for Verify",
+		"s3lock-probe":                  "reserved for Verify",
 		"has space":                     "contains ' '",
 		"tab\tname":                     `contains '\t'`,
 		"back\\slash":                   `contains '\\'`,
@@ -176,8 +222,8 @@ func TestCorruptLeaseObjects(t *testing.T) {
 			_, err = c.Current(t.Context(), name)
 			check("Current", err)
 			states, err := c.List(t.Context(), ns.Name(""))
-			if err != nil || len(states) != 1 || states[0].Name != name || states[0].Held {
-				t.Fatalf("List = %+v, %v; want the lock listed, not held", states, err)
+			if err != nil || len(states) != 1 || states[0].Name != name || states[0].Held || states[0].Phase() != s3lock.PhaseUnreadable {
+				t.Fatalf("List = %+v, %v; want the lock listed, not held, unreadable", states, err)
 			}
 			check("List's State.Err", states[0].Err)
 

@@ -13,8 +13,8 @@ import (
 // its successor is at least cleanupAge old by the store's clock: a contender
 // that read the lock before the successor existed, and whose create of the
 // successor's key could therefore land after the deletion, is bound by
-// attemptWindow to look again before trusting its lease (PROTOCOL.md,
-// "Cleanup").
+// attemptWindow to look again before trusting its lease (PROTOCOL.md §7,
+// "History cleanup").
 func (c *Client) cleanupFor(name string, newest uint64, page *listed) func(context.Context) {
 	if page == nil {
 		return nil

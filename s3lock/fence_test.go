@@ -345,3 +345,36 @@ func multipartX(epoch uint64) func(t *testing.T, ns *s3test.Namespace, key strin
 		}
 	}
 }
+
+// TestFencedPut_GivesUpWhenTheStoreNeverAnswers: every request of FencedPut
+// is bounded by the request timeout, so a store that accepts connections and
+// never answers fails the write as unavailable, naming the timeout, while
+// the caller's context is still far from its end (before, it hung until the
+// caller's context ended).
+func TestFencedPut_GivesUpWhenTheStoreNeverAnswers(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	if !ns.Target.Local {
+		t.Skip("needs the local server behind a proxy of the test's own")
+	}
+	proxy := s3test.NewProxy(t, ns.Target.Endpoint)
+	tg := ns.Target
+	tg.Endpoint = proxy.URL
+	c, err := s3lock.New(s3test.NewClient(t, tg, s3test.WithoutRetries()), ns.Bucket, s3lock.WithRequestTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	_, err = c.FencedPut(ctx, 3, &s3.PutObjectInput{
+		Bucket: aws.String(ns.Bucket), Key: aws.String(ns.Name("hung.json")), Body: strings.NewReader("x"),
+	})
+	var oe *s3lock.OpError
+	if !errors.Is(err, s3lock.ErrUnavailable) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "no answer within 300ms") || ctx.Err() != nil {
+		t.Fatalf("FencedPut against a store that never answers = %v (ctx: %v); want ErrUnavailable after the 300ms request timeout", err, ctx.Err())
+	}
+	if oe.Bucket != ns.Bucket || oe.Key != ns.Name("hung.json") {
+		t.Errorf("the error names s3://%s/%s; want the object written", oe.Bucket, oe.Key)
+	}
+}

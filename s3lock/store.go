@@ -75,10 +75,13 @@ func request[T any](ctx context.Context, r requester, op, key string, call func(
 	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
 		err = &requestTimeout{after: r.timeout, err: err}
 	}
+	if err != nil {
+		err = r.opError(op, key, err)
+	}
 	noteAccess(ctx, op, err)
 	if err != nil {
 		var zero T
-		return zero, r.opError(op, key, err)
+		return zero, err
 	}
 	return out, nil
 }

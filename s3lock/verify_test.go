@@ -3,6 +3,7 @@ package s3lock_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -56,9 +57,86 @@ func TestVerify(t *testing.T) {
 			case !tc.ok && !errors.Is(err, s3lock.ErrConditionalWritesUnsupported):
 				t.Fatalf("Verify = %v; want ErrConditionalWritesUnsupported", err)
 			}
-			if keys := s3test.Keys(t, ns.Client, ns.Bucket, ns.Name("probe/")); len(keys) != 0 {
+			if keys := s3test.Keys(t, ns.Client, ns.Bucket, ns.Name(s3lock.DefaultProbePrefix)); len(keys) != 0 {
 				t.Errorf("Verify left probe objects behind: %v", keys)
 			}
 		})
+	}
+}
+
+// TestCheckStore_ReportsTheProbeAndEachPermission: CheckStore reports the
+// conditional-write probe and the list, get, put and delete permissions as
+// the store answered them, leaves no probe objects, and classifies denied
+// credentials as the rest of the package does.
+func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	probe := ns.Name(s3lock.DefaultProbePrefix)
+	check := func(t *testing.T, api s3lock.S3API) s3lock.Report {
+		t.Helper()
+		c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(probe))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := c.CheckStore(t.Context())
+		if err != nil {
+			t.Fatalf("CheckStore: %v", err)
+		}
+		if rep.Bucket != ns.Bucket || rep.ProbePrefix != probe || len(rep.Checks) != 5 {
+			t.Fatalf("report = %+v; want five checks of bucket %s under %s", rep, ns.Bucket, probe)
+		}
+		return rep
+	}
+	statuses := func(rep s3lock.Report) map[string]s3lock.CheckStatus {
+		m := map[string]s3lock.CheckStatus{}
+		for _, c := range rep.Checks {
+			m[c.Name] = c.Status
+		}
+		return m
+	}
+
+	t.Run("real store", func(t *testing.T) {
+		rep := check(t, ns.Client)
+		if !rep.OK() {
+			t.Errorf("report of the real store = %+v; want every check ok", rep)
+		}
+		perms := map[string]string{}
+		for _, c := range rep.Checks {
+			perms[c.Name] = c.Permission
+		}
+		if perms["list"] != "s3:ListBucket" || perms["delete"] != "s3:DeleteObject" || perms["conditional writes"] != "" {
+			t.Errorf("permissions = %v", perms)
+		}
+		if st, err := s3lock.New(ns.Client, ns.Bucket); err != nil {
+			t.Fatal(err)
+		} else if locks, err := st.List(t.Context(), ns.Prefix); err != nil || len(locks) != 0 {
+			t.Errorf("List after CheckStore = %v, %v; want the probe lock hidden", locks, err)
+		}
+	})
+	t.Run("store ignoring If-None-Match", func(t *testing.T) {
+		rep := check(t, ignoringStore{S3API: ns.Client, dropIfNoneMatch: true})
+		c := rep.Checks[0]
+		if rep.OK() || c.Status != s3lock.CheckFailed || !errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported) {
+			t.Errorf("conditional-write check = %+v; want failed with ErrConditionalWritesUnsupported", c)
+		}
+	})
+	t.Run("wrong secret", func(t *testing.T) {
+		if !ns.Target.Local {
+			t.Skip("needs the local server's credentials")
+		}
+		tg := ns.Target
+		tg.SecretKey = "wrong-secret"
+		rep := check(t, s3test.NewClient(t, tg))
+		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckError, "list": s3lock.CheckDenied,
+			"get": s3lock.CheckNotChecked, "put": s3lock.CheckDenied, "delete": s3lock.CheckNotChecked}
+		if got := statuses(rep); !maps.Equal(got, want) {
+			t.Errorf("statuses with a wrong secret = %v; want %v", got, want)
+		}
+		if err := rep.Checks[1].Err; !errors.Is(err, s3lock.ErrAccessDenied) {
+			t.Errorf("list check's error = %v; want ErrAccessDenied", err)
+		}
+	})
+	if keys := s3test.Keys(t, ns.Client, ns.Bucket, probe+"probe-"); len(keys) != 0 {
+		t.Errorf("CheckStore left probe objects behind: %v", keys)
 	}
 }

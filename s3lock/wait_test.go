@@ -1,0 +1,85 @@
+package s3lock_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestAcquire_FailFastReportsAFailingStoreAtOnce: with FailFast, a store
+// that fails the first attempt is reported at once, not waited out: the
+// error is the store's (ErrUnavailable), not a *WaitError at the end of
+// ctx, and the attempt made no more requests than TryAcquire would.
+func TestAcquire_FailFastReportsAFailingStoreAtOnce(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	f := s3test.NewFaults(1, s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 1})
+	counter := &s3test.Counter{}
+	c := newLockClient(t, ns, "impatient", nil, s3test.WithoutRetries(),
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return counter.Wrap(f.Wrap(next)) }))
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err := c.Acquire(ctx, ns.Name("down"), s3lock.FailFast())
+	var werr *s3lock.WaitError
+	if !errors.Is(err, s3lock.ErrUnavailable) || errors.As(err, &werr) || ctx.Err() != nil {
+		t.Fatalf("Acquire(FailFast) against a failing store = %v (ctx: %v); want its ErrUnavailable at once", err, ctx.Err())
+	}
+	if n := counter.Total(); n != 1 {
+		t.Errorf("Acquire(FailFast) made %d requests (%v); want the first attempt's one LIST", n, counter)
+	}
+}
+
+// TestAcquire_FailFastWaitsOnceHeld: once FailFast's Acquire has found the
+// lock held it waits as Acquire does, riding out transient failures, and
+// takes the lock when its holder releases it.
+func TestAcquire_FailFastWaitsOnceHeld(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("busy")
+	holder := newLockClient(t, ns, "holder", nil)
+	f := s3test.NewFaults(2)
+	waiter := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(20 * time.Millisecond)}, s3test.WithoutRetries(),
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+
+	l, err := holder.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var observed atomic.Int32
+	sawHeld := make(chan struct{})
+	observe := func(h *s3lock.HeldError) {
+		if observed.Add(1) == 1 {
+			close(sawHeld)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		got, err := waiter.Acquire(ctx, name, s3lock.FailFast(), s3lock.WithWaitObserver(observe))
+		if err == nil {
+			err = got.Release(ctx)
+		}
+		done <- err
+	}()
+	<-sawHeld
+	// The store fails the next three attempts' LISTs (the polls are GETs):
+	// a waiter that still failed fast would return the first of them.
+	f.SetRules(s3test.Rule{Fault: s3test.ServerErrorBefore, Ops: []string{"ListObjectsV2"}, Probability: 1, Limit: 3})
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Acquire(FailFast) after finding the lock held = %v; want the lock once it was released", err)
+	}
+	if n := f.Injected()[s3test.ServerErrorBefore]; n != 3 {
+		t.Errorf("%d of the attempts' LISTs failed; want 3 ridden out", n)
+	}
+}
