@@ -46,13 +46,31 @@
 //	// work; use lease.Epoch() as a fencing token; watch lease.Done()
 //
 // TryAcquire returns at once with an error matching ErrHeld (a *HeldError
-// naming the holder) when the lock is taken. Do wraps acquire, run and
-// release with a context that is cancelled if the lease is lost. Current and
-// List read who holds what. ForceRelease is the operator's unlock for one
-// epoch. A lease can move between processes with its Token (Detach, Resume).
+// naming the holder) when the lock is taken; FailFast makes Acquire report a
+// failing store at once and wait only while the lock is held. Do wraps
+// acquire, run and release with a context that is cancelled if the lease is
+// lost. Current and List read who holds what (State.Phase: free, held,
+// released, lapsed). ForceRelease is the operator's unlock for one epoch. A
+// lease can move between processes with its Token (Detach, Resume), and
+// Lookup checks a token's lease without taking it over. CheckStore reports
+// whether the store and the credentials can hold locks at all.
 //
 // Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,
 // ErrUnavailable, ErrAccessDenied, ...) and typed errors with the details
 // (HeldError, LeaseLostError, OpError, CorruptLeaseError); every error names
-// the bucket and key it concerns.
+// the bucket and key it concerns. ErrLeaseLost is the one answer to "is this
+// lease over?", from every call that can find out; LeaseLostError.Reason says
+// how it ended.
+//
+// # Where the rules are
+//
+// errors.go holds the error vocabulary and classify.go what an S3 error
+// means for the protocol; store.go makes every S3 request (one per-request
+// timeout, one wrapping); timing.go holds every timing, retry and backoff
+// number with its reason; names.go the rules for names, prefixes and keys;
+// options.go the options and their limits. The protocol itself is in
+// acquire.go (an attempt), wait.go (waiting), lease.go (renewal, release,
+// the trust deadline), resume.go (takeover and Lookup), cleanup.go and
+// discover.go (bounded history), current.go (reading state), fence.go
+// (FencedPut) and verify.go (Verify, CheckStore).
 package s3lock
