@@ -24,41 +24,22 @@ const (
 // ValidateName reports whether name can name a lock. A name is a key path:
 // segments of letters, digits and "-_.=+@,:!~" separated by single slashes,
 // without a leading or trailing slash, without "." or ".." segments (which
-// would escape the name's prefix on file-backed stores), and without a
-// segment that looks like an epoch object ("lock-*.json"). The error matches
+// would escape the name's prefix on file-backed stores), without a segment
+// that looks like an epoch object ("lock-*.json"), and without the segment
+// "s3lock-probe" (reserved for Verify's probes). The error matches
 // ErrInvalidName.
 func ValidateName(name string) error {
-	bad := func(reason string) error {
-		return &NameError{Name: name, Reason: reason}
-	}
+	reason := ""
 	switch {
 	case name == "":
-		return bad("it is empty")
-	case len(name) > MaxNameLength:
-		return bad(fmt.Sprintf("it is %d bytes long; the limit is %d", len(name), MaxNameLength))
-	case !utf8.ValidString(name):
-		return bad("it is not valid UTF-8")
-	case strings.HasPrefix(name, "/"):
-		return bad("it starts with a slash")
+		reason = "it is empty"
 	case strings.HasSuffix(name, "/"):
-		return bad("it ends with a slash")
+		reason = "it ends with a slash"
+	default:
+		reason = pathProblem(name, strings.Split(name, "/"))
 	}
-	for _, r := range name {
-		if !nameRune(r) {
-			return bad(fmt.Sprintf("it contains %q; use letters, digits, '/' and -_.=+@,:!~", r))
-		}
-	}
-	for seg := range strings.SplitSeq(name, "/") {
-		switch {
-		case seg == "":
-			return bad("it contains an empty path segment (\"//\")")
-		case seg == "." || seg == "..":
-			return bad(fmt.Sprintf("it contains a %q segment, which could escape the lock's prefix", seg))
-		case strings.HasPrefix(seg, keyStem) && strings.HasSuffix(seg, keyExt):
-			return bad(fmt.Sprintf("segment %q looks like an epoch object of another lock", seg))
-		case seg == probeSegment:
-			return bad(fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment))
-		}
+	if reason != "" {
+		return &NameError{Name: name, Reason: reason}
 	}
 	return nil
 }
@@ -70,41 +51,50 @@ const probeSegment = "s3lock-probe"
 // ValidatePrefix reports whether prefix can start a lock name, as List,
 // `s3lock status --prefix` and the s3lock_leases data source take it: ""
 // (every lock), or the beginning of a valid name, with or without a
-// trailing slash. It refuses what no lock name can start with: a leading
-// slash, "//", characters outside the name alphabet, "." or ".."
-// segments, the reserved probe segment. The error matches ErrInvalidName.
+// trailing slash. It refuses what no lock name can start with, by the
+// rules of ValidateName applied to every complete segment (the last one may
+// be cut short). The error matches ErrInvalidName.
 func ValidatePrefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
-	bad := func(reason string) error {
+	segs := strings.Split(prefix, "/")
+	if reason := pathProblem(prefix, segs[:len(segs)-1]); reason != "" {
 		return &NameError{Name: prefix, Reason: reason, Prefix: true}
 	}
-	switch {
-	case len(prefix) > MaxNameLength:
-		return bad(fmt.Sprintf("it is %d bytes long; names are at most %d", len(prefix), MaxNameLength))
-	case !utf8.ValidString(prefix):
-		return bad("it is not valid UTF-8")
-	case strings.HasPrefix(prefix, "/"):
-		return bad("it starts with a slash; lock names never do")
-	}
-	for _, r := range prefix {
-		if !nameRune(r) {
-			return bad(fmt.Sprintf("it contains %q; lock names use letters, digits, '/' and -_.=+@,:!~", r))
-		}
-	}
-	segs := strings.Split(prefix, "/")
-	for _, seg := range segs[:len(segs)-1] { // the last one may be cut short
-		switch seg {
-		case "":
-			return bad("it contains an empty path segment (\"//\")")
-		case ".", "..":
-			return bad(fmt.Sprintf("it contains a %q segment, which no lock name has", seg))
-		case probeSegment:
-			return bad(fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment))
-		}
-	}
 	return nil
+}
+
+// pathProblem says what makes path (a name or a prefix of one) impossible
+// as the start of a lock name, judging the given segments whole; "" if
+// nothing does.
+func pathProblem(path string, segments []string) string {
+	switch {
+	case len(path) > MaxNameLength:
+		return fmt.Sprintf("it is %d bytes long; the limit is %d", len(path), MaxNameLength)
+	case !utf8.ValidString(path):
+		return "it is not valid UTF-8"
+	case strings.HasPrefix(path, "/"):
+		return "it starts with a slash"
+	}
+	for _, r := range path {
+		if !nameRune(r) {
+			return fmt.Sprintf("it contains %q; use letters, digits, '/' and -_.=+@,:!~", r)
+		}
+	}
+	for _, seg := range segments {
+		switch {
+		case seg == "":
+			return "it contains an empty path segment (\"//\")"
+		case seg == "." || seg == "..":
+			return fmt.Sprintf("it contains a %q segment, which could escape the lock's prefix", seg)
+		case strings.HasPrefix(seg, keyStem) && strings.HasSuffix(seg, keyExt):
+			return fmt.Sprintf("segment %q looks like an epoch object of another lock", seg)
+		case seg == probeSegment:
+			return fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment)
+		}
+	}
+	return ""
 }
 
 func nameRune(r rune) bool {
