@@ -206,4 +206,3 @@ func (e *requestTimeout) Error() string {
 }
 
 func (e *requestTimeout) Unwrap() error { return e.err }
-

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
 )
 
 // State is what a lock's newest epoch object says. A lock that never existed

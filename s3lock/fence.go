@@ -19,7 +19,6 @@ import (
 // FencedPut records the epoch that last wrote an object.
 const FenceMetadataKey = "s3lock-epoch"
 
-
 // FencedPut writes the object described by in only if no newer epoch has
 // written it: it reads the epoch recorded in the object's metadata
 // (FenceMetadataKey) and its ETag, and writes with the caller's epoch
