@@ -169,3 +169,27 @@ func TestRequestCounts_Handoff(t *testing.T) {
 		t.Errorf("handoff cost %s with %d full GETs; want the poll's GET, one LIST and one PUT", counter, counter.CountStatus("GetObject", 200))
 	}
 }
+
+// TestNestedLockNames_DoNotInflateListing: a lock nested under another
+// lock's key prefix ("jobs" and "jobs/lock-cleanup") with a long history
+// must not make acquiring the outer lock page through the inner one's keys.
+func TestNestedLockNames_DoNotInflateListing(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	outer, inner := ns.Name("jobs"), ns.Name("jobs/lock-cleanup")
+	seedHistory(t, ns, inner, 1200)
+	counter, withCounter := counting()
+	c := newLockClient(t, ns, "x", nil, withCounter)
+	l, err := c.TryAcquire(t.Context(), outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	if n := counter.Count("ListObjectsV2"); n != 1 || l.Epoch() != 1 {
+		t.Fatalf("acquiring %s beside %s's 1,200 epochs took %d LISTs (epoch %d); want 1 (epoch 1)", outer, inner, n, l.Epoch())
+	}
+	states, err := c.List(t.Context(), ns.Name("jobs"))
+	if err != nil || len(states) != 2 {
+		t.Fatalf("List = %+v, %v; want both locks", states, err)
+	}
+}

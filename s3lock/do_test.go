@@ -10,6 +10,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
+// TestDo: Do runs fn holding the lock, releases it afterwards, and passes fn's error through.
 func TestDo(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
@@ -41,6 +42,7 @@ func TestDo(t *testing.T) {
 	}
 }
 
+// TestDo_CancelsWhenLeaseIsLost: Do cancels fn's context when the lease is lost, and reports the loss even if fn succeeds.
 func TestDo_CancelsWhenLeaseIsLost(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
@@ -64,37 +66,5 @@ func TestDo_CancelsWhenLeaseIsLost(t *testing.T) {
 	})
 	if !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Fatalf("Do = %v; want ErrLeaseLost", err)
-	}
-}
-
-func TestList(t *testing.T) {
-	t.Parallel()
-	ns := s3test.New(t)
-	c := newLockClient(t, ns, "lister", nil)
-	held := []string{ns.Name("team/a"), ns.Name("team/b/c")}
-	for _, n := range held {
-		l, err := c.TryAcquire(t.Context(), n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustRelease(t, l)
-	}
-	l, err := c.TryAcquire(t.Context(), ns.Name("other/x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	states, err := c.List(t.Context(), ns.Name("team/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(states) != 2 || states[0].Name != held[0] || states[1].Name != held[1] || !states[0].Held || !states[1].Held {
-		t.Fatalf("List(team/) = %+v; want %v, both held", states, held)
-	}
-	all, err := c.List(t.Context(), ns.Name(""))
-	if err != nil || len(all) != 3 || all[1].Name != ns.Name("team/a") || all[0].Released != true {
-		t.Fatalf("List() = %+v, %v; want 3 locks, other/x released", all, err)
 	}
 }

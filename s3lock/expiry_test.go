@@ -147,3 +147,12 @@ func TestExpiry_StoreWithoutDate(t *testing.T) {
 		t.Errorf("epoch = %d; want 2", l.Epoch())
 	}
 }
+
+// TestSafetyMargin_CoversDriftOfLongLeases: the clock-drift margin is at least 100 ppm of the lease duration and less than half of it.
+func TestSafetyMargin_CoversDriftOfLongLeases(t *testing.T) {
+	for _, d := range []time.Duration{2 * time.Second, time.Minute, time.Hour, 30 * 24 * time.Hour} {
+		if m := s3lock.SafetyMargin(d); m < d/10_000 || m >= d/2 {
+			t.Errorf("SafetyMargin(%s) = %s; want at least 100 ppm of it and less than half", d, m)
+		}
+	}
+}

@@ -1,11 +1,15 @@
 package s3lock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -74,3 +78,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // lost to Last-Modified's resolution and up to a second by which versitygw's
 // Date header lags (its HTTP server refreshes it once a second).
 func cleanupWait() time.Duration { return s3lock.CleanupAge() + 2500*time.Millisecond }
+
+func putRaw(t *testing.T, ns *s3test.Namespace, key string, body []byte) {
+	t.Helper()
+	_, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key), Body: bytes.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,12 +1,16 @@
 package s3lock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -214,5 +218,74 @@ func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
 	tok.Bucket = "another-bucket"
 	if _, err := reader.Lookup(t.Context(), tok); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("Lookup of another bucket's token = %v; want ErrInvalidConfig", err)
+	}
+}
+
+// TestTakeover_OnlyOneHandleSurvives: an Adopt (or Resume) of a lease whose
+// original handle is still in use leaves two handles; the first renewal of
+// one of them must end the other (they used to renew forever, each reading
+// the other's write as its own).
+func TestTakeover_OnlyOneHandleSurvives(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("two-handles")
+	c := newLockClient(t, ns, "original", nil)
+	orig, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted, err := c.Adopt(t.Context(), name, orig.Epoch(), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := c.Resume(t.Context(), orig.Token(), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adopted.Renew(t.Context()); err != nil {
+		t.Fatalf("renewal by the adopting handle: %v", err)
+	}
+	for what, l := range map[string]*s3lock.Lease{"original": orig, "resumed": resumed} {
+		if err := l.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
+			t.Errorf("renewal by the %s handle after the takeover = %v; want ErrLeaseLost", what, err)
+		}
+	}
+	if err := adopted.Release(t.Context()); err != nil {
+		t.Fatalf("release by the surviving handle: %v", err)
+	}
+}
+
+// TestResume_SupersededEpochLooksAlive: an epoch object that looks fresh
+// (a renewal that reached the store after its holder gave up) while a newer
+// epoch exists must not be resumed.
+func TestResume_SupersededEpochLooksAlive(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("late-renewal")
+	a := newLockClient(t, ns, "late", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)})
+	b := newLockClient(t, ns, "next", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+	la, err := a.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := la.Detach()
+	lb, err := b.Acquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, lb)
+	// The late renewal: epoch 1 rewritten, fresh and unreleased.
+	out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(la.Key())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	_, _ = body.ReadFrom(out.Body)
+	out.Body.Close()
+	fresh := strings.Replace(body.String(), `"renewals":0`, `"renewals":1`, 1)
+	putRaw(t, ns, la.Key(), []byte(fresh))
+
+	if _, err := a.Resume(t.Context(), tok); !errors.Is(err, s3lock.ErrLeaseLost) || !strings.Contains(err.Error(), "superseded") {
+		t.Fatalf("Resume of a superseded epoch = %v; want ErrLeaseLost (superseded)", err)
 	}
 }

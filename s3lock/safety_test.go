@@ -1,8 +1,10 @@
 package s3lock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -298,5 +300,85 @@ func TestLostLease_DoneClosesInBackground(t *testing.T) {
 	}
 	if !errors.Is(l.Err(), s3lock.ErrLeaseLost) {
 		t.Errorf("Err = %v; want ErrLeaseLost", l.Err())
+	}
+}
+
+// lateCreate lets the first create through only after its caller gave up:
+// the client sees its context end, and the request reaches the store later.
+type lateCreate struct {
+	next    http.RoundTripper
+	once    sync.Once
+	reached chan struct{}
+	open    chan struct{}
+	landed  chan error
+}
+
+func (g *lateCreate) RoundTrip(req *http.Request) (*http.Response, error) {
+	first := false
+	if req.Method == http.MethodPut && req.Header.Get("If-None-Match") == "*" {
+		g.once.Do(func() { first = true })
+	}
+	if !first {
+		return g.next.RoundTrip(req)
+	}
+	late := req.Clone(context.Background())
+	if req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		_ = req.Body.Close()
+		late.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	close(g.reached)
+	<-req.Context().Done()
+	go func() {
+		<-g.open
+		resp, err := g.next.RoundTrip(late)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = errors.New(resp.Status)
+			}
+		}
+		g.landed <- err
+	}()
+	return nil, req.Context().Err()
+}
+
+// TestAbandon_LateCreateLeavesNoOrphan: a create that reaches the store only
+// after its caller gave up must not hold the lock for nobody.
+func TestAbandon_LateCreateLeavesNoOrphan(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("late-create")
+	g := &lateCreate{reached: make(chan struct{}), open: make(chan struct{}), landed: make(chan error, 1)}
+	a := newLockClient(t, ns, "gives-up", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		g.next = next
+		return g
+	}))
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.TryAcquire(ctx, name)
+		errc <- err
+	}()
+	<-g.reached // the create is on its way
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryAcquire after cancel = %v; want context.Canceled", err)
+	}
+	close(g.open) // the create arrives late: the abandoned key refuses it
+	if err := <-g.landed; err == nil {
+		t.Fatal("the late create was accepted after the attempt was abandoned")
+	}
+	b := newLockClient(t, ns, "next", nil)
+	l, err := b.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatalf("the abandoned epoch holds the lock for nobody: %v", err)
+	}
+	mustRelease(t, l)
+	if l.Epoch() != 2 {
+		t.Errorf("epoch = %d; want 2 (epoch 1 was abandoned)", l.Epoch())
 	}
 }

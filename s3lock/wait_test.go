@@ -12,6 +12,73 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
+// TestAcquire_WaitsForRelease: Acquire shows the wait observer the lease it waits on, and takes the lock once it is released.
+func TestAcquire_WaitsForRelease(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	a := newLockClient(t, ns, "alice", nil)
+	b := newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithPollInterval(20 * time.Millisecond)})
+	name := ns.Name("wait")
+
+	la, err := a.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed := make(chan *s3lock.HeldError, 16)
+	got := make(chan *s3lock.Lease, 1)
+	errc := make(chan error, 1)
+	go func() {
+		l, err := b.Acquire(t.Context(), name, s3lock.WithWaitObserver(func(h *s3lock.HeldError) {
+			select {
+			case observed <- h:
+			default:
+			}
+		}))
+		got <- l
+		errc <- err
+	}()
+	h := <-observed // the waiter saw alice's lease before anything was released
+	if h.Holder != "alice" || h.Epoch != 1 {
+		t.Errorf("wait observer saw %+v; want alice at epoch 1", h)
+	}
+	if err := la.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lb := <-got
+	if err := <-errc; err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	mustRelease(t, lb)
+	if lb.Epoch() != 2 {
+		t.Errorf("epoch = %d; want 2", lb.Epoch())
+	}
+}
+
+// TestAcquire_GivesUpWhenContextEnds: Acquire on a lock that stays held returns when ctx ends, wrapping the holder's *HeldError.
+func TestAcquire_GivesUpWhenContextEnds(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	a := newLockClient(t, ns, "alice", nil)
+	b := newLockClient(t, ns, "bob", nil)
+	name := ns.Name("busy")
+	la, err := a.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, la)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	_, err = b.Acquire(ctx, name)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, s3lock.ErrHeld) {
+		t.Fatalf("Acquire with a short deadline = %v; want DeadlineExceeded wrapping ErrHeld", err)
+	}
+	var held *s3lock.HeldError
+	if !errors.As(err, &held) || held.Holder != "alice" {
+		t.Errorf("last cause = %v; want alice's HeldError", err)
+	}
+}
+
 // TestAcquire_FailFastReportsAFailingStoreAtOnce: with FailFast, a store
 // that fails the first attempt is reported at once, not waited out: the
 // error is the store's (ErrUnavailable), not a *WaitError at the end of
@@ -54,7 +121,7 @@ func TestAcquire_FailFastWaitsOnceHeld(t *testing.T) {
 	}
 	var observed atomic.Int32
 	sawHeld := make(chan struct{})
-	observe := func(h *s3lock.HeldError) {
+	observe := func(*s3lock.HeldError) {
 		if observed.Add(1) == 1 {
 			close(sawHeld)
 		}

@@ -1,0 +1,52 @@
+package s3lock_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestSlowCleanup_DoesNotStallRenewal: a history cleanup that hangs on a slow
+// store must not keep the lease from renewing (it used to run before the
+// renewal loop, on the same goroutine, longer than the lease).
+func TestSlowCleanup_DoesNotStallRenewal(t *testing.T) {
+	s3lock.SetTimingForTest(t, 300*time.Millisecond)
+	ns := s3test.New(t)
+	name := ns.Name("slow-cleanup")
+	setup := newLockClient(t, ns, "setup", []s3lock.Option{s3lock.WithHistory(1)})
+	for range 2 {
+		l, err := setup.TryAcquire(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(cleanupWait()) // epoch 1 is now old enough to delete
+
+	slow := s3test.NewFaults(1, s3test.Rule{Fault: s3test.Latency, Ops: []string{"DeleteObjects"}, Probability: 1, Delay: 6 * time.Second, Fixed: true})
+	c := newLockClient(t, ns, "holder", []s3lock.Option{
+		s3lock.WithHistory(1), s3lock.WithLeaseDuration(2 * time.Second), s3lock.WithRenewInterval(200 * time.Millisecond),
+	}, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return slow.Wrap(next) }))
+	l, err := c.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the slow cleanup to start", func() bool { return slow.Injected()[s3test.Latency] > 0 })
+	time.Sleep(3 * time.Second) // longer than the lease, while DeleteObjects hangs
+	if err := l.Err(); err != nil {
+		t.Fatalf("lease ended while a cleanup was slow: %v", err)
+	}
+	st, err := c.Current(t.Context(), name)
+	if err != nil || st.Renewals < 5 {
+		t.Fatalf("state %+v, %v; want at least 5 renewals during the slow cleanup", st, err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitCleanup()
+}

@@ -1,0 +1,133 @@
+package s3lock_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestRenew_ExtendsExpiry: a manual Renew moves the lease's expiry later and is counted as a renewal in the store.
+func TestRenew_ExtendsExpiry(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c := newLockClient(t, ns, "alice", []s3lock.Option{s3lock.WithLeaseDuration(4 * time.Second)})
+	l, err := c.TryAcquire(t.Context(), ns.Name("renew"), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	before := l.ExpiresAt()
+	time.Sleep(100 * time.Millisecond)
+	if err := l.Renew(t.Context()); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if !l.ExpiresAt().After(before) {
+		t.Errorf("ExpiresAt after Renew = %v; want later than %v", l.ExpiresAt(), before)
+	}
+	st, err := c.Current(t.Context(), ns.Name("renew"))
+	if err != nil || st.Renewals != 1 {
+		t.Errorf("Current after one renewal = %+v, %v; want 1 renewal", st, err)
+	}
+}
+
+// TestLease_RenewsInBackground: a lease with auto-renew keeps renewing on its own while it is held.
+func TestLease_RenewsInBackground(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c := newLockClient(t, ns, "alice", []s3lock.Option{
+		s3lock.WithLeaseDuration(2 * time.Second), s3lock.WithRenewInterval(200 * time.Millisecond)})
+	l, err := c.TryAcquire(t.Context(), ns.Name("bg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	eventually(t, "three background renewals", func() bool {
+		st, err := c.Current(t.Context(), ns.Name("bg"))
+		return err == nil && st.Renewals >= 3
+	})
+	if l.Err() != nil {
+		t.Fatalf("lease ended while renewing: %v", l.Err())
+	}
+}
+
+// TestRelease_AfterForceReleaseIsLost: a release that finds its epoch
+// force-released must say the lease was lost (it used to mistake the
+// operator's write, which has the same renewal count, for its own).
+func TestRelease_AfterForceReleaseIsLost(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("force-then-release")
+	holder := newLockClient(t, ns, "holder", nil)
+	op := newLockClient(t, ns, "operator", nil)
+	l, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.ForceRelease(t.Context(), name, 1); err != nil {
+		t.Fatal(err)
+	}
+	next, err := op.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, next)
+	if err := l.Release(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) || !strings.Contains(err.Error(), "force-released by operator") {
+		t.Fatalf("Release after a force-release = %v; want ErrLeaseLost naming the operator", err)
+	}
+}
+
+// TestRelease_GivesUpWhenTheStoreIsDown: Release with a context that never
+// ends must return once the lease can no longer be trusted (it used to retry
+// forever while holding the lease's lock).
+func TestRelease_GivesUpWhenTheStoreIsDown(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	f := s3test.NewFaults(1)
+	c := newLockClient(t, ns, "holder", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)},
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+	l, err := c.TryAcquire(t.Context(), ns.Name("down"), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SetRules(s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 1})
+	done := make(chan error, 1)
+	go func() { done <- l.Release(context.Background()) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, s3lock.ErrLeaseLost) || !errors.Is(err, s3lock.ErrUnavailable) {
+			t.Fatalf("Release against a failing store = %v; want ErrLeaseLost caused by ErrUnavailable", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Release did not give up after the lease's trust window")
+	}
+}
+
+// TestLostLease_KeepsItsCause: a lease that ends because renewals kept
+// failing says why.
+func TestLostLease_KeepsItsCause(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	f := s3test.NewFaults(1)
+	c := newLockClient(t, ns, "holder", []s3lock.Option{
+		s3lock.WithLeaseDuration(2 * time.Second), s3lock.WithRenewInterval(200 * time.Millisecond),
+	}, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+	l, err := c.TryAcquire(t.Context(), ns.Name("cause"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SetRules(s3test.Rule{Fault: s3test.ServerErrorBefore, Ops: []string{"PutObject"}, Probability: 1})
+	select {
+	case <-l.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("lease never ended")
+	}
+	if err := l.Err(); !errors.Is(err, s3lock.ErrLeaseLost) || !errors.Is(err, s3lock.ErrUnavailable) {
+		t.Fatalf("Err = %v; want ErrLeaseLost caused by ErrUnavailable", err)
+	}
+}
