@@ -3,10 +3,8 @@ package provider
 import (
 	"context"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -126,24 +124,6 @@ func lockStateAttributes() map[string]schema.Attribute {
 	}
 }
 
-// lockStateAttrTypes are the attribute types of lockStateModelV0 plus name.
-func lockStateAttrTypes() map[string]attr.Type {
-	return map[string]attr.Type{
-		"name":           types.StringType,
-		"held":           types.BoolType,
-		"released":       types.BoolType,
-		"epoch":          types.Int64Type,
-		"key":            types.StringType,
-		"holder":         types.StringType,
-		"acquired_at":    types.StringType,
-		"expires_at":     types.StringType,
-		"released_at":    types.StringType,
-		"released_by":    types.StringType,
-		"lease_duration": types.StringType,
-		"metadata":       types.MapType{ElemType: types.StringType},
-	}
-}
-
 func (d *leaseDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_lease"
 }
@@ -153,7 +133,7 @@ func (d *leaseDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 	attrs["bucket"] = schema.StringAttribute{
 		MarkdownDescription: "Bucket that holds the lock.",
 		Required:            true,
-		Validators:          []validator.String{bucketValidator{}},
+		Validators:          []validator.String{bucketValidator()},
 	}
 	attrs["name"] = schema.StringAttribute{
 		MarkdownDescription: "Name of the lock, such as `deploy/prod`.",
@@ -170,7 +150,7 @@ func (d *leaseDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 func (d *leaseDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
 	f, err := factoryFrom(req.ProviderData, "s3lock_lease data source")
 	if err != nil {
-		resp.Diagnostics.AddError("Unexpected provider data", err.Error())
+		resp.Diagnostics.Append(unexpectedProviderData(err))
 		return
 	}
 	d.factory = f
@@ -183,29 +163,15 @@ func (d *leaseDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		return
 	}
 	bucket, name := cfg.Bucket.ValueString(), cfg.Name.ValueString()
-	client, ok := dataSourceClient(ctx, d.factory, bucket, name, &resp.Diagnostics)
+	client, ok := d.factory.client(ctx, bucket, &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	st, err := client.Current(ctx, name)
 	if err != nil {
-		resp.Diagnostics.AddError("Could not read lock", lockErrorDetail(bucket, name, 0, err))
+		resp.Diagnostics.Append(lockFailed(lockReadFailed, leaseRef{bucket: bucket, name: name}, err, ""))
 		return
 	}
 	cfg.lockStateModelV0 = lockStateFrom(st)
 	resp.Diagnostics.Append(resp.State.Set(ctx, cfg)...)
-}
-
-// dataSourceClient returns the s3lock client for bucket, reporting failures.
-func dataSourceClient(ctx context.Context, f *clientFactory, bucket, what string, diags *diag.Diagnostics) (*s3lock.Client, bool) {
-	if f == nil {
-		diags.AddError("Provider not configured", errNotConfigured.Error())
-		return nil, false
-	}
-	c, err := f.client(ctx, bucket)
-	if err != nil {
-		diags.AddError("Invalid lock settings", lockErrorDetail(bucket, what, 0, err))
-		return nil, false
-	}
-	return c, true
 }

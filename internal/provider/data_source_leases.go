@@ -2,23 +2,19 @@ package provider
 
 import (
 	"context"
-	"fmt"
-	"regexp"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 var (
 	_ datasource.DataSource              = (*leasesDataSource)(nil)
 	_ datasource.DataSourceWithConfigure = (*leasesDataSource)(nil)
 )
-
-// prefixPattern accepts the prefixes of valid lock names.
-var prefixPattern = regexp.MustCompile(`^$|^[^/](?:[^/]|/[^/])*/?$`)
 
 // NewLeasesDataSource returns the s3lock_leases data source.
 func NewLeasesDataSource() datasource.DataSource { return &leasesDataSource{} }
@@ -46,11 +42,6 @@ func (d *leasesDataSource) Metadata(_ context.Context, req datasource.MetadataRe
 }
 
 func (d *leasesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	entry := lockStateAttributes()
-	entry["name"] = schema.StringAttribute{
-		MarkdownDescription: "Name of the lock.",
-		Computed:            true,
-	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists every lock whose name starts with a prefix, with who holds it now: for " +
 			"dashboards and policy checks (\"who holds what right now\"). It lists the keys under the prefix " +
@@ -59,20 +50,19 @@ func (d *leasesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the locks.",
 				Required:            true,
-				Validators:          []validator.String{bucketValidator{}},
+				Validators:          []validator.String{bucketValidator()},
 			},
 			"prefix": schema.StringAttribute{
 				MarkdownDescription: "Only locks whose name starts with this string, e.g. `\"deploy/\"`. " +
 					"Default: every lock in the bucket.",
-				Optional: true,
-				Validators: []validator.String{stringvalidator.RegexMatches(prefixPattern,
-					"must not start with a slash or contain \"//\": lock names never do")},
+				Optional:   true,
+				Validators: []validator.String{prefixValidator()},
 			},
 			"leases": schema.ListNestedAttribute{
 				MarkdownDescription: "The locks under the prefix, sorted by name, each with the state of its " +
 					"newest lease (held or not).",
 				Computed:     true,
-				NestedObject: schema.NestedAttributeObject{Attributes: entry},
+				NestedObject: leaseEntryObject(),
 			},
 		},
 	}
@@ -81,7 +71,7 @@ func (d *leasesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 func (d *leasesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
 	f, err := factoryFrom(req.ProviderData, "s3lock_leases data source")
 	if err != nil {
-		resp.Diagnostics.AddError("Unexpected provider data", err.Error())
+		resp.Diagnostics.Append(unexpectedProviderData(err))
 		return
 	}
 	d.factory = f
@@ -94,36 +84,36 @@ func (d *leasesDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		return
 	}
 	bucket, prefix := cfg.Bucket.ValueString(), cfg.Prefix.ValueString()
-	what := fmt.Sprintf("locks under prefix %q", prefix)
-	client, ok := dataSourceClient(ctx, d.factory, bucket, what, &resp.Diagnostics)
+	client, ok := d.factory.client(ctx, bucket, &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	states, err := client.List(ctx, prefix)
 	if err != nil {
-		resp.Diagnostics.AddError("Could not list locks",
-			fmt.Sprintf("Locks under prefix %q in bucket %q (s3://%s/%s*): %v%s", prefix, bucket, bucket, prefix, err,
-				hintSuffix(bucket, prefix+"*", err)))
+		resp.Diagnostics.Append(listFailed(bucket, prefix, err))
 		return
 	}
 	entries := make([]leaseEntryModelV0, len(states))
 	for i, st := range states {
-		if st.Err != nil {
-			resp.Diagnostics.AddWarning("Unreadable lock",
-				fmt.Sprintf("Lock %q in bucket %q is listed as not held: %v", st.Name, bucket, st.Err))
+		if st.Phase() == s3lock.PhaseUnreadable {
+			resp.Diagnostics.Append(unreadableLock(bucket, st))
 		}
 		entries[i] = leaseEntryModelV0{Name: types.StringValue(st.Name), lockStateModelV0: lockStateFrom(st)}
 	}
-	list, diags := types.ListValueFrom(ctx, types.ObjectType{AttrTypes: lockStateAttrTypes()}, entries)
+	list, diags := types.ListValueFrom(ctx, leaseEntryObject().Type(), entries)
 	resp.Diagnostics.Append(diags...)
 	cfg.Leases = list
 	resp.Diagnostics.Append(resp.State.Set(ctx, cfg)...)
 }
 
-// hintSuffix is hintFor as a paragraph to append, or "".
-func hintSuffix(bucket, objects string, err error) string {
-	if h := hintFor(bucket, objects, err); h != "" {
-		return "\n\n" + h
+// leaseEntryObject is the schema of one lock in s3lock_leases: the lock
+// state's attributes and the lock's name. Its Type is the element type of
+// the leases list, derived from the schema rather than declared again.
+func leaseEntryObject() schema.NestedAttributeObject {
+	entry := lockStateAttributes()
+	entry["name"] = schema.StringAttribute{
+		MarkdownDescription: "Name of the lock.",
+		Computed:            true,
 	}
-	return ""
+	return schema.NestedAttributeObject{Attributes: entry}
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -24,17 +26,6 @@ var (
 	_ ephemeral.EphemeralResourceWithConfigure = (*leaseEphemeralResource)(nil)
 	_ ephemeral.EphemeralResourceWithRenew     = (*leaseEphemeralResource)(nil)
 	_ ephemeral.EphemeralResourceWithClose     = (*leaseEphemeralResource)(nil)
-)
-
-const (
-	// defaultEphemeralLeaseDuration bounds how long a killed Terraform run
-	// keeps others waiting; the lease is renewed every third of it while the
-	// run lasts.
-	defaultEphemeralLeaseDuration = "2m"
-	// defaultWaitTimeout is how long Open waits for a held lock.
-	defaultWaitTimeout = "5m"
-	// maxWaitTimeout bounds wait_timeout.
-	maxWaitTimeout = 24 * time.Hour
 )
 
 // NewLeaseEphemeralResource returns the s3lock_lease ephemeral resource.
@@ -85,7 +76,7 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the lock.",
 				Required:            true,
-				Validators:          []validator.String{bucketValidator{}},
+				Validators:          []validator.String{bucketValidator()},
 			},
 			"name": schema.StringAttribute{
 				MarkdownDescription: "Name of the lock: a key path inside the bucket, such as `deploy/prod`.",
@@ -110,7 +101,7 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Optional: true,
 				Computed: true,
 				Validators: []validator.String{
-					durationValidator{min: time.Second, max: maxWaitTimeout, allowZero: true},
+					durationValidator{min: minWaitTimeout, max: maxWaitTimeout, allowZero: true},
 				},
 			},
 			"metadata": schema.MapAttribute{
@@ -146,7 +137,7 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 func (e *leaseEphemeralResource) Configure(_ context.Context, req ephemeral.ConfigureRequest, resp *ephemeral.ConfigureResponse) {
 	f, err := factoryFrom(req.ProviderData, "s3lock_lease ephemeral resource")
 	if err != nil {
-		resp.Diagnostics.AddError("Unexpected provider data", err.Error())
+		resp.Diagnostics.Append(unexpectedProviderData(err))
 		return
 	}
 	e.factory = f
@@ -161,19 +152,12 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		return
 	}
 	bucket, name := cfg.Bucket.ValueString(), cfg.Name.ValueString()
-	dur, err1 := parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultEphemeralLeaseDuration))
-	wait, err2 := parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultWaitTimeout))
-	for _, err := range []error{err1, err2} {
-		if err != nil {
-			resp.Diagnostics.AddError("Invalid duration", lockErrorDetail(bucket, name, 0, err))
-		}
-	}
-	meta, diags := metadataFrom(ctx, cfg.Metadata)
-	resp.Diagnostics.Append(diags...)
+	lock := leaseRef{bucket: bucket, name: name}
+	dur, wait, meta := e.settings(ctx, cfg, lock, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	client, ok := e.client(ctx, bucket, name, &resp.Diagnostics)
+	client, ok := e.factory.client(ctx, bucket, &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -209,14 +193,29 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	}
 	lease, err := acquireLease(ctx, e.factory, client, name, wait, opts...)
 	if err != nil {
-		resp.Diagnostics.AddError("Could not acquire lock", lockErrorDetail(bucket, name, 0, err))
+		resp.Diagnostics.Append(lockFailed(acquireFailed, lock, err, ""))
 		return
 	}
-	token := lease.Token()
 	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
-	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
+	resp.Diagnostics.Append(storeToken(ctx, resp.Private, lease.Token())...)
 	e.factory.leases.add(lease)
 	e.result(ctx, resp, cfg, lease.Epoch(), lease.Key(), lease.Holder(), lease.AcquiredAt(), lease.ExpiresAt())
+}
+
+// settings reads Open's lease_duration, wait_timeout (with their defaults)
+// and metadata.
+func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemeralModelV0, lock leaseRef, diags *diag.Diagnostics) (dur, wait time.Duration, meta map[string]string) {
+	dur, err := parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultEphemeralLeaseDuration))
+	if err != nil {
+		diags.Append(durationNotParsed(path.Root("lease_duration"), lock, err))
+	}
+	wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultWaitTimeout))
+	if err != nil {
+		diags.Append(durationNotParsed(path.Root("wait_timeout"), lock, err))
+	}
+	meta, d := metadataFrom(ctx, cfg.Metadata)
+	diags.Append(d...)
+	return dur, wait, meta
 }
 
 // result sets Open's result: the configuration with the lease's computed
@@ -249,35 +248,27 @@ func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewR
 		return
 	}
 	if e.factory.run != nil {
-		if held, ok := e.checkRunLease(ctx, *token, "Could not renew lease", &resp.Diagnostics); ok {
+		if held, ok := e.checkRunLease(ctx, *token, renewFailed, &resp.Diagnostics); ok {
 			resp.RenewAt = renewAt(e.factory.now(), held.ExpiresAt)
 		}
 		return
 	}
 	if lease, ok := e.factory.leases.get(*token); ok {
 		if err := lease.Err(); err != nil {
-			resp.Diagnostics.AddError("Lease lost", lockErrorDetail(token.Bucket, token.Name, token.Epoch, err)+
-				"\n\nThe lease was lost during this run: what runs under it may not be exclusive.")
+			resp.Diagnostics.Append(leaseLost(diag.SeverityError, tokenRef(*token), err, "", ""))
 			return
 		}
 		resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
 		return
 	}
-	client, ok := e.client(ctx, token.Bucket, token.Name, &resp.Diagnostics)
+	lease, ok := e.resume(ctx, *token, renewFailed, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	lease, err := client.Resume(ctx, *token, s3lock.WithoutAutoRenew())
-	if err == nil {
-		err = lease.Renew(ctx)
-		lease.Detach()
-	}
+	err := lease.Renew(ctx)
+	lease.Detach()
 	if err != nil {
-		detail := lockErrorDetail(token.Bucket, token.Name, token.Epoch, err)
-		if isLost(err) {
-			detail += "\n\nThe lease was lost during this run: what ran under it may not have been exclusive."
-		}
-		resp.Diagnostics.AddError("Could not renew lease", detail)
+		resp.Diagnostics.Append(lockFailed(renewFailed, tokenRef(*token), err, ""))
 		return
 	}
 	tflog.Debug(ctx, "renewed lease", map[string]any{"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch})
@@ -301,7 +292,7 @@ func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseR
 		// The lease belongs to the run: its guard releases it when
 		// terraform exits, so that the next phase (the apply after the
 		// plan) runs under the same epoch.
-		if _, ok := e.checkRunLease(ctx, *token, "Could not check lease", &resp.Diagnostics); ok {
+		if _, ok := e.checkRunLease(ctx, *token, checkFailed, &resp.Diagnostics); ok {
 			tflog.Debug(ctx, "phase done; the lease stays held until the run ends", map[string]any{
 				"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch,
 			})
@@ -309,29 +300,35 @@ func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseR
 		return
 	}
 	lease, live := e.factory.leases.get(*token)
-	var err error
 	if !live {
-		client, ok := e.client(ctx, token.Bucket, token.Name, &resp.Diagnostics)
-		if !ok {
+		if lease, ok = e.resume(ctx, *token, releaseFailed, &resp.Diagnostics); !ok {
 			return
 		}
-		lease, err = client.Resume(ctx, *token, s3lock.WithoutAutoRenew())
 	}
-	if err == nil {
-		err = lease.Release(ctx)
-	}
-	if err == nil || isLost(err) {
+	err := lease.Release(ctx)
+	if err == nil || errors.Is(err, s3lock.ErrLeaseLost) {
 		e.factory.leases.remove(*token)
 	}
 	if err != nil {
-		detail := lockErrorDetail(token.Bucket, token.Name, token.Epoch, err)
-		if isLost(err) {
-			detail += "\n\nThe lease was lost before the run ended: what ran under it may not have been exclusive."
-		}
-		resp.Diagnostics.AddError("Could not release lease", detail)
+		resp.Diagnostics.Append(lockFailed(releaseFailed, tokenRef(*token), err, ""))
 		return
 	}
 	tflog.Info(ctx, "released lock at the end of the run", map[string]any{"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch})
+}
+
+// resume takes over, for one call, a per-phase lease that another instance
+// of the provider opened; summary says what failed when it cannot.
+func (e *leaseEphemeralResource) resume(ctx context.Context, token s3lock.Token, summary string, diags *diag.Diagnostics) (*s3lock.Lease, bool) {
+	client, ok := e.factory.client(ctx, token.Bucket, diags)
+	if !ok {
+		return nil, false
+	}
+	lease, err := client.Resume(ctx, token, s3lock.WithoutAutoRenew())
+	if err != nil {
+		diags.Append(lockFailed(summary, tokenRef(token), err, ""))
+		return nil, false
+	}
+	return lease, true
 }
 
 // token reads the lease token that Open stored in the private data.
@@ -342,33 +339,16 @@ func (e *leaseEphemeralResource) token(ctx context.Context, p privateGetter, dia
 		return nil, false
 	}
 	if token == nil {
-		diags.AddError("Missing lease token", "Terraform did not pass back the lease token that Open stored, "+
-			"so the lease cannot be renewed or released; it will lapse after its lease_duration. "+
-			"This is a bug in the provider or in Terraform, please report it.")
+		diags.Append(missingToken())
 		return nil, false
 	}
 	return token, true
 }
 
-func (e *leaseEphemeralResource) client(ctx context.Context, bucket, name string, diags interface {
-	AddError(string, string)
-}) (*s3lock.Client, bool) {
-	if e.factory == nil {
-		diags.AddError("Provider not configured", errNotConfigured.Error())
-		return nil, false
-	}
-	c, err := e.factory.client(ctx, bucket)
-	if err != nil {
-		diags.AddError("Invalid lock settings", lockErrorDetail(bucket, name, 0, err))
-		return nil, false
-	}
-	return c, true
-}
-
 // renewAt is when Terraform should renew a lease that expires at expires: a
-// third of the way there, leaving two thirds of the lease to retry in.
+// renewAtDivisor of the way there.
 func renewAt(now, expires time.Time) time.Time {
-	return now.Add(max(expires.Sub(now)/3, 0))
+	return now.Add(max(expires.Sub(now)/renewAtDivisor, 0))
 }
 
 // checkInheritedLease checks, for Renew and Close, that the lease inherited
@@ -376,7 +356,7 @@ func renewAt(now, expires time.Time) time.Time {
 // lock's state if so.
 func (e *leaseEphemeralResource) checkInheritedLease(ctx context.Context, epoch uint64, diags *diag.Diagnostics, ok func(s3lock.State)) {
 	bucket, name := os.Getenv("S3LOCK_BUCKET"), os.Getenv("S3LOCK_NAME")
-	client, good := e.client(ctx, bucket, name, diags)
+	client, good := e.factory.client(ctx, bucket, diags)
 	if !good {
 		return
 	}

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 
@@ -42,15 +41,14 @@ func inheritedEpoch(bucket, name string) (uint64, bool) {
 // current, held epoch; otherwise it reports why the inherited lease cannot
 // be used.
 func checkInherited(ctx context.Context, c *s3lock.Client, bucket, name string, epoch uint64, diags *diag.Diagnostics) (s3lock.State, bool) {
+	lease := leaseRef{bucket: bucket, name: name, epoch: epoch}
 	st, err := c.Current(ctx, name)
 	switch {
 	case err != nil:
-		diags.AddError("Could not check the lease of s3lock run", lockErrorDetail(bucket, name, epoch, err))
+		diags.Append(inheritedCheckFailed(lease, err))
 		return st, false
-	case !st.Held || st.Epoch != epoch:
-		diags.AddError("Lease lost", lockErrorDetail(bucket, name, epoch, fmt.Errorf(
-			"this run runs under `s3lock run`, whose lease is epoch %d (S3LOCK_EPOCH), but the lock is now at epoch %d, held=%v",
-			epoch, st.Epoch, st.Held))+"\n\n"+lostDuringRun)
+	case st.Phase() != s3lock.PhaseHeld || st.Epoch != epoch:
+		diags.Append(inheritedNotCurrent(lease, st))
 		return st, false
 	}
 	tflog.Info(ctx, "using the lease of the enclosing s3lock run", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})

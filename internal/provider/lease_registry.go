@@ -93,7 +93,7 @@ func (r *leaseRegistry) releaseAll(ctx context.Context) ([]s3lock.Token, error) 
 			switch {
 			case err == nil:
 				released = append(released, t)
-			case !isLost(err):
+			case !errors.Is(err, s3lock.ErrLeaseLost):
 				errs = append(errs, fmt.Errorf("lock %q in bucket %s (epoch %d): %w", t.Name, t.Bucket, t.Epoch, err))
 			}
 		})

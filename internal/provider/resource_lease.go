@@ -35,17 +35,8 @@ var (
 	_ resource.ResourceWithValidateConfig = (*leaseResource)(nil)
 )
 
-const (
-	// defaultResourceLeaseDuration is how long a lease resource stays valid
-	// between applies. Nothing renews it in between (the provider process
-	// ends with each Terraform run), so it must outlast the gap between the
-	// steps that use it; an hour covers a typical pipeline.
-	defaultResourceLeaseDuration = "1h"
-	// defaultCreateTimeout is how long Create waits for a held lock.
-	defaultCreateTimeout = 5 * time.Minute
-	// importIDFormat is the one import ID format.
-	importIDFormat = "<bucket>/<name>/<epoch>"
-)
+// importIDFormat is the one import ID format.
+const importIDFormat = "<bucket>/<name>/<epoch>"
 
 // NewLeaseResource returns the s3lock_lease resource.
 func NewLeaseResource() resource.Resource { return &leaseResource{} }
@@ -105,7 +96,7 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the lock. Changing it replaces the lease.",
 				Required:            true,
-				Validators:          []validator.String{bucketValidator{}},
+				Validators:          []validator.String{bucketValidator()},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"name": schema.StringAttribute{
@@ -136,7 +127,7 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 					"the lock again.",
 				Optional: true,
 				Validators: []validator.String{
-					durationValidator{min: time.Second, max: s3lock.MaxLeaseDuration},
+					durationValidator{min: minRenewBefore, max: s3lock.MaxLeaseDuration},
 				},
 			},
 			"metadata": schema.MapAttribute{
@@ -187,7 +178,7 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 func (r *leaseResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	f, err := factoryFrom(req.ProviderData, "s3lock_lease resource")
 	if err != nil {
-		resp.Diagnostics.AddError("Unexpected provider data", err.Error())
+		resp.Diagnostics.Append(unexpectedProviderData(err))
 		return
 	}
 	r.factory = f
@@ -207,11 +198,7 @@ func (r *leaseResource) ValidateConfig(ctx context.Context, req resource.Validat
 	// expires_at is lease_duration minus the SDK's safety margin after a
 	// renewal: a renew_before that reaches back that far is always due.
 	if window := dur - s3lock.SafetyMargin(dur); before >= window {
-		resp.Diagnostics.AddAttributeError(path.Root("renew_before"), "renew_before too long",
-			fmt.Sprintf("renew_before = %q is not shorter than the time a renewed lease is trusted (%s of the "+
-				"lease_duration %s)%s: every plan would propose a renewal. Choose a renew_before shorter than %s.",
-				cfg.RenewBefore.ValueString(), formatDuration(window), formatDuration(dur),
-				describeLock(cfg.Bucket, cfg.Name), formatDuration(window)))
+		resp.Diagnostics.Append(renewBeforeTooLong(cfg.RenewBefore.ValueString(), window, dur, describeLock(cfg.Bucket, cfg.Name)))
 	}
 }
 
@@ -257,18 +244,19 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	bucket, name := plan.Bucket.ValueString(), plan.Name.ValueString()
+	lock := leaseRef{bucket: bucket, name: name}
 	wait, diags := plan.Timeouts.Create(ctx, defaultCreateTimeout)
 	resp.Diagnostics.Append(diags...)
 	meta, diags := metadataFrom(ctx, plan.Metadata)
 	resp.Diagnostics.Append(diags...)
 	dur, err := parseDuration("lease_duration", plan.LeaseDuration, mustDuration(defaultResourceLeaseDuration))
 	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("lease_duration"), "Invalid lease duration", lockErrorDetail(bucket, name, 0, err))
+		resp.Diagnostics.Append(durationNotParsed(path.Root("lease_duration"), lock, err))
 	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	client, ok := r.factory.client(ctx, bucket, &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -278,7 +266,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	}
 	lease, err := acquireLease(ctx, r.factory, client, name, wait, opts...)
 	if err != nil {
-		resp.Diagnostics.AddError("Could not acquire lock", lockErrorDetail(bucket, name, 0, err))
+		resp.Diagnostics.Append(lockFailed(acquireFailed, lock, err, ""))
 		return
 	}
 	// The lease outlives this process: stop its background work and keep
@@ -297,43 +285,72 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 }
 
 // Read checks that the lease is still held by this resource (same epoch,
-// same nonce, neither released nor lapsed); if not, it warns and removes the
-// resource from state, so that the next apply acquires the lock again.
+// same nonce, neither released nor lapsed), without writing anything; if
+// not, it warns and removes the resource from state, so that the next apply
+// acquires the lock again.
 func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state leaseResourceModelV0
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
-	res, ok := r.resume(ctx, state, req.Private, &resp.Diagnostics)
+	ref := stateRef(state)
+	client, token, ok := r.open(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	client, lease, err := res.client, res.lease, res.err
-	if isLost(err) {
-		resp.Diagnostics.AddWarning("Lease lost",
-			fmt.Sprintf("The lease on lock %q in bucket %q (epoch %d, s3://%s/%s) is over: %v.%s\n\n"+
-				"Terraform removes it from state; the next apply acquires the lock again with a new epoch. "+
-				"Work done since the lease was lost may not have been exclusive.",
-				name, bucket, epoch, bucket, s3lock.Key(name, epoch), err, describeCurrent(ctx, client, name)))
+	holder, until, err := lookupLease(ctx, client, token, ref)
+	if errors.Is(err, s3lock.ErrLeaseLost) {
+		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, describeCurrent(ctx, client, ref.name), lostRemovedFromState))
 		resp.State.RemoveResource(ctx)
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Could not read lease", lockErrorDetail(bucket, name, epoch, err))
+		resp.Diagnostics.Append(lockFailed(readFailed, ref, err, ""))
 		return
 	}
-	lease.Detach()
-	state.Holder = types.StringValue(lease.Holder())
-	// Another process may have renewed the lease with its token (a later
-	// pipeline step): show the later expiry. The estimate made when
-	// resuming is never later than the holder's own, so this does not move
-	// expires_at for a lease nobody renewed.
-	if prev, err := time.Parse(time.RFC3339, state.ExpiresAt.ValueString()); err != nil || lease.ExpiresAt().After(prev.Add(time.Second)) {
-		state.ExpiresAt = timeValue(lease.ExpiresAt())
+	state.Holder = types.StringValue(holder)
+	if renewedSince(until, state.ExpiresAt) {
+		state.ExpiresAt = timeValue(until)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
+// lookupLease reads the lease of the state without disturbing its holder:
+// who holds it and until when it is trusted. With the lease's token it is a
+// Lookup. Without one (state written by hand, or by a provider that did not
+// keep tokens) it is an Adopt of the state's epoch, which writes nothing
+// either and is then detached: Lookup cannot apply, since it checks the
+// token's nonce, and Adopt is what such a state has always been checked by.
+func lookupLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l leaseRef) (string, time.Time, error) {
+	if token != nil {
+		st, err := c.Lookup(ctx, *token)
+		return st.Holder, st.TrustedUntil, err
+	}
+	lease, err := resumeLease(ctx, c, nil, l.name, l.epoch)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	lease.Detach()
+	return lease.Holder(), lease.ExpiresAt(), nil
+}
+
+// renewedSince reports whether until, the time the lease is trusted until as
+// read now, shows that it was renewed since expires_at was stored: another
+// process renewed it with its token (a later pipeline step). The estimate
+// read now (State.TrustedUntil) is never later than the holder's own
+// deadline, which expires_at records when this resource acquired or renewed
+// the lease; expires_at is stored to the second (RFC 3339, the fraction
+// dropped), so the two are compared to the second, and a lease nobody
+// renewed keeps its expires_at. (An imported lease's expires_at is itself
+// such an estimate, so it may move by a second, still to a time the lease
+// is trusted.) A stored value that is not a time is replaced.
+func renewedSince(until time.Time, stored types.String) bool {
+	if until.IsZero() {
+		return false // the store did not say what time it is: keep what we know
+	}
+	prev, err := time.Parse(time.RFC3339, stored.ValueString())
+	return err != nil || until.Truncate(time.Second).After(prev)
 }
 
 // Update renews the lease when the plan asks for it (expires_at unknown);
@@ -349,26 +366,21 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 		return
 	}
-	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
-	res, ok := r.resume(ctx, state, req.Private, &resp.Diagnostics)
+	ref := stateRef(state)
+	client, token, ok := r.open(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	lease, err := res.lease, res.err
+	lease, err := resumeLease(ctx, client, token, ref.name, ref.epoch)
 	if err == nil {
 		err = lease.Renew(ctx)
 		lease.Detach()
 	}
 	if err != nil {
-		detail := lockErrorDetail(bucket, name, epoch, err)
-		if isLost(err) {
-			detail += "\n\nThe lease was lost before it could be renewed. The next refresh removes it from " +
-				"state and the next apply acquires the lock again."
-		}
-		resp.Diagnostics.AddError("Could not renew lease", detail)
+		resp.Diagnostics.Append(lockFailed(renewFailed, ref, err, lostBeforeRenewal))
 		return
 	}
-	tflog.Info(ctx, "renewed lease", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
+	tflog.Info(ctx, "renewed lease", map[string]any{"bucket": ref.bucket, "lock": ref.name, "epoch": ref.epoch})
 	plan.ExpiresAt = timeValue(lease.ExpiresAt())
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
@@ -381,29 +393,28 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	bucket, name, epoch := state.Bucket.ValueString(), state.Name.ValueString(), uint64(state.Epoch.ValueInt64())
-	res, ok := r.resume(ctx, state, req.Private, &resp.Diagnostics)
+	ref := stateRef(state)
+	client, token, ok := r.open(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	lease, err := res.lease, res.err
+	lease, err := resumeLease(ctx, client, token, ref.name, ref.epoch)
 	if err == nil {
 		err = lease.Release(ctx)
 	}
+	fields := map[string]any{"bucket": ref.bucket, "lock": ref.name, "epoch": ref.epoch}
+	reason, lost := s3lock.LostReason(err)
 	switch {
 	case err == nil:
-		tflog.Info(ctx, "released lease", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
-	case errors.Is(err, s3lock.ErrReleased):
+		tflog.Info(ctx, "released lease", fields)
+	case lost && reason == s3lock.LostReleased:
 		// Released with its token by someone else (a pipeline step using
 		// the CLI, say): nothing left to do, nothing was lost.
-		tflog.Info(ctx, "lease was already released", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
-	case isLost(err):
-		resp.Diagnostics.AddWarning("Lease already lost",
-			fmt.Sprintf("The lease on lock %q in bucket %q (epoch %d, s3://%s/%s) was already over, so there "+
-				"was nothing to release: %v.\n\nWork done since it was lost may not have been exclusive.",
-				name, bucket, epoch, bucket, s3lock.Key(name, epoch), err))
+		tflog.Info(ctx, "lease was already released, nothing lost", fields)
+	case lost:
+		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, "", lostBeforeRelease))
 	default:
-		resp.Diagnostics.AddError("Could not release lease", lockErrorDetail(bucket, name, epoch, err))
+		resp.Diagnostics.Append(lockFailed(releaseFailed, ref, err, ""))
 	}
 }
 
@@ -413,23 +424,20 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	bucket, name, epoch, err := parseLeaseID(req.ID)
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%v.\n\nThe import ID of an s3lock_lease is %q, "+
-			"e.g. \"my-locks/deploy/prod/42\": the bucket comes before the first slash and the epoch after the "+
-			"last one; the lock name (which may contain slashes) is in between.", err, importIDFormat))
+		resp.Diagnostics.Append(invalidImportID(err))
 		return
 	}
-	client, ok := r.client(ctx, bucket, name, &resp.Diagnostics)
+	client, ok := r.factory.client(ctx, bucket, &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	lease, err := client.Adopt(ctx, name, epoch, s3lock.WithoutAutoRenew())
 	if err != nil {
-		detail := lockErrorDetail(bucket, name, epoch, err)
-		if isLost(err) {
-			detail += fmt.Sprintf("\n\nOnly the lock's current epoch, while it is held, can be imported (ID format %q).%s",
-				importIDFormat, describeCurrent(ctx, client, name))
+		current := ""
+		if errors.Is(err, s3lock.ErrLeaseLost) {
+			current = describeCurrent(ctx, client, name)
 		}
-		resp.Diagnostics.AddError("Cannot import lease", detail)
+		resp.Diagnostics.Append(importRefused(leaseRef{bucket: bucket, name: name, epoch: epoch}, err, current))
 		return
 	}
 	token := lease.Detach()
@@ -449,46 +457,22 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 }
 
-// client returns the s3lock client for bucket, reporting failures.
-// resumed is the lease recorded in a resource's state, taken over for one
-// operation (or why it could not be).
-type resumed struct {
-	client *s3lock.Client
-	lease  *s3lock.Lease
-	err    error
+// stateRef names the lease of a state.
+func stateRef(state leaseResourceModelV0) leaseRef {
+	return leaseRef{bucket: state.Bucket.ValueString(), name: state.Name.ValueString(), epoch: uint64(state.Epoch.ValueInt64())}
 }
 
-// resume takes over the lease of the state, with the token from the private
-// state: how Read, Update and Delete start. ok is false when a diagnostic
-// already says why it could not even be tried.
-func (r *leaseResource) resume(ctx context.Context, state leaseResourceModelV0, p privateGetter, diags *diag.Diagnostics) (resumed, bool) {
+// open returns the client for the state's bucket and the lease token kept in
+// private state (nil when there is none): how Read, Update and Delete start.
+// ok is false when a diagnostic says why not.
+func (r *leaseResource) open(ctx context.Context, state leaseResourceModelV0, p privateGetter, diags *diag.Diagnostics) (*s3lock.Client, *s3lock.Token, bool) {
 	token, d := loadToken(ctx, p)
 	diags.Append(d...)
 	if diags.HasError() {
-		return resumed{}, false
+		return nil, nil, false
 	}
-	name := state.Name.ValueString()
-	client, ok := r.client(ctx, state.Bucket.ValueString(), name, diags)
-	if !ok {
-		return resumed{}, false
-	}
-	lease, err := resumeLease(ctx, client, token, name, uint64(state.Epoch.ValueInt64()))
-	return resumed{client: client, lease: lease, err: err}, true
-}
-
-func (r *leaseResource) client(ctx context.Context, bucket, name string, diags interface {
-	AddError(string, string)
-}) (*s3lock.Client, bool) {
-	if r.factory == nil {
-		diags.AddError("Provider not configured", errNotConfigured.Error())
-		return nil, false
-	}
-	c, err := r.factory.client(ctx, bucket)
-	if err != nil {
-		diags.AddError("Invalid lock settings", lockErrorDetail(bucket, name, 0, err))
-		return nil, false
-	}
-	return c, true
+	client, ok := r.factory.client(ctx, state.Bucket.ValueString(), diags)
+	return client, token, ok
 }
 
 // leaseID is the resource's id and import ID.
@@ -516,25 +500,6 @@ func parseLeaseID(id string) (bucket, name string, epoch uint64, err error) {
 		return "", "", 0, fmt.Errorf("import ID %q: %w", id, err)
 	}
 	return bucket, name, epoch, nil
-}
-
-// describeCurrent says who holds the lock now, for a diagnostic about a lost
-// lease; "" when the store cannot tell.
-func describeCurrent(ctx context.Context, c *s3lock.Client, name string) string {
-	st, err := c.Current(ctx, name)
-	switch {
-	case err != nil:
-		return ""
-	case st.Epoch == 0:
-		return " The lock has no epochs now."
-	case st.Held:
-		return fmt.Sprintf(" The lock is now held by %q at epoch %d (s3://%s/%s).", st.Holder, st.Epoch, c.Bucket(), st.Key)
-	case st.Released && st.ReleasedBy != "":
-		return fmt.Sprintf(" Its newest epoch, %d, was force-released by %q.", st.Epoch, st.ReleasedBy)
-	case st.Released:
-		return fmt.Sprintf(" Its newest epoch, %d, was released.", st.Epoch)
-	}
-	return fmt.Sprintf(" Its newest epoch, %d, lapsed.", st.Epoch)
 }
 
 // mustDuration parses a duration constant.

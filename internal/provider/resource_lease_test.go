@@ -426,7 +426,7 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 				e.hold(t, "current", name, time.Hour)
 				return leaseID(e.bucket, name, 2)
 			},
-			want: matchError("Cannot import lease", "epoch 2 of lock", "superseded", "lock is at epoch 3", "<bucket>/<name>/<epoch>"),
+			want: matchError("Cannot import lease", `\(epoch 2\) lost`, "superseded", "lock is at epoch 3", "<bucket>/<name>/<epoch>"),
 		},
 		{
 			name: "released epoch",

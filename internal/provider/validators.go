@@ -8,20 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 var (
-	_ validator.String = bucketValidator{}
+	_ validator.String = ruleValidator{}
 	_ validator.String = lockNameValidator{}
 	_ validator.String = durationValidator{}
-	_ validator.String = holderValidator{}
-	_ validator.String = endpointValidator{}
 )
 
 var (
@@ -40,35 +40,54 @@ func lockContext(ctx context.Context, cfg tfsdk.Config, p path.Path) string {
 	return describeLock(bucket, name)
 }
 
-func describeLock(bucket, name types.String) string {
-	known := func(v types.String) bool { return !v.IsNull() && !v.IsUnknown() }
-	switch {
-	case known(bucket) && known(name):
-		return fmt.Sprintf(" (lock %q in bucket %q)", name.ValueString(), bucket.ValueString())
-	case known(bucket):
-		return fmt.Sprintf(" (bucket %q)", bucket.ValueString())
-	case known(name):
-		return fmt.Sprintf(" (lock %q)", name.ValueString())
-	}
-	return ""
+// ruleValidator checks a string with one validation rule of the SDK (or of
+// awsclient), so that the provider and the CLI accept the same values, and
+// reports a refusal with report.
+type ruleValidator struct {
+	description string
+	rule        func(string) error
+	report      func(p path.Path, value string, err error) diag.Diagnostic
 }
 
-// bucketValidator checks a bucket name with s3lock.ValidateBucket.
-type bucketValidator struct{}
+func (v ruleValidator) Description(context.Context) string { return v.description }
 
-func (bucketValidator) Description(context.Context) string {
-	return "must be a valid S3 bucket name"
-}
+func (v ruleValidator) MarkdownDescription(context.Context) string { return v.description }
 
-func (v bucketValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (bucketValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (v ruleValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if err := s3lock.ValidateBucket(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid bucket name", strings.TrimPrefix(err.Error(), "s3lock: "))
+	if err := v.rule(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.Append(v.report(req.Path, req.ConfigValue.ValueString(), err))
 	}
+}
+
+// bucketValidator checks a bucket name with s3lock.ValidateBucket.
+func bucketValidator() validator.String {
+	return ruleValidator{description: "must be a valid S3 bucket name", rule: s3lock.ValidateBucket,
+		report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidBucket(p, err) }}
+}
+
+// prefixValidator checks a lock-name prefix with s3lock.ValidatePrefix.
+func prefixValidator() validator.String {
+	return ruleValidator{description: "must be empty or the beginning of a valid lock name", rule: s3lock.ValidatePrefix,
+		report: func(p path.Path, prefix string, err error) diag.Diagnostic {
+			return invalidPrefix(p, prefix, nameReason(err))
+		}}
+}
+
+// holderValidator checks a holder identity with s3lock.ValidateHolder.
+func holderValidator() validator.String {
+	return ruleValidator{description: "must be non-blank UTF-8 without control characters, at most 256 bytes",
+		rule:   s3lock.ValidateHolder,
+		report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidHolder(p, err) }}
+}
+
+// endpointValidator checks that an endpoint is an http or https URL.
+func endpointValidator() validator.String {
+	return ruleValidator{description: "must be an http:// or https:// URL with a host and no credentials",
+		rule:   awsclient.ValidateEndpoint,
+		report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidEndpoint(p, err) }}
 }
 
 // lockNameValidator checks a lock name with s3lock.ValidateName: it rejects
@@ -96,14 +115,16 @@ func (lockNameValidator) ValidateString(ctx context.Context, req validator.Strin
 	if !bucket.IsNull() && !bucket.IsUnknown() {
 		where = fmt.Sprintf(" for bucket %q", bucket.ValueString())
 	}
-	reason := err.Error()
+	resp.Diagnostics.Append(invalidLockName(req.Path, name, where, nameReason(err)))
+}
+
+// nameReason is why s3lock refused a name or prefix, without the name.
+func nameReason(err error) string {
 	var ne *s3lock.NameError
 	if errors.As(err, &ne) {
-		reason = ne.Reason
+		return ne.Reason
 	}
-	resp.Diagnostics.AddAttributeError(req.Path, "Invalid lock name",
-		fmt.Sprintf("Lock name %q%s is invalid: %s. A lock name is a key path inside the bucket: segments of "+
-			"letters, digits and -_.=+@,:!~ separated by single slashes, e.g. \"deploy/prod\".", name, where, reason))
+	return err.Error()
 }
 
 // durationValidator checks a Go duration string ("90s", "5m", "1h30m") and
@@ -126,40 +147,13 @@ func (v durationValidator) ValidateString(ctx context.Context, req validator.Str
 		return
 	}
 	raw := req.ConfigValue.ValueString()
-	attr := req.Path.String()
 	d, err := time.ParseDuration(raw)
 	switch {
 	case err != nil:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%s = %q%s is not a duration: write a number with a unit, such as \"90s\", \"5m\" or \"1h30m\" "+
-				"(units: ms, s, m, h).", attr, raw, lockContext(ctx, req.Config, req.Path)))
+		resp.Diagnostics.Append(notADuration(req.Path, raw, lockContext(ctx, req.Config, req.Path)))
 	case d == 0 && v.allowZero:
 	case d < v.min || d > v.max:
-		zero := ""
-		if v.allowZero {
-			zero = ` (or "0s")`
-		}
-		resp.Diagnostics.AddAttributeError(req.Path, "Duration out of range",
-			fmt.Sprintf("%s = %q%s is outside the allowed range [%s, %s]%s.",
-				attr, raw, lockContext(ctx, req.Config, req.Path), formatDuration(v.min), formatDuration(v.max), zero))
-	}
-}
-
-// holderValidator checks a holder identity with s3lock.ValidateHolder.
-type holderValidator struct{}
-
-func (holderValidator) Description(context.Context) string {
-	return "must be non-blank UTF-8 without control characters, at most 256 bytes"
-}
-
-func (v holderValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (holderValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if err := s3lock.ValidateHolder(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid holder", err.Error())
+		resp.Diagnostics.Append(durationOutOfRange(req.Path, raw, lockContext(ctx, req.Config, req.Path), v.min, v.max, v.allowZero))
 	}
 }
 

@@ -1,0 +1,372 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// Every diagnostic the provider reports is built here, one constructor per
+// situation, so that one situation has one wording. A diagnostic about a
+// lock names the lock, its bucket and keys, the cause (the SDK's error) and
+// what to do about it.
+
+// leaseRef names a lease, or a lock when epoch is 0, for diagnostics.
+type leaseRef struct {
+	bucket, name string
+	epoch        uint64
+}
+
+// tokenRef is the leaseRef of a token.
+func tokenRef(t s3lock.Token) leaseRef {
+	return leaseRef{bucket: t.Bucket, name: t.Name, epoch: t.Epoch}
+}
+
+// notExclusive is the one wording of what a lost lease means for the work
+// done under it.
+const notExclusive = "Work done under the lease after it was lost may not have been exclusive: check what it " +
+	"changed before relying on it."
+
+// leaseLost is the one diagnostic of a lease that ended without this
+// provider releasing it (errors.Is(cause, s3lock.ErrLeaseLost), or what the
+// run's guard reported): which lease, why, who holds the lock now when known
+// (current, from describeCurrent, may be ""), that the work done under it
+// may not have been exclusive, and what happens next (next, may be "").
+func leaseLost(severity diag.Severity, l leaseRef, cause error, current, next string) diag.Diagnostic {
+	detail := lockErrorDetail(l, cause) + current + "\n\n" + notExclusive
+	if next != "" {
+		detail += " " + next
+	}
+	if severity == diag.SeverityWarning {
+		return diag.NewWarningDiagnostic("Lease lost", detail)
+	}
+	return diag.NewErrorDiagnostic("Lease lost", detail)
+}
+
+// What happens next to a lost lease, for leaseLost.
+const (
+	lostRemovedFromState = "Terraform removes it from state; the next apply acquires the lock again with a new epoch."
+	lostBeforeRenewal    = "It could not be renewed: the next refresh removes it from state and the next apply " +
+		"acquires the lock again."
+	lostBeforeRelease = "There was nothing left to release."
+)
+
+// lockFailed is an operation on a lock that failed (summary says which,
+// e.g. "Could not renew lease"); when the failure is that the lease was
+// lost, it is leaseLost with next.
+func lockFailed(summary string, l leaseRef, err error, next string) diag.Diagnostic {
+	if errors.Is(err, s3lock.ErrLeaseLost) {
+		return leaseLost(diag.SeverityError, l, err, "", next)
+	}
+	return diag.NewErrorDiagnostic(summary, lockErrorDetail(l, err))
+}
+
+// Summaries of lockFailed, one per operation.
+const (
+	acquireFailed  = "Could not acquire lock"
+	readFailed     = "Could not read lease"
+	renewFailed    = "Could not renew lease"
+	releaseFailed  = "Could not release lease"
+	checkFailed    = "Could not check lease"
+	lockReadFailed = "Could not read lock"
+)
+
+// runLeaseUnknown is a run-long lease whose state the run's guard could not
+// report: it may have been lost.
+func runLeaseUnknown(summary string, l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(summary, lockErrorDetail(l, err)+"\n\nThe lease may have been lost. "+notExclusive)
+}
+
+// inheritedNotCurrent is a lease inherited from `s3lock run` that is no
+// longer the lock's current, held epoch.
+func inheritedNotCurrent(l leaseRef, st s3lock.State) diag.Diagnostic {
+	return leaseLost(diag.SeverityError, l, fmt.Errorf("this run runs under `s3lock run`, whose lease is epoch %d "+
+		"(S3LOCK_EPOCH), but the lock is now at epoch %d (%s)", l.epoch, st.Epoch, st.Phase()), "", "")
+}
+
+// inheritedCheckFailed is a lease inherited from `s3lock run` that could not
+// be checked.
+func inheritedCheckFailed(l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Could not check the lease of s3lock run", lockErrorDetail(l, err))
+}
+
+// guardRemedy says what to do when the run's guard cannot be used.
+const guardRemedy = "The run's guard process (the provider binary itself, logging next to its socket) holds the " +
+	"lease for the whole run. If it cannot run here, set S3LOCK_RUN_GUARD=off in terraform's environment: " +
+	"plan and apply then each take the lock for their own duration."
+
+// guardUnreachable is a run's guard that did not answer.
+func guardUnreachable(l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Could not reach the run's lock guard", lockErrorDetail(l, err)+"\n\n"+guardRemedy)
+}
+
+// guardRefused is a lease acquired for the run that the run's guard did not
+// take; releaseErr says why it could not be released either (nil: it was).
+func guardRefused(l leaseRef, err, releaseErr error) diag.Diagnostic {
+	detail := lockErrorDetail(l, fmt.Errorf("handing the lease to the run's guard: %w", err))
+	if releaseErr != nil {
+		detail += fmt.Sprintf("\n\nThe lease could not be released either (%v); it lapses after its lease_duration.", releaseErr)
+	}
+	return diag.NewErrorDiagnostic("Could not hold lock for the run", detail+"\n\n"+guardRemedy)
+}
+
+// leaseTooShortForRun is a lease_duration below what the run's guard needs.
+func leaseTooShortForRun(l leaseRef, dur, minimum time.Duration) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root("lease_duration"), "Lease too short for a whole run",
+		fmt.Sprintf("Lock %q in bucket %q: lease_duration %s is shorter than %s. The lease is held for the whole "+
+			"Terraform run by the run's guard process, which takes it over from the phase that acquired it "+
+			"(reading it back costs some of it, as the store's clock may lag); set lease_duration to %s or more.",
+			l.name, l.bucket, formatDuration(dur), formatDuration(minimum), formatDuration(minimum)))
+}
+
+// importRefused is an import of an epoch that cannot be adopted; current
+// says who holds the lock now (describeCurrent).
+func importRefused(l leaseRef, err error, current string) diag.Diagnostic {
+	detail := lockErrorDetail(l, err)
+	if errors.Is(err, s3lock.ErrLeaseLost) {
+		detail += fmt.Sprintf("\n\nOnly the lock's current epoch, while it is held, can be imported (ID format %q).%s",
+			importIDFormat, current)
+	}
+	return diag.NewErrorDiagnostic("Cannot import lease", detail)
+}
+
+// invalidImportID is an import ID that does not parse.
+func invalidImportID(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid import ID", fmt.Sprintf("%v.\n\nThe import ID of an s3lock_lease is %q, "+
+		"e.g. \"my-locks/deploy/prod/42\": the bucket comes before the first slash and the epoch after the "+
+		"last one; the lock name (which may contain slashes) is in between.", err, importIDFormat))
+}
+
+// unreadableToken is a lease token in private state that does not parse.
+func unreadableToken(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Unreadable lease token", "The lease token kept in the resource's private state "+
+		"cannot be read: "+err.Error()+". Remove the resource from state (terraform state rm) and import the lease again.")
+}
+
+// missingToken is an ephemeral lease whose private data Terraform did not
+// pass back.
+func missingToken() diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Missing lease token", "Terraform did not pass back the lease token that Open "+
+		"stored, so the lease cannot be renewed or released; it will lapse after its lease_duration. "+
+		"This is a bug in the provider or in Terraform, please report it.")
+}
+
+// durationNotParsed is a duration that reached an operation without its
+// validator (a bug): err names the attribute.
+func durationNotParsed(attr path.Path, l leaseRef, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(attr, "Invalid duration", lockErrorDetail(l, err))
+}
+
+// renewBeforeTooLong is a renew_before that every plan would find due.
+func renewBeforeTooLong(raw string, window, dur time.Duration, lock string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root("renew_before"), "renew_before too long",
+		fmt.Sprintf("renew_before = %q is not shorter than the time a renewed lease is trusted (%s of the "+
+			"lease_duration %s)%s: every plan would propose a renewal. Choose a renew_before shorter than %s.",
+			raw, formatDuration(window), formatDuration(dur), lock, formatDuration(window)))
+}
+
+// listFailed is a listing of the locks under a prefix that failed.
+func listFailed(bucket, prefix string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Could not list locks",
+		fmt.Sprintf("Locks under prefix %q in bucket %q (s3://%s/%s*): %v%s", prefix, bucket, bucket, prefix, err,
+			hintSuffix(bucket, prefix+"*", err)))
+}
+
+// unreadableLock is a listed lock whose newest epoch object is not a lease.
+func unreadableLock(bucket string, st s3lock.State) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Unreadable lock",
+		fmt.Sprintf("Lock %q in bucket %q is listed as not held: %v", st.Name, bucket, st.Err))
+}
+
+// The provider's own configuration.
+
+// errNotConfigured is reported when an operation runs before Configure.
+var errNotConfigured = errors.New("the s3lock provider has not been configured; this is a bug in the provider, please report it")
+
+// notConfigured is an operation that ran before Configure.
+func notConfigured() diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Provider not configured", errNotConfigured.Error())
+}
+
+// unexpectedProviderData is provider data of the wrong type (factoryFrom).
+func unexpectedProviderData(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Unexpected provider data", err.Error())
+}
+
+// invalidClientSettings is an s3lock client that could not be made for a
+// bucket.
+func invalidClientSettings(bucket string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid lock settings", fmt.Sprintf("The s3lock client for bucket %q cannot be "+
+		"made: %v", bucket, err))
+}
+
+// settingUnknown is a provider setting not known when Terraform configures
+// the provider.
+func settingUnknown(p path.Path) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Provider setting not known yet",
+		fmt.Sprintf("The s3lock provider cannot be configured while %s is unknown: it must be known when "+
+			"Terraform plans. Set it from a variable or a value that does not depend on a resource.", p))
+}
+
+// noRegion is an AWS configuration without a region.
+func noRegion() diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root("region"), "No AWS region",
+		"The s3lock provider needs a region to sign its requests: set region in the provider block, "+
+			"or AWS_REGION in the environment. (With a custom endpoints.s3 it defaults to us-east-1.)")
+}
+
+// invalidAWSConfig is an AWS configuration that could not be loaded.
+func invalidAWSConfig(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid AWS configuration",
+		"The s3lock provider could not load its AWS configuration: "+err.Error())
+}
+
+// invalidAWSCredentials is credentials that STS did not confirm.
+func invalidAWSCredentials(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid AWS credentials",
+		"The s3lock provider could not confirm its credentials with STS GetCallerIdentity: "+err.Error()+
+			"\n\nFor an S3-compatible store without STS, set skip_credentials_validation = true.")
+}
+
+// Attribute validators.
+
+// invalidBucket is a bucket name s3lock.ValidateBucket refused.
+func invalidBucket(p path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid bucket name", strings.TrimPrefix(err.Error(), "s3lock: "))
+}
+
+// invalidHolder is a holder identity s3lock.ValidateHolder refused.
+func invalidHolder(p path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid holder", err.Error())
+}
+
+// invalidEndpoint is an endpoint that is not an http or https URL.
+func invalidEndpoint(p path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid endpoint", err.Error()+".")
+}
+
+// invalidLockName is a lock name s3lock.ValidateName refused; where names
+// the bucket (" for bucket \"b\"") when known.
+func invalidLockName(p path.Path, name, where, reason string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid lock name",
+		fmt.Sprintf("Lock name %q%s is invalid: %s. A lock name is a key path inside the bucket: segments of "+
+			"letters, digits and -_.=+@,:!~ separated by single slashes, e.g. \"deploy/prod\".", name, where, reason))
+}
+
+// invalidPrefix is a prefix s3lock.ValidatePrefix refused.
+func invalidPrefix(p path.Path, prefix, reason string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid prefix",
+		fmt.Sprintf("Prefix %q is invalid: %s. A prefix is the beginning of a lock name, e.g. \"deploy/\", "+
+			"or empty for every lock.", prefix, reason))
+}
+
+// notADuration is a duration attribute that does not parse; lock is
+// lockContext's description of the lock.
+func notADuration(p path.Path, raw, lock string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid duration",
+		fmt.Sprintf("%s = %q%s is not a duration: write a number with a unit, such as \"90s\", \"5m\" or \"1h30m\" "+
+			"(units: ms, s, m, h).", p, raw, lock))
+}
+
+// durationOutOfRange is a duration attribute outside [lo, hi]; zero says
+// that "0s" is accepted too.
+func durationOutOfRange(p path.Path, raw, lock string, lo, hi time.Duration, zero bool) diag.Diagnostic {
+	orZero := ""
+	if zero {
+		orZero = ` (or "0s")`
+	}
+	return diag.NewAttributeErrorDiagnostic(p, "Duration out of range", fmt.Sprintf("%s = %q%s is outside the allowed range [%s, %s]%s.",
+		p, raw, lock, formatDuration(lo), formatDuration(hi), orZero))
+}
+
+// Details shared by the diagnostics above.
+
+// epochObjects names the keys of a lock for diagnostics.
+func epochObjects(bucket, name string) string {
+	return fmt.Sprintf("s3://%s/%s/lock-*.json", bucket, name)
+}
+
+// lockErrorDetail explains a failed operation on a lock: which lock, which
+// bucket and keys, the error, and what to do about it.
+func lockErrorDetail(l leaseRef, err error) string {
+	where := epochObjects(l.bucket, l.name)
+	if l.epoch > 0 {
+		where = fmt.Sprintf("s3://%s/%s", l.bucket, s3lock.Key(l.name, l.epoch))
+	}
+	return fmt.Sprintf("Lock %q in bucket %q (%s): %v", l.name, l.bucket, where, err) + hintSuffix(l.bucket, l.name+"/*", err)
+}
+
+// hintSuffix is hintFor as a paragraph to append, or "".
+func hintSuffix(bucket, objects string, err error) string {
+	if h := hintFor(bucket, objects, err); h != "" {
+		return "\n\n" + h
+	}
+	return ""
+}
+
+// hintFor says what to do about err, beyond the hint the SDK's own error
+// already gives; "" when there is nothing to add. objects names the keys
+// concerned, e.g. "deploy/prod/*".
+func hintFor(bucket, objects string, err error) string {
+	switch {
+	case errors.Is(err, s3lock.ErrHeld):
+		return "Someone else holds the lock. Wait for them to release it (raise the wait time: timeouts.create " +
+			"or wait_timeout), or, if the holder is gone for good, force-release its epoch with the s3lock CLI."
+	case errors.Is(err, s3lock.ErrAccessDenied):
+		return fmt.Sprintf("Check the provider's credentials (access_key and secret_key, profile, assume_role, or the "+
+			"AWS environment) and that they allow s3:ListBucket on bucket %q and s3:GetObject, s3:PutObject and "+
+			"s3:DeleteObject on %s.", bucket, objects)
+	case errors.Is(err, s3lock.ErrUnavailable):
+		return "Check the provider's endpoints.s3, region and the network. Each request was retried " +
+			"max_retries times before giving up."
+	case errors.Is(err, s3lock.ErrConditionalWritesUnsupported):
+		return "This store does not enforce S3 conditional writes, so it cannot provide mutual exclusion."
+	case errors.Is(err, s3lock.ErrCorruptLease):
+		return "An object in the lock's key prefix is not an s3lock lease; remove it or use another lock name."
+	}
+	return ""
+}
+
+// describeCurrent says who holds the lock now, for a diagnostic about a lost
+// lease; "" when the store cannot tell.
+func describeCurrent(ctx context.Context, c *s3lock.Client, name string) string {
+	st, err := c.Current(ctx, name)
+	if err != nil {
+		return ""
+	}
+	switch st.Phase() {
+	case s3lock.PhaseFree:
+		return " The lock has no epochs now."
+	case s3lock.PhaseHeld:
+		return fmt.Sprintf(" The lock is now held by %q at epoch %d (s3://%s/%s).", st.Holder, st.Epoch, c.Bucket(), st.Key)
+	case s3lock.PhaseReleased:
+		if st.ReleasedBy != "" {
+			return fmt.Sprintf(" Its newest epoch, %d, was force-released by %q.", st.Epoch, st.ReleasedBy)
+		}
+		return fmt.Sprintf(" Its newest epoch, %d, was released.", st.Epoch)
+	}
+	return fmt.Sprintf(" Its newest epoch, %d, lapsed.", st.Epoch)
+}
+
+// describeLock describes the lock an attribute belongs to, from its bucket
+// and name when known: ` (lock "x" in bucket "y")`, or "".
+func describeLock(bucket, name types.String) string {
+	known := func(v types.String) bool { return !v.IsNull() && !v.IsUnknown() }
+	switch {
+	case known(bucket) && known(name):
+		return fmt.Sprintf(" (lock %q in bucket %q)", name.ValueString(), bucket.ValueString())
+	case known(bucket):
+		return fmt.Sprintf(" (bucket %q)", bucket.ValueString())
+	case known(name):
+		return fmt.Sprintf(" (lock %q)", name.ValueString())
+	}
+	return ""
+}
