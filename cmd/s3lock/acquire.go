@@ -29,33 +29,34 @@ func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration)
 	fs.BoolVarP(&af.quiet, "quiet", "q", false, "print no progress or acquisition messages")
 }
 
-// acquire takes the lock name with c. It tries once at first, so that a
-// store that cannot be reached (or refuses the credentials) is reported at
-// once; only a lock that is held is waited for, up to af.wait, with progress
-// on stderr. While waiting, transient store failures are ridden out.
+// acquire takes the lock name with c: once with --wait 0, else waiting up
+// to af.wait for a lock that is held, with progress on stderr. A store that
+// cannot be reached (or refuses the credentials) at the first attempt is
+// reported at once (s3lock.FailFast); while waiting, the SDK rides out
+// transient store failures.
 func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.AcquireOption) (*s3lock.Lease, error) {
 	opts := append([]s3lock.AcquireOption{}, extra...)
 	if len(af.metadata) > 0 {
 		opts = append(opts, s3lock.WithMetadata(af.metadata))
 	}
-	lease, err := c.TryAcquire(ctx, name, opts...)
 	var held *s3lock.HeldError
-	switch {
-	case err == nil:
+	if af.wait == 0 {
+		lease, err := c.TryAcquire(ctx, name, opts...)
+		if errors.As(err, &held) {
+			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more; use --wait to wait for it",
+				name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn)))
+		}
+		if err != nil {
+			return nil, err
+		}
 		a.acquired(lease, 0, af.quiet)
 		return lease, nil
-	case !errors.As(err, &held):
-		return nil, err
-	case af.wait == 0:
-		return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more; use --wait to wait for it",
-			name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn)))
 	}
 
 	p := newProgress(a.stderr, name, af.wait, af.quiet)
-	p.observe(held)
 	wctx, cancel := context.WithTimeout(ctx, af.wait)
 	defer cancel()
-	lease, err = c.Acquire(wctx, name, append(opts, s3lock.WithWaitObserver(p.observe))...)
+	lease, err := c.Acquire(wctx, name, append(opts, s3lock.FailFast(), s3lock.WithWaitObserver(p.observe))...)
 	p.stop()
 	switch {
 	case err == nil:

@@ -33,8 +33,9 @@ const (
 	envRegionS3Lock = "S3LOCK_REGION"
 )
 
-// Defaults of the command-line tool. The SDK's defaults are for programs
-// that live as long as their lease; these are for shell steps.
+// Defaults and timing of the command-line tool. The SDK's defaults are for
+// programs that live as long as their lease; these are for shell steps. The
+// guard's own timing (Linux only) is with it in guard_linux.go.
 const (
 	// defaultWait is how long run and acquire wait for a held lock: long
 	// enough to queue behind another pipeline's short step, short enough that
@@ -51,8 +52,12 @@ const (
 	defaultTokenLease = 10 * time.Minute
 	// defaultGrace caps how long before its lease could run out run sends a
 	// command SIGTERM when renewals keep failing (by default a quarter of
-	// the lease).
+	// the lease, see defaultGraceShare).
 	defaultGrace = 10 * time.Second
+	// defaultGraceShare: the default grace is a quarter of the lease, so
+	// SIGTERM comes only once the renewals due at a third and at two thirds
+	// of the lease have both failed.
+	defaultGraceShare = 4
 	// releaseTimeout bounds the release after the command has exited (or
 	// s3lock was interrupted): a release that cannot be confirmed leaves the
 	// lease to lapse.
@@ -65,6 +70,10 @@ const (
 	// groupKillLimit bounds how long run waits for the command's process
 	// group to die after SIGKILL before it releases the lease.
 	groupKillLimit = 5 * time.Second
+	// plainInterval is how often a wait that changes nothing is reported
+	// when stderr is not a terminal: often enough to show a CI log is
+	// alive, rarely enough not to flood it.
+	plainInterval = 5 * time.Second
 )
 
 // app is one invocation of the tool.
@@ -303,16 +312,14 @@ func (a *app) needBucket() error {
 	return nil
 }
 
-// client builds the lock client for bucket. It validates everything it can
-// before making any request.
-func (a *app) client(ctx context.Context, bucket string, lc lockConfig) (*s3lock.Client, error) {
-	if err := s3lock.ValidateBucket(bucket); err != nil {
-		return nil, err
-	}
-	opts := a.lockOptions(lc)
-	// Check the lock options before the AWS configuration, whose loading
-	// may read files.
-	if _, err := s3lock.New(noAPI{}, bucket, opts...); err != nil {
+// client builds the lock client for bucket, with the options for lc and
+// the global flags plus extra. It validates everything it can before making
+// any request.
+func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ...s3lock.Option) (*s3lock.Client, error) {
+	opts := append(a.lockOptions(lc), extra...)
+	// Check the bucket and the lock options before the AWS configuration,
+	// whose loading may read files.
+	if err := s3lock.ValidateConfig(bucket, opts...); err != nil {
 		return nil, err
 	}
 	api, err := a.s3API(ctx)
@@ -355,10 +362,6 @@ func (a *app) s3API(ctx context.Context) (*s3.Client, error) {
 	}
 	return api, err
 }
-
-// noAPI lets client validate options with s3lock.New before the real S3
-// client exists; it is never called.
-type noAPI struct{ s3lock.S3API }
 
 // durationFlag registers a duration flag that rejects negative values.
 func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {

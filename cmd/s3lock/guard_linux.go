@@ -285,25 +285,22 @@ func runGuard(argv []string) int {
 	// The command's parent-death signal belongs to the thread that starts
 	// it: keep this goroutine on it for the guard's whole life.
 	runtime.LockOSThread()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, guardDeathSignal, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	g := &guardian{sigs: make(chan os.Signal, 8)}
+	signal.Notify(g.sigs, guardDeathSignal, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	parent, dfd, sfd, err := guardSetup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "s3lock: guard: %v\n", err)
 		return exitError
 	}
+	g.parent = parent
 	if os.Getppid() != parent {
 		_ = syscall.Kill(0, syscall.SIGKILL) // s3lock died before we could watch it
 	}
-	status := os.NewFile(uintptr(sfd), "guard-status")
-	report := func(code int, format string, args ...any) int {
-		fmt.Fprintf(status, format+"\n", args...)
-		return code
-	}
+	g.status = os.NewFile(uintptr(sfd), "guard-status")
 	deadlines, err := readDeadlines(os.NewFile(uintptr(dfd), "guard-deadlines"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "s3lock: guard: %v\n", err)
-		return report(exitError, "exit %d", exitError)
+		return g.report(exitError, "exit %d", exitError)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -311,8 +308,28 @@ func runGuard(argv []string) int {
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "s3lock: cannot run %s: %v\n", argv[0], err)
 		code := cannotRunCode(err)
-		return report(code, "exit %d", code)
+		return g.report(code, "exit %d", code)
 	}
+	return g.watch(cmd, deadlines)
+}
+
+// guardian is the guard's state while its command runs.
+type guardian struct {
+	parent int            // s3lock's pid
+	status *os.File       // the pipe the report goes to
+	sigs   chan os.Signal // the signals the guard catches
+}
+
+// report writes the guard's last line for s3lock and returns code.
+func (g *guardian) report(code int, format string, args ...any) int {
+	fmt.Fprintf(g.status, format+"\n", args...)
+	return code
+}
+
+// watch waits for the started cmd to exit and returns its exit code, unless
+// it kills the whole group first because s3lock died or the lease's
+// deadline (from deadlines) passed unrenewed.
+func (g *guardian) watch(cmd *exec.Cmd, deadlines <-chan time.Duration) int {
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // the exit status is read from ProcessState
@@ -324,9 +341,9 @@ func runGuard(argv []string) int {
 		case <-done:
 			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
-				return report(exitSignal+int(ws.Signal()), "signal %d", int(ws.Signal()))
+				return g.report(exitSignal+int(ws.Signal()), "signal %d", int(ws.Signal()))
 			}
-			return report(ws.ExitStatus(), "exit %d", ws.ExitStatus())
+			return g.report(ws.ExitStatus(), "exit %d", ws.ExitStatus())
 		case d, ok := <-deadlines:
 			if !ok {
 				_ = syscall.Kill(0, syscall.SIGKILL) // s3lock is gone
@@ -334,16 +351,16 @@ func runGuard(argv []string) int {
 			deadline = d
 		case <-time.After(min(guardPoll, deadline+guardBackstop-boottime())):
 			if boottime() >= deadline+guardBackstop {
-				report(0, "deadline")
+				g.report(0, "deadline")
 				_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the guard included
 			}
-		case sig := <-sigs:
+		case sig := <-g.sigs:
 			// The kernel sends the death signal whenever the thread of
 			// s3lock that started the guard exits; while s3lock dies, its
 			// other threads adopt the guard first, and only when the last
 			// one is gone does the guard's parent change (and the signal
 			// come again). So act only on a changed parent.
-			if sig == guardDeathSignal && os.Getppid() != parent {
+			if sig == guardDeathSignal && os.Getppid() != g.parent {
 				_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the guard included
 			}
 		}

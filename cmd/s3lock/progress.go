@@ -6,16 +6,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
-
-// plainInterval is how often a wait that changes nothing is reported when
-// stderr is not a terminal (CI logs).
-const plainInterval = 5 * time.Second
 
 // progress reports a wait for a held lock on stderr: on a terminal, one line
 // rewritten in place; elsewhere, a plain line when the holder changes and
@@ -31,6 +28,7 @@ type progress struct {
 	events chan s3lock.HeldError
 	done   chan struct{}
 	once   sync.Once
+	held   atomic.Bool // observe was called: the lock was found held
 
 	// printer state
 	shown      bool // a live line is on the terminal
@@ -59,6 +57,7 @@ func newProgress(w io.Writer, name string, limit time.Duration, quiet bool) *pro
 // observe is the s3lock.WithWaitObserver callback. It never blocks: an
 // event that the printer has not taken yet is replaced by the newer one.
 func (p *progress) observe(h *s3lock.HeldError) {
+	p.held.Store(true)
 	ev := *h
 	for {
 		select {
@@ -112,8 +111,14 @@ func (p *progress) stop() {
 	})
 }
 
-// waited says how long the wait took, for the final message.
-func (p *progress) waited() time.Duration { return time.Since(p.start) }
+// waited says how long the wait took, for the final message: 0 if the lock
+// was never found held.
+func (p *progress) waited() time.Duration {
+	if !p.held.Load() {
+		return 0
+	}
+	return time.Since(p.start)
+}
 
 // roundUp rounds a positive duration up to whole seconds, so "lapses in 0s"
 // is not shown while time is left.

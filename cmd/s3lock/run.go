@@ -160,31 +160,9 @@ type runner struct {
 // cannot start, it releases the lease.
 func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []string) (*runner, error) {
 	r := &runner{a: a, lease: lease, fg: foregroundOfTerminal(), forward: make(chan os.Signal, 4), exited: make(chan struct{})}
-	guard := guarded(r.fg)
-	line := argv
-	if guard {
-		var err error
-		if line, err = guardCommand(argv); err != nil {
-			return nil, errors.Join(err, a.release(lease))
-		}
+	if err := r.prepare(argv); err != nil {
+		return nil, errors.Join(err, a.release(lease))
 	}
-	r.child = exec.Command(line[0], line[1:]...)
-	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	r.child.Env = append(os.Environ(),
-		"S3LOCK_EPOCH="+strconv.FormatUint(lease.Epoch(), 10),
-		"S3LOCK_KEY="+lease.Key(),
-		"S3LOCK_HOLDER="+lease.Holder(),
-		"S3LOCK_BUCKET="+lease.Bucket(),
-		"S3LOCK_NAME="+lease.Name(),
-	)
-	configureChild(r.child, r.fg, guard)
-	if guard {
-		var err error
-		if r.guard, err = attachGuard(r.child, lease.ExpiresAt()); err != nil {
-			return nil, errors.Join(err, a.release(lease))
-		}
-	}
-
 	// Signals that arrive from here on go to the command, not to our context.
 	a.setSignalHandler(func(sig os.Signal) {
 		select {
@@ -194,21 +172,15 @@ func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []stri
 	})
 	if ctx.Err() != nil {
 		// Interrupted between the acquisition and now: do not start.
-		a.setSignalHandler(nil)
-		r.guard.close()
-		relErr := a.release(lease)
 		code := exitError
 		var se signalErr
 		if errors.As(context.Cause(ctx), &se) {
 			code = signalCode(se.sig)
 		}
-		return nil, exitWith(code, errors.Join(fmt.Errorf("%w before the command started", context.Cause(ctx)), relErr))
+		return nil, exitWith(code, errors.Join(fmt.Errorf("%w before the command started", context.Cause(ctx)), r.abort()))
 	}
 	if err := r.child.Start(); err != nil {
-		a.setSignalHandler(nil)
-		r.guard.close()
-		relErr := a.release(lease)
-		return nil, exitWith(cannotRunCode(err), errors.Join(fmt.Errorf("cannot run %s: %w", argv[0], err), relErr))
+		return nil, exitWith(cannotRunCode(err), errors.Join(fmt.Errorf("cannot run %s: %w", argv[0], err), r.abort()))
 	}
 	r.guard.started()
 	go func() {
@@ -222,6 +194,44 @@ func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []stri
 		close(r.exited)
 	}()
 	return r, nil
+}
+
+// prepare builds the command's process (its guard's, outside a terminal)
+// with the lease in its environment, and attaches the guard.
+func (r *runner) prepare(argv []string) error {
+	guard := guarded(r.fg)
+	line := argv
+	if guard {
+		var err error
+		if line, err = guardCommand(argv); err != nil {
+			return err
+		}
+	}
+	r.child = exec.Command(line[0], line[1:]...)
+	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	r.child.Env = append(os.Environ(),
+		"S3LOCK_EPOCH="+strconv.FormatUint(r.lease.Epoch(), 10),
+		"S3LOCK_KEY="+r.lease.Key(),
+		"S3LOCK_HOLDER="+r.lease.Holder(),
+		"S3LOCK_BUCKET="+r.lease.Bucket(),
+		"S3LOCK_NAME="+r.lease.Name(),
+	)
+	configureChild(r.child, r.fg, guard)
+	if guard {
+		var err error
+		if r.guard, err = attachGuard(r.child, r.lease.ExpiresAt()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// abort undoes a start that did not happen: s3lock's signals go back to its
+// context, the guard's pipes are closed and the lease is released.
+func (r *runner) abort() error {
+	r.a.setSignalHandler(nil)
+	r.guard.close()
+	return r.a.release(r.lease)
 }
 
 // supervise waits for the command to exit, forwarding signals, and makes
@@ -277,8 +287,8 @@ func (r *runner) finish() error {
 		if err := r.lease.Err(); errors.Is(err, s3lock.ErrLeaseLost) {
 			r.lost = err // s3lock's own timer saw it too, as the guard acted
 		} else {
-			r.lost = fmt.Errorf("%w: the lease's trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command",
-				s3lock.ErrLeaseLost)
+			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Bucket(), Name: r.lease.Name(), Key: r.lease.Key(), Epoch: r.lease.Epoch(),
+				Reason: s3lock.LostLapsed, Detail: "its trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command"}
 		}
 		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(r.lost.Error()))
 	}
@@ -354,7 +364,7 @@ func childExitCode(ps *os.ProcessState, waitErr error) int {
 // third of the lease).
 func graceFor(flag, lease time.Duration) (time.Duration, error) {
 	if flag == 0 {
-		return min(defaultGrace, lease/4), nil
+		return min(defaultGrace, lease/defaultGraceShare), nil
 	}
 	if limit := lease/2 - s3lock.SafetyMargin(lease); flag > limit {
 		return 0, usagef("--grace-period %s is too long for --lease %s: it must be at most %s, so that the command is asked to stop only when renewals are failing",

@@ -37,26 +37,18 @@ type lockStatus struct {
 
 func statusOf(s s3lock.State, now time.Time) lockStatus {
 	ls := lockStatus{
-		Name: s.Name, Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
+		Name: s.Name, State: s.Phase().String(), Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
 		AcquiredAt: s.AcquiredAt.UTC(), ReleasedAt: s.ReleasedAt.UTC(), ReleasedBy: s.ReleasedBy,
 		Renewals: s.Renewals, Metadata: s.Metadata,
 	}
-	switch {
-	case s.Err != nil:
-		ls.State = "unreadable"
+	if s.Err != nil {
 		ls.Error = oneLine(s.Err.Error())
-	case s.Epoch == 0:
-		ls.State = "free"
-	case s.Held:
-		ls.State = "held"
+	}
+	if s.Phase() == s3lock.PhaseHeld {
 		ls.ExpiresAt = s.ExpiresAt.UTC().Truncate(time.Millisecond)
 		left := max(0, s.ExpiresAt.Sub(now)).Seconds()
 		left = float64(int64(left*10)) / 10
 		ls.ExpiresInSeconds = &left
-	case s.Released:
-		ls.State = "released"
-	default:
-		ls.State = "lapsed"
 	}
 	if s.LeaseDuration > 0 {
 		ls.LeaseDuration = s.LeaseDuration.String()
@@ -106,8 +98,8 @@ metadata (times in RFC 3339, UTC; empty fields left out).
 			if err := a.needBucket(); err != nil {
 				return err
 			}
-			if strings.HasPrefix(prefix, "/") || strings.Contains(prefix, "//") {
-				return usagef("--prefix %q: lock names never start with a slash or contain \"//\"", prefix)
+			if err := s3lock.ValidatePrefix(prefix); err != nil {
+				return usagef("--prefix: %w", err)
 			}
 			if len(args) == 1 {
 				if err := s3lock.ValidateName(args[0]); err != nil {

@@ -111,6 +111,8 @@ func TestForceRelease(t *testing.T) {
 	}
 	if err := lease.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Fatalf("the holder's renewal got %v, want ErrLeaseLost", err)
+	} else if reason, _ := s3lock.LostReason(err); reason != s3lock.LostForceReleased {
+		t.Fatalf("the holder's renewal says the lease was %v, want %v", reason, s3lock.LostForceReleased)
 	}
 	r := c.mustRun("status", name)
 	if !strings.Contains(r.stdout, "forced by oncall") {

@@ -120,7 +120,13 @@ with exit code 4.
 				return err
 			}
 			ctx := cmd.Context()
-			lease, err := a.resume(ctx, cmd, token)
+			tok, lease, err := a.resume(ctx, cmd, token)
+			if releasedAlready(err) {
+				// A release already done is no lost lease (exit 4):
+				// there is only nothing left to renew (exit 1).
+				return &exitErr{code: exitError, hint: true,
+					err: fmt.Errorf("lock %q (epoch %d) was already released; a released lease cannot be renewed", tok.Name, tok.Epoch)}
+			}
 			if err != nil {
 				return err
 			}
@@ -156,12 +162,8 @@ exclusive.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			tok, c, err := a.tokenClient(ctx, cmd, token)
-			if err != nil {
-				return err
-			}
-			lease, err := c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
-			if errors.Is(err, s3lock.ErrReleased) {
+			tok, lease, err := a.resume(ctx, cmd, token)
+			if releasedAlready(err) {
 				if !quiet {
 					fmt.Fprintf(a.stderr, "s3lock: lock %q (epoch %d) was already released\n", tok.Name, tok.Epoch)
 				}
@@ -184,6 +186,10 @@ exclusive.
 	return cmd
 }
 
+// maxTokenBytes bounds what --token - reads from stdin: a token is a few
+// hundred bytes, and a wrong pipe must not fill the memory.
+const maxTokenBytes = 64 << 10
+
 // readToken returns the token given by --token (JSON, @FILE or -) or by
 // $S3LOCK_TOKEN.
 func (a *app) readToken(cmd *cobra.Command, arg string) (s3lock.Token, error) {
@@ -195,7 +201,7 @@ func (a *app) readToken(cmd *cobra.Command, arg string) (s3lock.Token, error) {
 			return s3lock.Token{}, usagef("no lease token: pass --token (JSON, @FILE or -) or set %s", envToken)
 		}
 	case arg == "-":
-		b, err := io.ReadAll(io.LimitReader(a.stdin, 64<<10))
+		b, err := io.ReadAll(io.LimitReader(a.stdin, maxTokenBytes))
 		if err != nil {
 			return s3lock.Token{}, fmt.Errorf("reading the token from stdin: %w", err)
 		}
@@ -231,11 +237,20 @@ func (a *app) tokenClient(ctx context.Context, cmd *cobra.Command, arg string) (
 }
 
 // resume takes over the lease of a token, without renewing it in the
-// background.
-func (a *app) resume(ctx context.Context, cmd *cobra.Command, arg string) (*s3lock.Lease, error) {
+// background. It returns the token also when the lease is over.
+func (a *app) resume(ctx context.Context, cmd *cobra.Command, arg string) (s3lock.Token, *s3lock.Lease, error) {
 	tok, c, err := a.tokenClient(ctx, cmd, arg)
 	if err != nil {
-		return nil, err
+		return tok, nil, err
 	}
-	return c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
+	lease, err := c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
+	return tok, lease, err
+}
+
+// releasedAlready reports whether err says that a token's lease was
+// released through another handle (an earlier release with the token): a
+// release already done, not a lease lost.
+func releasedAlready(err error) bool {
+	reason, ok := s3lock.LostReason(err)
+	return ok && reason == s3lock.LostReleased
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -39,10 +43,27 @@ func TestVerify(t *testing.T) {
 	if !rep.OK || len(rep.Checks) != 5 || rep.ProbePrefix != c.name("locks/")+s3lock.DefaultProbePrefix {
 		t.Fatalf("report %+v", rep)
 	}
-	// Under another prefix it is an ordinary lock, left released.
-	st := c.current(rep.ProbePrefix + "permissions")
-	if st.Epoch == 0 || st.Held || !st.Released {
-		t.Fatalf("the probe lock is %+v, want it released", st)
+	// The probe lock was acquired once and left released. No lock call reads
+	// a name under the reserved probe segment, so read its epoch object as
+	// PROTOCOL.md defines it.
+	probe := rep.ProbePrefix + "permissions"
+	if keys := s3test.Keys(t, c.ns.Client, c.ns.Bucket, probe+"/"); len(keys) != 1 || keys[0] != s3lock.Key(probe, 1) {
+		t.Fatalf("the probe lock's objects are %q, want only epoch 1", keys)
+	}
+	out, err := c.ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &c.ns.Bucket, Key: aws.String(s3lock.Key(probe, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	var body struct {
+		Released   bool   `json:"expired"`
+		ReleasedBy string `json:"releasedBy"`
+	}
+	if err := json.NewDecoder(out.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if !body.Released || body.ReleasedBy != "" {
+		t.Fatalf("the probe lock is %+v, want it released by its holder", body)
 	}
 }
 
@@ -75,29 +96,29 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		match  func(*http.Request) bool
-		want   map[string]string // check name -> status
+		want   map[string]s3lock.CheckStatus // check name -> status
 		passes bool
 	}{
 		{
 			name:  "no delete",
 			match: func(r *http.Request) bool { return r.Method == http.MethodDelete || r.URL.Query().Has("delete") },
-			want:  map[string]string{"conditional writes": checkOK, "list": checkOK, "get": checkOK, "put": checkOK, "delete": checkDenied},
+			want:  map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckDenied},
 		},
 		{
 			name:  "no get",
 			match: func(r *http.Request) bool { return r.Method == http.MethodGet && !r.URL.Query().Has("list-type") },
-			want:  map[string]string{"conditional writes": checkOK, "list": checkOK, "get": checkDenied, "put": checkOK, "delete": checkOK},
+			want:  map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "list": s3lock.CheckOK, "get": s3lock.CheckDenied, "put": s3lock.CheckOK, "delete": s3lock.CheckOK},
 		},
 		{
 			name:  "no put",
 			match: func(r *http.Request) bool { return r.Method == http.MethodPut },
 			// Nothing could be created, so nothing was there to delete.
-			want: map[string]string{"conditional writes": checkError, "list": checkOK, "put": checkDenied, "delete": checkNotChecked},
+			want: map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckError, "list": s3lock.CheckOK, "put": s3lock.CheckDenied, "delete": s3lock.CheckNotChecked},
 		},
 		{
 			name:   "nothing denied",
 			match:  func(*http.Request) bool { return false },
-			want:   map[string]string{"conditional writes": checkOK, "list": checkOK, "get": checkOK, "put": checkOK, "delete": checkOK},
+			want:   map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckOK},
 			passes: true,
 		},
 	} {
@@ -107,17 +128,22 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 			api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
 				return deny{next: next, match: tc.match}
 			}))
-			rep, err := verifyStore(t.Context(), api, ns.Bucket, ns.Name(s3lock.DefaultProbePrefix), nil)
+			c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(ns.Name(s3lock.DefaultProbePrefix)))
 			if err != nil {
 				t.Fatal(err)
 			}
+			sdkRep, err := c.CheckStore(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := reportOf(sdkRep)
 			if rep.OK != tc.passes {
 				t.Errorf("report OK = %v, want %v", rep.OK, tc.passes)
 			}
-			got := map[string]string{}
+			got := map[string]s3lock.CheckStatus{}
 			for _, ch := range rep.Checks {
 				got[ch.Name] = ch.Status
-				if ch.Status == checkDenied && !strings.Contains(ch.Detail, "AccessDenied") {
+				if ch.Status == s3lock.CheckDenied && !strings.Contains(ch.Detail, "AccessDenied") {
 					t.Errorf("check %s: detail %q does not say why", ch.Name, ch.Detail)
 				}
 			}
@@ -127,5 +153,31 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The report keeps its wire format: field names, status words, the
+// permission strings, and a detail on one line.
+func TestVerify_ReportFormat(t *testing.T) {
+	t.Parallel()
+	rep := reportOf(s3lock.Report{Bucket: "b", ProbePrefix: "locks/s3lock-probe/", Checks: []s3lock.Check{
+		{Name: "conditional writes", Status: s3lock.CheckOK, Detail: "If-None-Match and If-Match are enforced"},
+		{Name: "list", Permission: "s3:ListBucket", Status: s3lock.CheckFailed},
+		{Name: "get", Permission: "s3:GetObject", Status: s3lock.CheckDenied, Detail: "Forbidden\n(AccessDenied)"},
+		{Name: "put", Permission: "s3:PutObject", Status: s3lock.CheckError, Err: errors.New("boom")},
+		{Name: "delete", Permission: "s3:DeleteObject", Status: s3lock.CheckNotChecked},
+	}})
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"bucket":"b","probe_prefix":"locks/s3lock-probe/","ok":false,"checks":[` +
+		`{"name":"conditional writes","status":"ok","detail":"If-None-Match and If-Match are enforced"},` +
+		`{"name":"list","permission":"s3:ListBucket","status":"failed"},` +
+		`{"name":"get","permission":"s3:GetObject","status":"denied","detail":"Forbidden; (AccessDenied)"},` +
+		`{"name":"put","permission":"s3:PutObject","status":"error"},` +
+		`{"name":"delete","permission":"s3:DeleteObject","status":"not_checked"}]}`
+	if string(b) != want {
+		t.Fatalf("report\n%s\nwant\n%s", b, want)
 	}
 }
