@@ -16,6 +16,7 @@ import (
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
@@ -114,22 +115,23 @@ func TestAccLeaseResource_Lifecycle(t *testing.T) {
 		Steps: []tfresource.TestStep{
 			{
 				Config: cfg("10m"),
-				Check: tfresource.ComposeAggregateTestCheckFunc(
-					checkLeaseMatchesStore(t, e, addr, name, renewals(0), func(st s3lock.State) error {
-						if st.Metadata["change"] != "CHG-1" || st.LeaseDuration != time.Hour {
-							return fmt.Errorf("lease metadata %v duration %s, want change=CHG-1 and 1h", st.Metadata, st.LeaseDuration)
-						}
-						return nil
-					}),
-					tfresource.TestCheckResourceAttr(addr, "epoch", "1"),
-					tfresource.TestCheckResourceAttr(addr, "holder", "terraform-test"),
-					tfresource.TestCheckResourceAttr(addr, "key", s3lock.Key(name, 1)),
-					tfresource.TestCheckResourceAttrWith(addr, "expires_at", func(v string) error {
+				Check: checkLeaseMatchesStore(t, e, addr, name, renewals(0), func(st s3lock.State) error {
+					if st.Metadata["change"] != "CHG-1" || st.LeaseDuration != time.Hour {
+						return fmt.Errorf("lease metadata %v duration %s, want change=CHG-1 and 1h", st.Metadata, st.LeaseDuration)
+					}
+					return nil
+				}),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("holder"), knownvalue.StringExact("terraform-test")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("key"), knownvalue.StringExact(s3lock.Key(name, 1))),
+					// Remember the first expiry for the steps below.
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("expires_at"), knownvalue.StringFunc(func(v string) error {
 						firstExpiry = v
 						_, err := time.Parse(time.RFC3339, v)
 						return err
-					}),
-				),
+					})),
+				},
 			},
 			{
 				// Changing renew_before is an update in place that does
@@ -139,10 +141,15 @@ func TestAccLeaseResource_Lifecycle(t *testing.T) {
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
 				}},
-				Check: tfresource.ComposeAggregateTestCheckFunc(
-					checkLeaseMatchesStore(t, e, addr, name, renewals(0)),
-					tfresource.TestCheckResourceAttrPtr(addr, "expires_at", &firstExpiry),
-				),
+				Check: checkLeaseMatchesStore(t, e, addr, name, renewals(0)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("expires_at"), knownvalue.StringFunc(func(v string) error {
+						if v != firstExpiry {
+							return fmt.Errorf("expires_at %s changed from %s without a renewal", v, firstExpiry)
+						}
+						return nil
+					})),
+				},
 			},
 			{
 				// 45 minutes later the lease is within renew_before of its
@@ -156,14 +163,16 @@ func TestAccLeaseResource_Lifecycle(t *testing.T) {
 				Check: tfresource.ComposeAggregateTestCheckFunc(
 					func(*terraform.State) error { e.setClockOffset(0); return nil },
 					checkLeaseMatchesStore(t, e, addr, name, renewals(1)),
-					tfresource.TestCheckResourceAttr(addr, "epoch", "1"),
-					tfresource.TestCheckResourceAttrWith(addr, "expires_at", func(v string) error {
+				),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("expires_at"), knownvalue.StringFunc(func(v string) error {
 						if v < firstExpiry {
 							return fmt.Errorf("expires_at %s after the renewal is before %s", v, firstExpiry)
 						}
 						return nil
-					}),
-				),
+					})),
+				},
 			},
 			{
 				ResourceName:      addr,
@@ -251,10 +260,12 @@ func TestAccLeaseResource_SecondWaitsForFirst(t *testing.T) {
 				Steps: []tfresource.TestStep{{
 					Config: e.providerConfig(map[string]string{"holder": `"second"`}) +
 						leaseConfig(e.bucket, name, `timeouts { create = "3m" }`),
+					ConfigStateChecks: []statecheck.StateCheck{
+						statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(int64(firstEpoch)+1)),
+						statecheck.ExpectKnownValue(addr, tfjsonpath.New("holder"), knownvalue.StringExact("second")),
+					},
 					Check: tfresource.ComposeAggregateTestCheckFunc(
 						checkLeaseMatchesStore(t, e, addr, name),
-						tfresource.TestCheckResourceAttr(addr, "epoch", strconv.FormatUint(firstEpoch+1, 10)),
-						tfresource.TestCheckResourceAttr(addr, "holder", "second"),
 						func(*terraform.State) error {
 							if !waited.Load() {
 								return fmt.Errorf("the second resource never reported waiting for the first")
@@ -332,7 +343,9 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 				Steps: []tfresource.TestStep{
 					{
 						Config: cfg,
-						Check:  tfresource.TestCheckResourceAttr(addr, "epoch", "1"),
+						ConfigStateChecks: []statecheck.StateCheck{
+							statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
+						},
 					},
 					{
 						PreConfig:          func() { next = tc.lose(t, e, name) },
@@ -350,12 +363,17 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 						ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 							plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
 						}},
-						Check: tfresource.ComposeAggregateTestCheckFunc(
-							checkLeaseMatchesStore(t, e, addr, name),
-							func(s *terraform.State) error {
-								return tfresource.TestCheckResourceAttr(addr, "epoch", strconv.FormatUint(next, 10))(s)
-							},
-						),
+						Check: checkLeaseMatchesStore(t, e, addr, name),
+						ConfigStateChecks: []statecheck.StateCheck{
+							// next is only known once the previous step
+							// has lost the lease, so compare at check time.
+							statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Func(func(v int64) error {
+								if v < 0 || uint64(v) != next {
+									return fmt.Errorf("epoch %d after the lease was lost, want %d", v, next)
+								}
+								return nil
+							})),
+						},
 					},
 				},
 			})
