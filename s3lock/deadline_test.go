@@ -84,6 +84,7 @@ func TestLeaseDeadline_BlackholedHolderLosesAtItsDeadline(t *testing.T) {
 	if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
 		t.Fatalf("lease ended with %v; want it lost", lease.Err())
 	}
+	wantLost(t, "the blackholed lease's end", lease.Err(), s3lock.LostLapsed)
 	if late := ended.Sub(lease.ExpiresAt()); late > deadlineNoise {
 		t.Errorf("the lease ended %s after its trust deadline %s, while its renewal hung; want the deadline to end it",
 			late, lease.ExpiresAt().Format(time.StampMilli))
@@ -116,6 +117,7 @@ func TestLeaseDeadline_DoCancelsItsWorkAtTheDeadline(t *testing.T) {
 	if !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Fatalf("Do = %v; want the lease lost", err)
 	}
+	wantLost(t, "Do", err, s3lock.LostLapsed)
 	if late := cancelled.Sub(deadline); late > deadlineNoise {
 		t.Errorf("Do cancelled its work %s after the lease's trust deadline; want it cancelled by the deadline", late)
 	}
@@ -142,6 +144,7 @@ func TestLeaseDeadline_ReleaseGivesUpAtTheDeadline(t *testing.T) {
 	if !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Fatalf("Release = %v; want the lease lost (the release was never confirmed)", err)
 	}
+	wantLost(t, "Release", err, s3lock.LostLapsed)
 	if late := returned.Sub(lease.ExpiresAt()); late > deadlineNoise {
 		t.Errorf("Release returned %s after the lease's trust deadline; want it to give up by then", late)
 	}
@@ -172,6 +175,7 @@ func TestLeaseDeadline_AbandonedReleaseStillEndsAtTheDeadline(t *testing.T) {
 	if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
 		t.Errorf("Err = %v; want the lease lost", lease.Err())
 	}
+	wantLost(t, "the abandoned lease's end", lease.Err(), s3lock.LostLapsed)
 }
 
 // lateAnswers forwards a PutObject at once (the store applies it) but hands
@@ -208,6 +212,7 @@ func TestLeaseDeadline_LateConfirmationDoesNotReviveTheLease(t *testing.T) {
 	if !errors.Is(err, s3lock.ErrLeaseLost) || !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
 		t.Fatalf("Renew confirmed after the deadline = %v (lease: %v); want the lease lost", err, lease.Err())
 	}
+	wantLost(t, "the late-confirmed lease's end", lease.Err(), s3lock.LostLapsed)
 	select {
 	case <-lease.Done():
 	default:

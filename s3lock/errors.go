@@ -122,8 +122,12 @@ const (
 	LostSuperseded
 	// LostForceReleased: an operator released it with ForceRelease.
 	LostForceReleased
-	// LostReleased: it was released through another handle of the same
-	// lease (a Resume or Adopt of it, or the handle a token came from).
+	// LostReleased: a takeover (Resume, Adopt) or Lookup found it released
+	// through another handle (the handle a token came from, or a pipeline
+	// step that released with the token): a release already done, so a
+	// caller that wanted to release it has nothing left to do. A handle
+	// whose lease another handle released while it still used it reports
+	// LostTakenOver instead.
 	LostReleased
 	// LostTakenOver: another handle of the same lease (a Resume or Adopt)
 	// wrote its epoch object, so this handle no longer speaks for it.
@@ -172,7 +176,11 @@ type LeaseLostError struct {
 }
 
 func (e *LeaseLostError) Error() string {
-	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, e.Detail)
+	detail := e.Detail
+	if detail == "" {
+		detail = "it was " + e.Reason.String()
+	}
+	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, detail)
 	if e.Err != nil {
 		msg += ": " + causeText(e.Err)
 	}

@@ -54,7 +54,8 @@ const FenceMetadataKey = "s3lock-epoch"
 // also read once to compute its MD5. The caller's in is not modified; it
 // must not set IfMatch or IfNoneMatch. ctx bounds the whole call, and each
 // request gives up after DefaultRequestTimeout (a store that never answers
-// fails the call with an error matching ErrUnavailable). FencedPut needs
+// fails the call with an error matching ErrUnavailable); a body that takes
+// longer to upload needs Client.FencedPut with a longer WithRequestTimeout. FencedPut needs
 // s3:GetObject and s3:PutObject on the key.
 func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
 	if api == nil || in == nil {
@@ -64,10 +65,17 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 }
 
 // FencedPut is the package's FencedPut with this client's S3 client and
-// request timeout (WithRequestTimeout). The object may be in any bucket.
+// request timeout (WithRequestTimeout: raise it for large or slow bodies).
+// The object may be in any bucket; in the client's own bucket, an input
+// without ExpectedBucketOwner gets the client's (WithExpectedBucketOwner).
 func (c *Client) FencedPut(ctx context.Context, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
 	if in == nil {
 		return nil, invalid("FencedPut needs an input")
+	}
+	if aws.ToString(in.Bucket) == c.bucket && in.ExpectedBucketOwner == nil {
+		cp := *in
+		cp.ExpectedBucketOwner = c.owner()
+		in = &cp
 	}
 	r := c.requester()
 	r.bucket = aws.ToString(in.Bucket)

@@ -394,7 +394,9 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		case rerr == nil && obs.body.Released && obs.body.ReleasedBy != "":
 			return "", sent, l.lost(LostForceReleased, "it was force-released by "+obs.body.ReleasedBy, err)
 		case rerr == nil && obs.body.Released:
-			return "", sent, l.lost(LostReleased, "it was released through another handle (a Resume or Adopt of it)", err)
+			// Another handle took the lease over while this one still
+			// used it, and released it: not a release already done.
+			return "", sent, l.lost(LostTakenOver, "another handle of it (a Resume or Adopt) released it", err)
 		case rerr == nil:
 			return "", sent, l.lost(LostTakenOver, "its epoch object was written by another handle (a Resume or Adopt of it)", err)
 		case classify(rerr) == failNotFound:
@@ -500,7 +502,7 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 // backoff, after a renewal fails. The deadline itself is watchDeadline's.
 func (l *Lease) keepAlive(ctx context.Context) {
 	clk := l.c.cfg.clock
-	bo := newBackoff(renewRetryBase, max(l.renewInt/4, renewRetryMin))
+	bo := newBackoff(renewRetryBase, max(l.renewInt/renewRetryDivisor, renewRetryMin))
 	wait := l.renewInt
 	for {
 		select {

@@ -80,6 +80,7 @@ func TestRelease_AfterForceReleaseIsLost(t *testing.T) {
 	if err := l.Release(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) || !strings.Contains(err.Error(), "force-released by operator") {
 		t.Fatalf("Release after a force-release = %v; want ErrLeaseLost naming the operator", err)
 	}
+	wantLost(t, "Release after a force-release", l.Err(), s3lock.LostForceReleased)
 }
 
 // TestRelease_GivesUpWhenTheStoreIsDown: Release with a context that never

@@ -211,7 +211,7 @@ func WithRequestTimeout(d time.Duration) Option {
 	}
 }
 
-// WithProbePrefix sets the key prefix under which Verify and Check write
+// WithProbePrefix sets the key prefix under which Verify and CheckStore write
 // (and delete) their probe objects (default DefaultProbePrefix). It must
 // end with DefaultProbePrefix, the segment no lock name may contain, so
 // that probes never collide with locks; what comes before it is a lock
@@ -267,6 +267,7 @@ type acquireConfig struct {
 	renewInterval time.Duration
 	autoRenew     bool
 	failFast      bool
+	waitTimeout   time.Duration // 0: until ctx ends
 	onWait        func(*HeldError)
 }
 
@@ -324,6 +325,23 @@ func WithoutAutoRenew() AcquireOption {
 func FailFast() AcquireOption {
 	return func(a *acquireConfig) error {
 		a.failFast = true
+		return nil
+	}
+}
+
+// WithWaitTimeout bounds how long Acquire waits for a held lock, counted
+// from when it first finds the lock held: the first attempt is bounded only
+// by ctx (and the request timeout), so a slow store does not turn a free
+// lock into a timeout, and "wait up to d" means for the holder, not for the
+// store. When d has passed, Acquire returns a *WaitError matching
+// context.DeadlineExceeded and wrapping the last *HeldError. d must be
+// positive; use TryAcquire not to wait at all. TryAcquire ignores it.
+func WithWaitTimeout(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) error {
+		if d <= 0 {
+			return invalid("wait timeout %s is not positive; use TryAcquire to try once", d)
+		}
+		a.waitTimeout = d
 		return nil
 	}
 }

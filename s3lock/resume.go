@@ -96,12 +96,24 @@ func (c *Client) Lookup(ctx context.Context, t Token) (State, error) {
 	if err := c.checkToken(t); err != nil {
 		return State{}, err
 	}
-	h, err := c.inspect(ctx, t.Name, t.Epoch, t.Nonce)
+	return c.lookup(ctx, t.Name, t.Epoch, t.Nonce)
+}
+
+// LookupEpoch is Lookup for a lease known only by its lock and epoch (an
+// imported lease, a record without its token): the State if epoch is the
+// lock's newest and still held, whoever acquired it, as Adopt would accept
+// it; otherwise the *LeaseLostError that Adopt would return. It writes
+// nothing and costs one LIST and one GET; ctx bounds them.
+func (c *Client) LookupEpoch(ctx context.Context, name string, epoch uint64) (State, error) {
+	return c.lookup(ctx, name, epoch, "")
+}
+
+func (c *Client) lookup(ctx context.Context, name string, epoch uint64, nonce string) (State, error) {
+	h, err := c.inspect(ctx, name, epoch, nonce)
 	if err != nil {
 		return State{}, err
 	}
-	s := c.stateOf(t.Name, h.obs)
-	return s, nil
+	return c.stateOf(name, h.obs), nil
 }
 
 // checkToken checks that t can name a lease of this client's bucket.

@@ -246,9 +246,7 @@ func TestTakeover_OnlyOneHandleSurvives(t *testing.T) {
 		t.Fatalf("renewal by the adopting handle: %v", err)
 	}
 	for what, l := range map[string]*s3lock.Lease{"original": orig, "resumed": resumed} {
-		if err := l.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
-			t.Errorf("renewal by the %s handle after the takeover = %v; want ErrLeaseLost", what, err)
-		}
+		wantLost(t, "renewal by the "+what+" handle after the takeover", l.Renew(t.Context()), s3lock.LostTakenOver)
 	}
 	if err := adopted.Release(t.Context()); err != nil {
 		t.Fatalf("release by the surviving handle: %v", err)
@@ -287,5 +285,47 @@ func TestResume_SupersededEpochLooksAlive(t *testing.T) {
 
 	if _, err := a.Resume(t.Context(), tok); !errors.Is(err, s3lock.ErrLeaseLost) || !strings.Contains(err.Error(), "superseded") {
 		t.Fatalf("Resume of a superseded epoch = %v; want ErrLeaseLost (superseded)", err)
+	}
+}
+
+// TestLookupEpoch_AndHandlesOfAReleasedLease: LookupEpoch checks a lease by
+// its epoch as Adopt would, writing nothing; once one handle of a lease has
+// released it, a takeover or lookup finds it released (a release already
+// done), while another handle that still used it finds it taken over.
+func TestLookupEpoch_AndHandlesOfAReleasedLease(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("handles")
+	first := newLockClient(t, ns, "first", nil)
+	second := newLockClient(t, ns, "second", nil)
+
+	l, err := first.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := second.LookupEpoch(t.Context(), name, l.Epoch())
+	if err != nil || st.Phase() != s3lock.PhaseHeld || st.Holder != "first" || st.TrustedUntil.After(l.ExpiresAt()) {
+		t.Fatalf("LookupEpoch of the held epoch = %+v, %v; want held by first, trusted no later than its deadline", st, err)
+	}
+	_, err = second.LookupEpoch(t.Context(), name, l.Epoch()+1)
+	wantLost(t, "LookupEpoch of a future epoch", err, s3lock.LostDeleted)
+	if err := l.Renew(t.Context()); err != nil {
+		t.Fatalf("the holder's Renew after LookupEpoch: %v (LookupEpoch must not write)", err)
+	}
+
+	resumed, err := second.Resume(t.Context(), l.Token(), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantLost(t, "Renew by the handle the token came from, after the resumed handle released", l.Renew(t.Context()), s3lock.LostTakenOver)
+	_, err = second.Lookup(t.Context(), l.Token())
+	wantLost(t, "Lookup of the released lease", err, s3lock.LostReleased)
+	_, err = second.LookupEpoch(t.Context(), name, l.Epoch())
+	wantLost(t, "LookupEpoch of the released lease", err, s3lock.LostReleased)
+	if !errors.Is(resumed.Err(), s3lock.ErrReleased) {
+		t.Errorf("Err of the handle that released = %v; want ErrReleased", resumed.Err())
 	}
 }

@@ -268,6 +268,7 @@ func TestForceRelease(t *testing.T) {
 	if !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Fatalf("Renew after ForceRelease = %v; want ErrLeaseLost", err)
 	}
+	wantLost(t, "Renew after ForceRelease", err, s3lock.LostForceReleased)
 	select {
 	case <-l.Done():
 	default:

@@ -51,7 +51,7 @@ func (o *observed) serverAge() (time.Duration, bool) {
 
 // requester makes the S3 requests of one bucket. Every request of the
 // package goes through request, so each is bounded by the same per-request
-// timeout, noted for Check, and fails with an *OpError that names the
+// timeout, noted for CheckStore, and fails with an *OpError that names the
 // operation, bucket and key and matches its class's sentinel.
 type requester struct {
 	api     S3API

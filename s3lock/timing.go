@@ -59,8 +59,9 @@ const (
 	// renewRetryBase and renewRetryMin pace the background renewal after a
 	// failed renewal: at most a quarter of the renew interval apart (never
 	// under renewRetryMin), so a lease gets four tries per interval.
-	renewRetryBase = 50 * time.Millisecond
-	renewRetryMin  = 100 * time.Millisecond
+	renewRetryBase    = 50 * time.Millisecond
+	renewRetryMin     = 100 * time.Millisecond
+	renewRetryDivisor = 4
 
 	// acquireRetryBase and acquireRetryMax pace a waiting Acquire through
 	// transient store failures: up to two seconds apart, so an outage costs
@@ -71,7 +72,8 @@ const (
 	// changedRetry is how soon a waiting Acquire looks again when the lock
 	// changed under its attempt (jittered by half): someone else just
 	// acted, so the state settles within a round trip.
-	changedRetry = 10 * time.Millisecond
+	changedRetry       = 10 * time.Millisecond
+	changedRetryJitter = 0.5
 
 	// pollJitter spreads a waiter's polls by ±20% so that many waiters do
 	// not poll in step.

@@ -15,9 +15,10 @@ import (
 // denied, a missing bucket, an unreadable lease object, invalid arguments)
 // are returned at once.
 //
-// When ctx ends, Acquire returns an error that matches ctx's error and wraps
-// the last reason it could not acquire: a *HeldError (errors.Is(err,
-// ErrHeld)) or the last transient failure.
+// When ctx ends (or WithWaitTimeout passes), Acquire returns a *WaitError
+// that matches ctx's error and wraps the last reason it could not acquire: a
+// *HeldError (errors.Is(err, ErrHeld)) or the last transient failure. With
+// FailFast, the first attempt's failures are returned at once instead.
 func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -28,6 +29,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	}
 	w := waiter{c: c, name: name, a: a}
 	bo := newBackoff(acquireRetryBase, acquireRetryMax)
+	defer w.stopWaiting()
 	for {
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
@@ -38,6 +40,9 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 		case err == nil:
 			return lease, nil
 		case errors.As(err, &held):
+			if !w.sawHeld {
+				ctx = w.startWaiting(ctx)
+			}
 			bo.reset()
 			w.last, w.sawHeld = err, true
 			if werr := w.watch(ctx, held); werr != nil {
@@ -47,7 +52,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 			w.last = err
 			select { // the lock moved under the attempt: look again shortly
 			case <-ctx.Done():
-			case <-c.cfg.clock.After(jitter(changedRetry, 0.5)):
+			case <-c.cfg.clock.After(jitter(changedRetry, changedRetryJitter)):
 			}
 		case a.failFast && !w.sawHeld && ctx.Err() == nil:
 			return nil, err // not held (yet): report it rather than wait
@@ -66,6 +71,23 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	}
 }
 
+// startWaiting returns ctx bounded by WithWaitTimeout, counted from now
+// (when the lock was first found held); ctx itself without one.
+func (w *waiter) startWaiting(ctx context.Context) context.Context {
+	if w.a.waitTimeout <= 0 {
+		return ctx
+	}
+	ctx, w.cancelWait = context.WithTimeout(ctx, w.a.waitTimeout)
+	return ctx
+}
+
+// stopWaiting releases what startWaiting set up.
+func (w *waiter) stopWaiting() {
+	if w.cancelWait != nil {
+		w.cancelWait()
+	}
+}
+
 // waiter is the state of one waiting Acquire.
 type waiter struct {
 	c    *Client
@@ -74,7 +96,8 @@ type waiter struct {
 	last error // why the last attempt did not acquire
 	// sawHeld is set once an attempt found the lock held (FailFast stops
 	// failing fast).
-	sawHeld bool
+	sawHeld    bool
+	cancelWait context.CancelFunc // of the WithWaitTimeout bound, once set
 
 	notified   time.Time
 	lastHolder string

@@ -150,3 +150,35 @@ func TestAcquire_FailFastWaitsOnceHeld(t *testing.T) {
 		t.Errorf("%d of the attempts' LISTs failed; want 3 ridden out", n)
 	}
 }
+
+// TestAcquire_WaitTimeoutCountsFromFindingTheLockHeld: WithWaitTimeout
+// bounds the wait for a holder, not the first attempt: a free lock on a
+// slow store is taken although the attempt outlasts the timeout, and a held
+// lock is given up once the timeout has passed since it was found held,
+// with ctx still far from its end.
+func TestAcquire_WaitTimeoutCountsFromFindingTheLockHeld(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("patient")
+	slow := s3test.NewFaults(3, s3test.Rule{Fault: s3test.Latency, Probability: 1, Delay: 100 * time.Millisecond, Fixed: true})
+	c := newLockClient(t, ns, "slow-store", nil,
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return slow.Wrap(next) }))
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	l, err := c.Acquire(ctx, name, s3lock.FailFast(), s3lock.WithWaitTimeout(time.Millisecond), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatalf("Acquire of a free lock on a slow store with a 1ms wait timeout = %v; want the lock", err)
+	}
+	mustRelease(t, l)
+
+	other := newLockClient(t, ns, "other", nil)
+	_, err = other.Acquire(ctx, name, s3lock.FailFast(), s3lock.WithWaitTimeout(300*time.Millisecond))
+	var held *s3lock.HeldError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || held.Holder != "slow-store" || ctx.Err() != nil {
+		t.Fatalf("Acquire of a held lock with a 300ms wait timeout = %v; want a timed-out wait for slow-store's lease", err)
+	}
+	if _, err := other.Acquire(ctx, name, s3lock.WithWaitTimeout(0)); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("WithWaitTimeout(0) = %v; want ErrInvalidConfig", err)
+	}
+}

@@ -54,9 +54,7 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	}
 
 	p := newProgress(a.stderr, name, af.wait, af.quiet)
-	wctx, cancel := context.WithTimeout(ctx, af.wait)
-	defer cancel()
-	lease, err := c.Acquire(wctx, name, append(opts, s3lock.FailFast(), s3lock.WithWaitObserver(p.observe))...)
+	lease, err := c.Acquire(ctx, name, append(opts, s3lock.FailFast(), s3lock.WithWaitTimeout(af.wait), s3lock.WithWaitObserver(p.observe))...)
 	p.stop()
 	switch {
 	case err == nil:

@@ -51,6 +51,15 @@ func leaseLost(severity diag.Severity, l leaseRef, cause error, current, next st
 	return diag.NewErrorDiagnostic("Lease lost", detail)
 }
 
+// leaseReleasedElsewhere is the warning of a refresh that found the
+// resource's lease released through its token by someone else (a pipeline
+// step using the CLI, say): nothing was lost, but the resource no longer
+// holds the lock.
+func leaseReleasedElsewhere(l leaseRef, cause error) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Lease released elsewhere", lockErrorDetail(l, cause)+
+		"\n\nIt was released through its token, outside this Terraform configuration. "+lostRemovedFromState)
+}
+
 // What happens next to a lost lease, for leaseLost.
 const (
 	lostRemovedFromState = "Terraform removes it from state; the next apply acquires the lock again with a new epoch."

@@ -75,9 +75,7 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 			f.hooks.onWait(h)
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	return c.Acquire(wctx, name, append(opts, s3lock.FailFast(), s3lock.WithWaitObserver(observe))...)
+	return c.Acquire(ctx, name, append(opts, s3lock.FailFast(), s3lock.WithWaitTimeout(wait), s3lock.WithWaitObserver(observe))...)
 }
 
 // resumeLease takes over the lease of a token, or, when there is no token

@@ -1,7 +1,15 @@
 // Package provider implements the s3lock Terraform provider: a lease resource,
 // an ephemeral lease and two data sources over the s3lock package. Every S3
-// request goes through s3lock; this package only maps Terraform's lifecycle
-// onto it.
+// request goes through s3lock, and so does every rule about leases (when one
+// is lost, when to wait, what a valid name or prefix is); this package only
+// maps Terraform's lifecycle onto it.
+//
+// Where things are: provider.go is the provider and its schema,
+// provider_config.go its configuration model, client_factory.go the one
+// place that builds an s3lock client, diagnostics.go every diagnostic (one
+// wording per situation), validators.go the attribute validators, timing.go
+// the provider's numbers, resource_lease.go, ephemeral_lease*.go and
+// data_source_*.go one file per object, lease_common.go what they share.
 package provider
 
 import (

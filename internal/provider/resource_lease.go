@@ -300,6 +300,11 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	holder, until, err := lookupLease(ctx, client, token, ref)
+	if reason, lost := s3lock.LostReason(err); lost && reason == s3lock.LostReleased {
+		resp.Diagnostics.Append(leaseReleasedElsewhere(ref, err))
+		resp.State.RemoveResource(ctx)
+		return
+	}
 	if errors.Is(err, s3lock.ErrLeaseLost) {
 		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, describeCurrent(ctx, client, ref.name), lostRemovedFromState))
 		resp.State.RemoveResource(ctx)
@@ -316,23 +321,20 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 }
 
-// lookupLease reads the lease of the state without disturbing its holder:
-// who holds it and until when it is trusted. With the lease's token it is a
-// Lookup. Without one (state written by hand, or by a provider that did not
-// keep tokens) it is an Adopt of the state's epoch, which writes nothing
-// either and is then detached: Lookup cannot apply, since it checks the
-// token's nonce, and Adopt is what such a state has always been checked by.
+// lookupLease reads the lease of the state without disturbing its holder
+// (it writes nothing): who holds it and until when it is trusted. With the
+// lease's token it is a Lookup; without one (state written by hand, or by a
+// provider that did not keep tokens) a LookupEpoch, which accepts whoever
+// holds the state's epoch, as an import does.
 func lookupLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l leaseRef) (string, time.Time, error) {
+	var st s3lock.State
+	var err error
 	if token != nil {
-		st, err := c.Lookup(ctx, *token)
-		return st.Holder, st.TrustedUntil, err
+		st, err = c.Lookup(ctx, *token)
+	} else {
+		st, err = c.LookupEpoch(ctx, l.name, l.epoch)
 	}
-	lease, err := resumeLease(ctx, c, nil, l.name, l.epoch)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	lease.Detach()
-	return lease.Holder(), lease.ExpiresAt(), nil
+	return st.Holder, st.TrustedUntil, err
 }
 
 // renewedSince reports whether until, the time the lease is trusted until as

@@ -678,6 +678,8 @@ func TestLeaseResource_OverElsewhere(t *testing.T) {
 		end  func(t *testing.T, c *s3lock.Client, name string)
 		// quietDelete: Delete reports nothing; else the lease-lost warning.
 		quietDelete bool
+		// readWarning is the summary of Read's one warning.
+		readWarning string
 	}{
 		{name: "released through another handle", end: func(t *testing.T, c *s3lock.Client, name string) {
 			t.Helper()
@@ -688,13 +690,13 @@ func TestLeaseResource_OverElsewhere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		}, quietDelete: true},
+		}, quietDelete: true, readWarning: "Lease released elsewhere"},
 		{name: "force-released", end: func(t *testing.T, c *s3lock.Client, name string) {
 			t.Helper()
 			if err := c.ForceRelease(t.Context(), name, 1); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, readWarning: "Lease lost"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -705,9 +707,10 @@ func TestLeaseResource_OverElsewhere(t *testing.T) {
 			var read resource.ReadResponse
 			read.State = state
 			r.Read(t.Context(), resource.ReadRequest{State: state}, &read)
-			if read.Diagnostics.HasError() || read.Diagnostics.WarningsCount() != 1 || !read.State.Raw.IsNull() {
-				t.Errorf("Read: diagnostics %v, state removed %v; want one warning and the state removed",
-					read.Diagnostics, read.State.Raw.IsNull())
+			if read.Diagnostics.HasError() || read.Diagnostics.WarningsCount() != 1 || !read.State.Raw.IsNull() ||
+				read.Diagnostics.Warnings()[0].Summary() != tc.readWarning {
+				t.Errorf("Read: diagnostics %v, state removed %v; want one warning %q and the state removed",
+					read.Diagnostics, read.State.Raw.IsNull(), tc.readWarning)
 			}
 
 			var del resource.DeleteResponse
