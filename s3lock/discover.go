@@ -21,70 +21,106 @@ func (c *Client) findNewest(ctx context.Context, name string) (newest listedEpoc
 	if !first.truncated {
 		return newest, found, first, nil
 	}
-	best := newest
-	consider := func(l *listed) {
-		if n, ok := l.newest(); ok && n.epoch > best.epoch {
-			best, found = n, true
-		}
+	s := &newestSearch{c: c, name: name, best: newest, found: found}
+	if err := s.run(ctx); err != nil {
+		return listedEpoch{}, false, nil, err
 	}
-	// Gallop: probe ever further until a probe sees the end of the keys.
-	lo, step := best.epoch, uint64(pageSize)
-	hi := MaxEpoch
-	for {
+	return s.best, s.found, first, nil
+}
+
+// newestSearch looks for a lock's newest epoch beyond a truncated first
+// page: it gallops, bisects, then pages through what is left, keeping the
+// newest epoch any LIST showed.
+type newestSearch struct {
+	c     *Client
+	name  string
+	best  listedEpoch
+	found bool
+}
+
+func (s *newestSearch) run(ctx context.Context) error {
+	lo, hi, done, err := s.gallop(ctx)
+	if err != nil || done {
+		return err
+	}
+	lo, done, err = s.bisect(ctx, lo, hi)
+	if err != nil || done {
+		return err
+	}
+	return s.page(ctx, lo)
+}
+
+// list lists the page after key and keeps its newest epoch if it is the
+// newest yet.
+func (s *newestSearch) list(ctx context.Context, after string) (*listed, error) {
+	l, err := s.c.listEpochs(ctx, s.name, after)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := l.newest(); ok && n.epoch > s.best.epoch {
+		s.best, s.found = n, true
+	}
+	return l, nil
+}
+
+// gallop probes ever further until a probe sees the end of the keys. It
+// returns the range (lo, hi] the newest epoch is in, or done when a probe
+// saw it.
+func (s *newestSearch) gallop(ctx context.Context) (lo, hi uint64, done bool, err error) {
+	lo, hi = s.best.epoch, MaxEpoch
+	for step := uint64(pageSize); ; step *= 2 {
 		probe := min(lo+step, MaxEpoch)
-		l, err := c.listEpochs(ctx, name, Key(name, probe))
+		l, err := s.list(ctx, Key(s.name, probe))
 		if err != nil {
-			return listedEpoch{}, false, nil, err
+			return 0, 0, false, err
 		}
-		consider(l)
 		if !l.truncated {
-			if len(l.epochs) > 0 {
-				return best, found, first, nil
-			}
-			hi = probe // nothing after probe
-			break
+			return lo, probe, len(l.epochs) > 0, nil // nothing after probe
 		}
 		if probe == MaxEpoch {
-			break
+			return lo, hi, false, nil
 		}
+		lo = probe
 		if n, ok := l.newest(); ok {
 			lo = n.epoch
-		} else {
-			lo = probe
 		}
-		step *= 2
 	}
-	// Bisect (lo, hi]: the newest epoch is in it.
+}
+
+// bisect narrows (lo, hi] down to at most a page; done when a LIST saw the
+// newest epoch.
+func (s *newestSearch) bisect(ctx context.Context, lo, hi uint64) (uint64, bool, error) {
 	for hi-lo > pageSize {
 		mid := lo + (hi-lo)/2
-		l, err := c.listEpochs(ctx, name, Key(name, mid))
+		l, err := s.list(ctx, Key(s.name, mid))
 		if err != nil {
-			return listedEpoch{}, false, nil, err
+			return 0, false, err
 		}
-		consider(l)
 		switch {
 		case len(l.epochs) == 0 && !l.truncated:
 			hi = mid
 		case !l.truncated:
-			return best, found, first, nil
+			return lo, true, nil
 		default:
+			lo = mid
 			if n, ok := l.newest(); ok {
 				lo = n.epoch
-			} else {
-				lo = mid
 			}
 		}
 	}
-	// Page through what is left.
-	after := Key(name, lo)
+	return lo, false, nil
+}
+
+// page lists page after page from epoch lo to the end of the keys.
+func (s *newestSearch) page(ctx context.Context, lo uint64) error {
+	after := Key(s.name, lo)
 	for {
-		l, err := c.listEpochs(ctx, name, after)
+		l, err := s.list(ctx, after)
 		if err != nil {
-			return listedEpoch{}, false, nil, err
+			return err
 		}
-		consider(l)
 		if !l.truncated {
-			return best, found, first, nil
+			return nil
 		}
 		after = l.lastKey
 	}
