@@ -1,0 +1,170 @@
+//go:build linux
+
+package chaos
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	// defaultDuration is how long the chaos run injects faults: with the
+	// builds, the broken-worker run and the wind-down, `make chaos` takes
+	// about six minutes on two cores.
+	defaultDuration = 4*time.Minute + 30*time.Second
+	// brokenDuration is the broken-worker run's: several of its leases,
+	// each outlived by its critical section.
+	brokenDuration = 45 * time.Second
+)
+
+var duration = flag.Duration("chaos.duration", envDuration("S3LOCK_CHAOS_DURATION", defaultDuration),
+	"how long TestChaos injects faults (or set S3LOCK_CHAOS_DURATION)")
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "s3lock-chaos-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireChaos skips a chaos run unless S3LOCK_CHAOS=1: they take minutes.
+func requireChaos(t *testing.T) {
+	t.Helper()
+	if os.Getenv("S3LOCK_CHAOS") != "1" {
+		t.Skip("chaos runs take minutes; set S3LOCK_CHAOS=1 (make chaos)")
+	}
+}
+
+// seed returns $S3LOCK_CHAOS_SEED, or one from the clock; the figures print
+// it, so a run's fault schedule can be repeated (the processes' timing
+// cannot).
+func seed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv("S3LOCK_CHAOS_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("S3LOCK_CHAOS_SEED=%q: %v", s, err)
+		}
+		return n
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// TestChaos is the chaos run: four SDK workers (two behind fault proxies;
+// clocks 3 h ahead, 5 h behind, and one that jumps by 2 h) and two `s3lock
+// run` slots (one behind a proxy) contend for one lock while the monkey
+// pauses, kills and partitions them and restarts the store.
+func TestChaos(t *testing.T) {
+	requireChaos(t)
+	sc := scenario{
+		duration: *duration,
+		seed:     seed(t),
+		faults:   true,
+		workers: []workerSpec{
+			{slot: "w1", proxied: true, clockOffset: 3 * time.Hour},
+			{slot: "w2", proxied: true, jumps: true},
+			{slot: "w3", clockOffset: -5 * time.Hour},
+			{slot: "w4"},
+		},
+		runners: []runnerSpec{{slot: "run1"}, {slot: "run2", proxied: true}},
+	}
+	l := newLab(t, sc)
+	o := l.run()
+	f := l.figures(o)
+	fmt.Print(f)
+	for _, err := range []error{o.linearizable, o.exclusive, o.epochOrder} {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if m := f.missing(); len(m) > 0 {
+		t.Errorf("faults injected zero times, so the run proves nothing about them: %s", strings.Join(m, "; "))
+	}
+}
+
+// TestChaos_BrokenWorkerIsCaught runs a deliberately broken worker (it
+// trusts its lease past the deadline and writes without the fence) among
+// correct ones, without faults: the checks must flag it.
+func TestChaos_BrokenWorkerIsCaught(t *testing.T) {
+	requireChaos(t)
+	sc := scenario{
+		duration: brokenDuration,
+		seed:     seed(t),
+		workers:  []workerSpec{{slot: "broken", broken: true}, {slot: "w1"}, {slot: "w2"}},
+		runners:  []runnerSpec{{slot: "run1"}},
+	}
+	l := newLab(t, sc)
+	o := l.run()
+	fmt.Print(l.figures(o))
+	if o.exclusive == nil {
+		t.Error("the broken worker's critical sections outlived its lease, yet CheckExclusive found no overlap")
+	} else {
+		t.Logf("caught, as it should be:\n%v", o.exclusive)
+	}
+	if o.linearizable == nil {
+		t.Error("the broken worker wrote without the fence after a takeover, yet CheckLinearizable found no lost update")
+	} else {
+		t.Logf("caught, as it should be:\n%v", o.linearizable)
+	}
+	if o.epochOrder != nil {
+		// A worker that trusts its lease forever also begins sections
+		// under its old epoch after newer ones: caught too, but not
+		// required (it depends on how many sections its lease gets).
+		t.Logf("also caught:\n%v", o.epochOrder)
+	}
+}
+
+// TestChaos_FaketimeDoesNotReachGo shows why the workers' clocks are skewed
+// through s3lock.WithClock: libfaketime shifts what C programs see, but a Go
+// program (the worker, like s3lock, is built with cgo and dynamically
+// linked) reads the clock through the vDSO and sees the real time.
+func TestChaos_FaketimeDoesNotReachGo(t *testing.T) {
+	requireChaos(t)
+	faketime, err := exec.LookPath("faketime")
+	if err != nil {
+		t.Skip("faketime (libfaketime) is not installed")
+	}
+	const shift, spec = -3 * time.Hour, "-3h" // faketime's syntax for the shift
+	worker := buildBinaries(t).worker
+	// off returns how far the clock that the program prints is from ours.
+	off := func(name string, args ...string) time.Duration {
+		t.Helper()
+		now := time.Now()
+		out, err := exec.Command(faketime, append([]string{"-f", spec, name}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("faketime %s: %v", name, err)
+		}
+		at, err := time.Parse(time.RFC3339, strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatalf("faketime %s printed %q: %v", name, out, err)
+		}
+		return at.Sub(now.Truncate(time.Second))
+	}
+	date := off("date", "-u", "+%Y-%m-%dT%H:%M:%SZ")
+	goClock := off(worker, "-print-clock")
+	t.Logf("under faketime %s: date(1) is %s off, the Go worker %s", spec, date.Round(time.Second), goClock.Round(time.Second))
+	if date > shift+time.Minute || date < shift-time.Minute {
+		t.Fatalf("faketime did not shift date(1) by %s (off by %s): libfaketime does not work here", shift, date)
+	}
+	if goClock < -time.Minute || goClock > time.Minute {
+		t.Errorf("faketime shifted the Go worker's clock by %s: skewed clocks could use it after all", goClock)
+	}
+}
