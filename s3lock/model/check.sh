@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# check.sh: model-check the s3lock protocol with Spin (`make model`).
+#
+# The model (s3lock.pml) must verify with no errors over its whole state
+# space; every mutant (the same file with one -D define removing one
+# mechanism) and every boundary run (one timing constant a tick short) must
+# yield a counterexample to the property it breaks, checked alone. Each run
+# generates the verifier with `spin -a`, compiles it with gcc and runs ./pan
+# in a temporary directory. One line per run, then each counterexample as
+# the trail replay prints it. Exits non-zero if any run is not as expected.
+#
+# Environment: CC (gcc), JOBS (runs at a time, 2), KEEP=1 keeps the
+# temporary directory (and prints it).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+model=$here/s3lock.pml
+cc=${CC:-gcc}
+jobs=${JOBS:-2}
+
+if ! command -v spin >/dev/null 2>&1; then
+	echo "check.sh: spin is not installed. Install it with: apt-get install spin" >&2
+	echo "  (or build it from https://github.com/nimble-code/Spin)" >&2
+	exit 1
+fi
+if ! command -v "$cc" >/dev/null 2>&1; then
+	echo "check.sh: no C compiler ($cc); install one with: apt-get install gcc" >&2
+	exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/s3lock-model.XXXXXX")
+if [ "${KEEP:-}" = 1 ]; then
+	echo "check.sh: keeping $work"
+else
+	trap 'rm -rf "$work"' EXIT
+fi
+
+# name | expected: pass, or the property whose assertion must fail (a, b, c)
+# | pan options | spin -D defines
+runs='model|pass||
+MUTANT_NO_LAPSE_CHECK|a|-i|-DMUTANT_NO_LAPSE_CHECK -DPROPERTY=1
+MUTANT_NO_READBACK|c|-i|-DMUTANT_NO_READBACK -DPROPERTY=3
+MUTANT_NO_RELIST|a|-i|-DMUTANT_NO_RELIST -DPROPERTY=1
+MUTANT_NO_RELIST|b|-i|-DMUTANT_NO_RELIST -DPROPERTY=2
+MUTANT_NO_CLEANUP_AGE|b|-i|-DMUTANT_NO_CLEANUP_AGE -DPROPERTY=2
+MUTANT_ABANDON_NO_CREATE|c|-i|-DMUTANT_ABANDON_NO_CREATE -DPROPERTY=3
+boundary MARGIN=0|a|-i|-DMARGIN=0 -DPROPERTY=1
+boundary SLACK=0 CA=2|a|-i|-DSLACK=0 -DCA=2 -DPROPERTY=1'
+
+# The assertion text pan reports for each property.
+assertion() {
+	case $1 in
+	a) echo 'trusted_leases<=1' ;;
+	b) echo 'e>last_acquired' ;;
+	c) echo '!(orphaned)' ;;
+	esac
+}
+
+now() { echo "${EPOCHREALTIME:-$(date +%s)}"; }
+
+# run N NAME EXPECT PANOPTS DEFINES: one run, in $work/N; writes $work/N/line
+# (the report line) and $work/N/ok (if as expected).
+run() {
+	n=$1 name=$2 expect=$3 panopts=$4 defines=$5
+	dir=$work/$n
+	mkdir -p "$dir"
+	cp "$model" "$dir/s3lock.pml"
+	cd "$dir"
+	start=$(now)
+	result=
+	# shellcheck disable=SC2086 # defines and panopts are word lists
+	if ! spin -a $defines s3lock.pml >spin.out 2>&1; then
+		result="spin -a failed: $(head -n 3 spin.out | tr '\n' ' ')"
+	elif ! "$cc" -O2 -DSAFETY -w -o pan pan.c >cc.out 2>&1; then
+		result="gcc failed: $(head -n 3 cc.out | tr '\n' ' ')"
+	else
+		# Exhaustive search (no bitstate); -m: a depth the model never
+		# reaches, so the search is complete; -w26: a 64M-slot hash table.
+		./pan -m1000000 -w26 $panopts >pan.out 2>&1 || true
+	fi
+	secs=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+	states=$(awk '/states, stored/ { print $1; exit }' pan.out 2>/dev/null || true)
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out 2>/dev/null | head -n 1)
+	ok=
+	if [ -n "$result" ]; then
+		:
+	elif [ -z "$errors" ]; then
+		result="no verdict: $(tail -n 2 pan.out | tr '\n' ' ')"
+	elif grep -q 'max search depth too small' pan.out; then
+		result="INCOMPLETE: max search depth too small (raise -m)"
+	elif grep -q 'out of memory' pan.out; then
+		result="INCOMPLETE: out of memory"
+	elif ! grep -q 'Full statespace search' pan.out; then
+		result="INCOMPLETE: not a full state-space search"
+	elif [ "$expect" = pass ]; then
+		if [ "$errors" = 0 ]; then
+			result="verified, errors: 0"
+			ok=1
+		else
+			result="FAILED: errors: $errors ($(grep -m1 'assertion violated' pan.out || true))"
+		fi
+	else
+		want=$(assertion "$expect")
+		got=$(grep -m1 'assertion violated' pan.out || true)
+		if [ "$errors" -ge 1 ] && [ -f s3lock.pml.trail ] && [ "${got#*"$want"}" != "$got" ]; then
+			result="counterexample to ($expect), errors: $errors"
+			ok=1
+		elif [ "$errors" -ge 1 ]; then
+			result="FAILED: wanted ($expect) [$want], got: $got"
+		else
+			result="FAILED: no counterexample to ($expect), errors: 0"
+		fi
+	fi
+	label=$name
+	[ "$expect" = pass ] || label="$name ($expect)"
+	printf '%-32s %10s states  %-38s %6ss\n' "$label" "${states:-?}" "$result" "$secs" >line
+	if [ -n "$ok" ]; then
+		: >ok
+	fi
+	if [ -n "$ok" ] && [ "$expect" != pass ]; then
+		# The counterexample, one protocol step a line (the model's printf),
+		# runs of ticks folded.
+		echo "counterexample, $label: spin -T -t $defines s3lock.pml" >trail
+		# shellcheck disable=SC2086
+		spin -T -t $defines s3lock.pml 2>&1 |
+			sed -n '/^#processes/q;p' |
+			grep -v -e '^Starting ' -e '^[[:space:]]*$' -e '^spin: text of failed' |
+			awk '$0 == "tick" { t++; next }
+			     { if (t) print "  " (t > 1 ? "tick x" t : "tick"); t = 0; print "  " $0 }' |
+			head -n 40 >>trail
+	fi
+}
+
+echo "s3lock model check: spin $(spin -V 2>/dev/null | sed -n 's/^Spin Version \([^ ]*\).*/\1/p'), $jobs at a time"
+n=0
+running=0
+while IFS='|' read -r name expect panopts defines; do
+	n=$((n + 1))
+	(run "$n" "$name" "$expect" "$panopts" "$defines") &
+	running=$((running + 1))
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n || true
+		running=$((running - 1))
+	fi
+done <<EOF
+$runs
+EOF
+wait
+
+status=0
+i=1
+while [ "$i" -le "$n" ]; do
+	cat "$work/$i/line"
+	[ -f "$work/$i/ok" ] || status=1
+	i=$((i + 1))
+done
+i=1
+while [ "$i" -le "$n" ]; do
+	if [ -f "$work/$i/trail" ]; then
+		echo
+		cat "$work/$i/trail"
+	fi
+	i=$((i + 1))
+done
+echo
+if [ "$status" = 0 ]; then
+	echo "check.sh: as expected: the model verifies; every mutant and boundary run has its counterexample"
+else
+	echo "check.sh: NOT as expected (lines without 'verified' or 'counterexample')" >&2
+fi
+exit "$status"
