@@ -171,9 +171,10 @@ byte last_acquired;    /* epoch of the latest acquisition, for (b)            */
 
 /* The store applies a create (If-None-Match: * already checked by the
  * caller). A copy of it still delayed in the network will get 412 whenever
- * it arrives, so it is dropped. (Were the key deleted later, that copy could
- * only re-create an epoch below the newest, as a resend of the same body
- * would; -DMAXTRY=1 has the resend.) */
+ * it arrives, so it is dropped. (Were the key deleted before that copy
+ * arrived, it would re-create an epoch below the newest; its client, if
+ * still waiting, would find its nonce there, exactly as if it had paused and
+ * sent its create only then, which the model has.) */
 inline store_create(e, c, r) {
   own[e] = c; rel[e] = r; age[e] = 0;
   if
@@ -449,8 +450,9 @@ attempt:
     :: else ->
        /* Step 3. GET <name>/lock-n: is it released, or lapsed by the
         * store's clock (Date - Last-Modified >= V + serverSlack, §6)? The
-        * model sends the GET with the LIST; a pause between the two has
-        * the effect of a pause after the GET. */
+        * model sends the GET with the LIST. (Had the lock changed between
+        * them, the same attempt exists here with its LIST at the GET's
+        * moment: the same decision, and step 5 then measures less.) */
        if
        :: rel[n] ->
           printf("c%d steps 1-3: LIST: newest lock-%d; GET: released\n", me, n)
