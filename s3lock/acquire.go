@@ -32,8 +32,12 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOpt
 
 // tryAcquire is TryAcquire for a name already checked.
 func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (*Lease, error) {
+	h := &hints{}
 	for i := 0; ; i++ {
-		lease, err := c.attempt(ctx, name, a, nil)
+		lease, err := c.attempt(ctx, name, a, h)
+		if errors.Is(err, errLineBusy) {
+			err = c.lineHeld(ctx, name, h)
+		}
 		if errors.Is(err, errRetry) && i < maxQuickRetries && ctx.Err() == nil {
 			continue
 		}
@@ -45,6 +49,22 @@ func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (
 	}
 }
 
+// lineHeld is an ordered TryAcquire's answer to a free lock with a line: a
+// *HeldError counting the live tickets; or, when every ticket has lapsed,
+// errRetry with h.head set, so that the next attempt takes the lock.
+func (c *Client) lineHeld(ctx context.Context, name string, h *hints) error {
+	p := &place{c: c, name: name}
+	st, err := p.stand(ctx) // deletes the lapsed tickets (all are "ahead")
+	switch {
+	case err != nil:
+		return err
+	case st.ahead == 0:
+		h.head = true
+		return errRetry
+	}
+	return &HeldError{Bucket: c.bucket, Name: name, Key: linePrefix(name), Ahead: st.ahead}
+}
+
 // hints is what a waiting Acquire already knows when it attempts again.
 type hints struct {
 	// released is the newest epoch object as last read, already released:
@@ -54,6 +74,10 @@ type hints struct {
 	// key and ETag) for a whole lease, on a store that does not say what
 	// time it is.
 	lapsed *observed
+	// head is set when the attempt is made by the head of the lock's line:
+	// it takes a free lock although the line is not empty (its own ticket
+	// is in it).
+	head bool
 }
 
 // attempt makes one acquisition attempt: find the newest epoch, establish
@@ -64,6 +88,10 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	}
 	start := c.cfg.clock.Now()
 	newest, found, page, err := c.findNewest(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	busy, err := c.lineBusy(ctx, name, a, h, page)
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +110,15 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 			return nil, err
 		case !free(prev) && !sameObject(prev, h.lapsed):
 			return nil, c.heldError(name, prev)
+		case busy:
+			return nil, errLineBusy
 		case newest.epoch >= MaxEpoch:
 			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
 				ErrEpochExhausted, name, c.bucket, newest.epoch)
 		}
 		next = newest.epoch + 1
+	} else if busy {
+		return nil, errLineBusy
 	}
 	lease, err := c.create(ctx, name, next, a, start)
 	if err != nil {
@@ -96,6 +128,24 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	lease.startBackground()
 	c.startCleanup(c.cleanupFor(name, next, page))
 	return lease, nil
+}
+
+// lineBusy reports whether an attempt must leave a free lock to the line: it
+// is ordered, not made by the head, and the lock's line is not empty. The
+// step-2 LIST shows the line as a common prefix on its page; only when that
+// page was truncated does this cost a LIST of the line.
+func (c *Client) lineBusy(ctx context.Context, name string, a acquireConfig, h *hints, page *listed) (bool, error) {
+	switch {
+	case !a.order.ordered() || h.head:
+		return false, nil
+	case page.line || !page.truncated:
+		return page.line, nil
+	}
+	v, err := c.listLine(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	return len(v.tickets) > 0, nil
 }
 
 // create writes epoch of name with If-None-Match: *. A write whose outcome

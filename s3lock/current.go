@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -186,24 +185,15 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	slices.Sort(names)
 	states := make([]State, len(names))
 	errs := make([]error, len(names))
-	sem := make(chan struct{}, listConcurrency)
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			e := newest[n]
-			obs, err := c.getEpoch(ctx, e.key, e.epoch, "")
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			states[i] = c.stateOf(n, obs)
-		}()
-	}
-	wg.Wait()
+	forEach(len(names), listConcurrency, func(i int) {
+		e := newest[names[i]]
+		obs, err := c.getEpoch(ctx, e.key, e.epoch, "")
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		states[i] = c.stateOf(names[i], obs)
+	})
 	out := states[:0]
 	for i, s := range states {
 		var corrupt *CorruptLeaseError

@@ -81,6 +81,11 @@ var (
 
 	// ErrNoSuchBucket means the bucket does not exist.
 	ErrNoSuchBucket = errors.New("s3lock: no such bucket")
+
+	// ErrSuperseded means a Supersede (newest wins) Acquire gave up its place
+	// in line because a newer Supersede waiter joined it. The error is a
+	// *SupersededError naming the newer waiter.
+	ErrSuperseded = errors.New("s3lock: superseded by a newer waiter")
 )
 
 // HeldError reports that a lock is held. It matches ErrHeld.
@@ -97,17 +102,52 @@ type HeldError struct {
 	// holder's clock; informational).
 	AcquiredAt time.Time
 	Metadata   map[string]string
+	// Ahead is how many ordered waiters (FIFO, Supersede) are in the lock's
+	// line before the caller: for a waiting ordered Acquire's observer,
+	// those still to be served first; for an ordered TryAcquire that found
+	// the lock free but the line not empty, the whole line (Holder is then
+	// empty). 0 when nobody waits in line or the caller waits without order.
+	Ahead int
 
 	obs *observed // what was read, for a waiting Acquire to watch
 }
 
 func (e *HeldError) Error() string {
+	if e.Holder == "" && e.Ahead > 0 {
+		return fmt.Sprintf("s3lock: lock %q in bucket %s is free, but %d ordered waiters are in line (under %s); "+
+			"Acquire with FIFO waits its turn", e.Name, e.Bucket, e.Ahead, linePrefix(e.Name))
+	}
 	return fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
 		e.Name, e.Bucket, e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
 }
 
 // Is makes errors.Is(err, ErrHeld) true.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// SupersededError reports that a Supersede Acquire left the line because a
+// newer Supersede waiter joined it. It matches ErrSuperseded.
+type SupersededError struct {
+	Bucket string
+	Name   string
+	// Key is the ticket this waiter held in the line; NewerKey the newer
+	// waiter's ticket, and By its holder identity ("" if it could not be
+	// read).
+	Key      string
+	NewerKey string
+	By       string
+}
+
+func (e *SupersededError) Error() string {
+	by := e.By
+	if by == "" {
+		by = "another waiter"
+	}
+	return fmt.Sprintf("s3lock: stopped waiting for lock %q in bucket %s: superseded by the newer run %q (ticket %s)",
+		e.Name, e.Bucket, by, e.NewerKey)
+}
+
+// Is makes errors.Is(err, ErrSuperseded) true.
+func (e *SupersededError) Is(target error) bool { return target == ErrSuperseded }
 
 // LossReason says how a lease ended without its handle releasing it.
 type LossReason int

@@ -25,9 +25,9 @@ const (
 // segments of letters, digits and "-_.=+@,:!~" separated by single slashes,
 // without a leading or trailing slash, without "." or ".." segments (which
 // would escape the name's prefix on file-backed stores), without a segment
-// that looks like an epoch object ("lock-*.json"), and without the segment
-// "s3lock-probe" (reserved for Verify's probes). The error matches
-// ErrInvalidName.
+// that looks like an epoch object ("lock-*.json"), and without the segments
+// "s3lock-probe" (reserved for Verify's probes) and "lock-line" (reserved for
+// the waiting line of ordered Acquires). The error matches ErrInvalidName.
 func ValidateName(name string) error {
 	reason := ""
 	switch {
@@ -92,6 +92,8 @@ func pathProblem(path string, segments []string) string {
 			return fmt.Sprintf("segment %q looks like an epoch object of another lock", seg)
 		case seg == probeSegment:
 			return fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment)
+		case seg == lineSegment:
+			return fmt.Sprintf("the segment %q is reserved for the waiting line of a lock", lineSegment)
 		}
 	}
 	return ""
@@ -137,4 +139,60 @@ func parseKey(key string) (name string, epoch uint64, ok bool) {
 		return "", 0, false
 	}
 	return key[:slash], epoch, true
+}
+
+// lineSegment is the path segment under a lock's epoch prefix that holds
+// its waiting line: "<name>/lock-line/". No lock name contains it, so no
+// lock's keys share the line's prefix.
+const lineSegment = keyStem + "line"
+
+// linePrefix is the common prefix of all the tickets in the line of a lock.
+func linePrefix(name string) string { return name + "/" + lineSegment + "/" }
+
+// ticketIDDigits is the length of the random hex suffix of a ticket key.
+const ticketIDDigits = 16
+
+// ticketKey returns the key of a ticket in the line of name:
+// "<name>/lock-line/<n, 10 digits>-<order>-<id>.json".
+func ticketKey(name string, n uint64, o Order, id string) string {
+	return linePrefix(name) + fmt.Sprintf("%0*d-%s-%s", epochDigits, n, o, id) + keyExt
+}
+
+// ticketRef is what a ticket's key says about it.
+type ticketRef struct {
+	key   string
+	n     uint64
+	order Order
+}
+
+// parseTicket parses a key under name's line prefix; ok is false for any
+// key that is not a ticket (such keys are ignored, never deleted).
+func parseTicket(name, key string) (ticketRef, bool) {
+	rest, ok := strings.CutPrefix(key, linePrefix(name))
+	if !ok {
+		return ticketRef{}, false
+	}
+	rest, ok = strings.CutSuffix(rest, keyExt)
+	if !ok {
+		return ticketRef{}, false
+	}
+	parts := strings.Split(rest, "-")
+	if len(parts) != 3 || len(parts[0]) != epochDigits || len(parts[2]) != ticketIDDigits || !isHex(parts[2]) {
+		return ticketRef{}, false
+	}
+	n, err := strconv.ParseUint(parts[0], 10, 64)
+	o := Order(parts[1])
+	if err != nil || n == 0 || (o != OrderFIFO && o != OrderNewest) {
+		return ticketRef{}, false
+	}
+	return ticketRef{key: key, n: n, order: o}, true
+}
+
+func isHex(s string) bool {
+	for i := range len(s) {
+		if !strings.ContainsRune("0123456789abcdef", rune(s[i])) {
+			return false
+		}
+	}
+	return true
 }

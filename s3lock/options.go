@@ -269,6 +269,7 @@ type acquireConfig struct {
 	failFast      bool
 	waitTimeout   time.Duration // 0: until ctx ends
 	onWait        func(*HeldError)
+	order         Order // "" or OrderNone: ignore the line
 }
 
 // WithMetadata attaches string metadata to the lease (at most 16 KiB in
@@ -355,6 +356,35 @@ func WithWaitObserver(fn func(*HeldError)) AcquireOption {
 		return nil
 	}
 }
+
+// WithOrder says in which order a waiting Acquire takes its turn
+// (PROTOCOL.md §13): OrderNone (the default) races for a released lock as
+// every waiter without order does; OrderFIFO waits in the lock's line and is
+// served in the order the ordered waiters joined it; OrderNewest waits in the
+// line too, and gives up with ErrSuperseded when a newer OrderNewest waiter
+// joins. When several order options are given, the last one counts. An
+// ordered TryAcquire does not take a free lock while others wait in line.
+func WithOrder(o Order) AcquireOption {
+	return func(a *acquireConfig) error {
+		if _, err := ParseOrder(string(o)); err != nil {
+			return err
+		}
+		a.order = o
+		return nil
+	}
+}
+
+// FIFO is WithOrder(OrderFIFO): first come, first served. Waiters of a lock
+// that use FIFO or Supersede, in any process on any host, are served in the
+// order they joined its line; a waiter that crashes leaves the line within
+// about ten seconds (its ticket lapses by the store's clock).
+func FIFO() AcquireOption { return WithOrder(OrderFIFO) }
+
+// Supersede is WithOrder(OrderNewest): newest wins. The waiter waits in line
+// like a FIFO one, but when a newer Supersede waiter joins the line, this one
+// leaves it and Acquire returns a *SupersededError (ErrSuperseded), within
+// about a second. The holder, and FIFO waiters, are not affected.
+func Supersede() AcquireOption { return WithOrder(OrderNewest) }
 
 func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
 	a := acquireConfig{leaseDuration: c.cfg.leaseDuration, autoRenew: true}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -177,6 +178,9 @@ type listed struct {
 	truncated bool
 	lastKey   string    // the page's last key, epoch object or not
 	date      time.Time // the store's clock when it answered
+	// line is set when the page shows the lock's line (its tickets' common
+	// prefix): someone waits, or waited, in order.
+	line bool
 }
 
 type listedEpoch struct {
@@ -215,8 +219,13 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 	}
 	l := &listed{truncated: aws.ToBool(out.IsTruncated), date: responseDate(out.ResultMetadata)}
 	for _, cp := range out.CommonPrefixes {
-		// A nested lock's keys: skip past all of them when paging on.
-		l.foreign++
+		// A nested lock's keys, or the line's tickets: skip past all of
+		// them when paging on.
+		if aws.ToString(cp.Prefix) == linePrefix(name) {
+			l.line = true
+		} else {
+			l.foreign++
+		}
 		l.lastKey = max(l.lastKey, aws.ToString(cp.Prefix)+string(utf8.MaxRune))
 	}
 	for _, obj := range out.Contents {
@@ -233,6 +242,65 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 	// like numbers; sort anyway in case a store does not.
 	sortEpochs(l.epochs)
 	return l, nil
+}
+
+// listLine lists every ticket in the line of the lock name, in key order (the
+// order of service), page by page; the view's date is the first page's.
+func (c *Client) listLine(ctx context.Context, name string) (*lineView, error) {
+	prefix := linePrefix(name)
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix),
+		MaxKeys: aws.Int32(pageSize), ExpectedBucketOwner: c.owner()}
+	v := &lineView{}
+	for page := 0; ; page++ {
+		out, err := c.list(ctx, prefix, in)
+		if err != nil {
+			return nil, err
+		}
+		if page == 0 {
+			v.date = responseDate(out.ResultMetadata)
+			v.received = c.cfg.clock.Now()
+		}
+		for _, obj := range out.Contents {
+			if ref, ok := parseTicket(name, aws.ToString(obj.Key)); ok {
+				v.tickets = append(v.tickets, listedTicket{ticketRef: ref, etag: aws.ToString(obj.ETag),
+					lastModified: aws.ToTime(obj.LastModified)})
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			break
+		}
+		next := *in
+		next.ContinuationToken = out.NextContinuationToken
+		in = &next
+	}
+	slices.SortFunc(v.tickets, func(a, b listedTicket) int { return cmp.Compare(a.key, b.key) })
+	return v, nil
+}
+
+// getTicket reads one ticket of a lock's line. Its errors are *OpError or
+// *CorruptLeaseError.
+func (c *Client) getTicket(ctx context.Context, key string) (*ticketObs, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
+	return request(ctx, c.requester(), "GetObject", key, func(ctx context.Context) (*ticketObs, error) {
+		out, err := c.api.GetObject(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		defer out.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(out.Body, MaxPayloadBytes+1))
+		if err != nil {
+			return nil, err
+		}
+		body, err := parseTicketBody(data)
+		if err != nil {
+			var ce *CorruptLeaseError
+			if errors.As(err, &ce) {
+				ce.Bucket, ce.Key, ce.etag = c.bucket, key, aws.ToString(out.ETag)
+			}
+			return nil, err
+		}
+		return &ticketObs{etag: aws.ToString(out.ETag), body: body}, nil
+	})
 }
 
 // list makes one ListObjectsV2 request; prefix names it in errors.

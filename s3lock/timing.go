@@ -35,6 +35,20 @@ const (
 	// every second lets the wall-versus-monotonic check see a suspend soon
 	// after the host wakes.
 	deadlineRecheck = time.Second
+
+	// ticketValidity is how long a waiter's ticket in a lock's line stays
+	// live without a heartbeat (PROTOCOL.md §13): short, because a crashed
+	// waiter holds up the line for this long plus serverSlack; a waiter
+	// that pauses longer loses its place and joins again at the back.
+	ticketValidity = 6 * time.Second
+	// ticketRenewEvery is how often a waiter rewrites its ticket: a third
+	// of its validity, so two heartbeats may fail before it loses its place.
+	ticketRenewEvery = ticketValidity / 3
+	// linePollInterval is how often a waiter further back than second in
+	// line lists the line to learn that its turn came (the head and the
+	// second in line poll at the client's poll interval), and how often a
+	// Supersede head lists it to learn of a newer Supersede waiter.
+	linePollInterval = time.Second
 )
 
 // Retries and backoff: how often each loop of the package tries again, and
@@ -90,6 +104,9 @@ const (
 	// maxAbandonAttempts bounds how often an acquirer tries to release an
 	// epoch it created but cannot use.
 	maxAbandonAttempts = 3
+	// maxJoinAttempts bounds how often a waiter sends its ticket's create
+	// again when the outcome was unknown and the ticket was not there.
+	maxJoinAttempts = 5
 
 	// maxForceAttempts bounds how often ForceRelease reads again when the
 	// holder renews under it.

@@ -28,24 +28,49 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 		return nil, err
 	}
 	w := waiter{c: c, name: name, a: a}
-	bo := newBackoff(acquireRetryBase, acquireRetryMax)
 	defer w.stopWaiting()
+	lease, err := w.acquire(ctx)
+	w.leaveLine(ctx, err == nil)
+	return lease, err
+}
+
+// acquire is Acquire's loop: attempt, and while the lock is held (or, for an
+// ordered waiter, others are ahead in line), wait.
+func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
+	c, a := w.c, w.a
+	bo := newBackoff(acquireRetryBase, acquireRetryMax)
 	for {
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
 		}
-		lease, err := c.attempt(ctx, name, a, &w.hints)
+		lease, err := c.attempt(ctx, w.name, a, &w.hints)
 		var held *HeldError
 		switch {
 		case err == nil:
 			return lease, nil
-		case errors.As(err, &held):
+		case errors.As(err, &held), errors.Is(err, errLineBusy):
 			if !w.sawHeld {
 				ctx = w.startWaiting(ctx)
 			}
 			bo.reset()
-			w.last, w.sawHeld = err, true
-			if werr := w.watch(ctx, held); werr != nil {
+			w.sawHeld = true
+			if held != nil {
+				w.last, w.held = err, held
+			}
+			if a.order.ordered() {
+				waited, terr := w.takeTurn(ctx)
+				if terr != nil {
+					return nil, terr
+				}
+				w.hints.head = true // its attempts now take a free lock
+				if waited || held == nil {
+					continue // the lock may have changed meanwhile: look again
+				}
+			}
+			werr := w.watch(ctx, held)
+			if errors.Is(werr, errNotHead) {
+				w.hints.head = false
+			} else if werr != nil {
 				return nil, werr
 			}
 		case errors.Is(err, errRetry):
@@ -58,7 +83,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 			return nil, err // not held (yet): report it rather than wait
 		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
 			w.last = err
-			c.cfg.logger.Warn("s3lock: acquire attempt failed; retrying", "bucket", c.bucket, "lock", name, "err", err)
+			c.cfg.logger.Warn("s3lock: acquire attempt failed; retrying", "bucket", c.bucket, "lock", w.name, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-c.cfg.clock.After(bo.next()):
@@ -99,9 +124,16 @@ type waiter struct {
 	sawHeld    bool
 	cancelWait context.CancelFunc // of the WithWaitTimeout bound, once set
 
+	held *HeldError // the holder the last attempt found, if any
+	// place is the waiter's ticket in the line (ordered waiters, once they
+	// joined); nextLineCheck is when a Supersede head lists the line next.
+	place         *place
+	nextLineCheck time.Time
+
 	notified   time.Time
 	lastHolder string
 	lastEpoch  uint64
+	lastAhead  int
 	// For stores that send no Date header: when this client first saw the
 	// holder's current ETag, by its own clock.
 	seenEtag string
@@ -126,11 +158,14 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 	deadline := w.deadline(obs)
 	w.notify(held, deadline)
 	for {
-		wait := min(jitter(w.c.cfg.pollInterval, pollJitter), max(0, deadline.Sub(clk.Now())))
+		wait := min(jitter(w.c.cfg.pollInterval, pollJitter), max(0, deadline.Sub(clk.Now())), w.untilLineDuty())
 		select {
 		case <-ctx.Done():
 			return w.gaveUp(ctx)
 		case <-clk.After(wait):
+		}
+		if err := w.headDuty(ctx); err != nil {
+			return err
 		}
 		if !clk.Now().Before(deadline) {
 			if _, ok := remaining(obs); !ok {
@@ -177,18 +212,20 @@ func (w *waiter) deadline(obs *observed) time.Time {
 	return w.seenAt.Add(obs.body.validity() + serverSlack)
 }
 
-// notify calls the wait observer when the holder changes, and at most once a
-// second otherwise.
+// notify calls the wait observer when the holder (or, in line, the number of
+// waiters ahead) changes, and at most once a second otherwise.
 func (w *waiter) notify(held *HeldError, deadline time.Time) {
 	now := w.c.cfg.clock.Now()
-	changed := held.Holder != w.lastHolder || held.Epoch != w.lastEpoch
+	h := *held
+	if !deadline.IsZero() {
+		h.ExpiresIn = max(0, deadline.Sub(now))
+	}
+	changed := h.Holder != w.lastHolder || h.Epoch != w.lastEpoch || h.Ahead != w.lastAhead
 	if !changed && now.Sub(w.notified) < waitNotifyEvery {
 		return
 	}
-	w.notified, w.lastHolder, w.lastEpoch = now, held.Holder, held.Epoch
-	h := *held
-	h.ExpiresIn = max(0, deadline.Sub(now))
-	if changed {
+	w.notified, w.lastHolder, w.lastEpoch, w.lastAhead = now, h.Holder, h.Epoch, h.Ahead
+	if changed && h.Holder != "" {
 		w.c.cfg.logger.Info("s3lock: waiting for lock", "bucket", w.c.bucket, "lock", w.name,
 			"holder", h.Holder, "epoch", h.Epoch, "expires_in", h.ExpiresIn.Round(time.Millisecond))
 	}

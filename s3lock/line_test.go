@@ -1,0 +1,296 @@
+package s3lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// The line (PROTOCOL.md §13): ordered waiters are served in the order they
+// joined, crashed waiters leave it, newest-wins waiters give way.
+
+// lineFixture is a lock held by one client while waiters queue on it.
+type lineFixture struct {
+	ns     *s3test.Namespace
+	name   string
+	holder *s3lock.Lease
+	viewer *s3lock.Client
+}
+
+func newLineFixture(t *testing.T, lock string) *lineFixture {
+	t.Helper()
+	ns := s3test.New(t)
+	f := &lineFixture{ns: ns, name: ns.Name(lock), viewer: newLockClient(t, ns, "viewer", nil)}
+	l, err := newLockClient(t, ns, "holder", nil).TryAcquire(t.Context(), f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	f.holder = l
+	return f
+}
+
+// waitLine waits until the line shows exactly n waiters and returns them.
+func (f *lineFixture) waitLine(t *testing.T, n int) []s3lock.Waiter {
+	t.Helper()
+	var ws []s3lock.Waiter
+	eventually(t, fmt.Sprintf("%d waiters in line", n), func() bool {
+		var err error
+		ws, err = f.viewer.Line(t.Context(), f.name)
+		if err != nil {
+			t.Fatalf("Line: %v", err)
+		}
+		return len(ws) == n
+	})
+	return ws
+}
+
+// served runs waiters that each acquire the lock with opts, note their turn
+// and release it at once; it returns the order in which they were served.
+type served struct {
+	mu    sync.Mutex
+	order []string
+	errs  map[string]error
+	wg    sync.WaitGroup
+}
+
+func (s *served) start(ctx context.Context, t *testing.T, c *s3lock.Client, name, who string, opts ...s3lock.AcquireOption) {
+	s.wg.Go(func() {
+		l, err := c.Acquire(ctx, name, opts...)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			if s.errs == nil {
+				s.errs = map[string]error{}
+			}
+			s.errs[who] = err
+			return
+		}
+		s.order = append(s.order, who)
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("%s: Release: %v", who, err)
+		}
+	})
+}
+
+func TestLine_ServedInJoiningOrder(t *testing.T) {
+	f := newLineFixture(t, "fifo")
+	var s served
+	var want []string
+	for i := range 10 {
+		who := fmt.Sprintf("waiter-%d", i)
+		want = append(want, who)
+		c := newLockClient(t, f.ns, who, []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+		s.start(t.Context(), t, c, f.name, who, s3lock.FIFO())
+		f.waitLine(t, i+1) // joined: the next one starts 100 ms later
+		time.Sleep(100 * time.Millisecond)
+	}
+	ws := f.waitLine(t, 10)
+	for i, w := range ws {
+		if w.Holder != want[i] || w.Position != i+1 || w.Order != s3lock.OrderFIFO || w.JoinedAt.IsZero() {
+			t.Errorf("Line()[%d] = %+v; want %s at position %d, order fifo, with its join time", i, w, want[i], i+1)
+		}
+	}
+	// A waiter without order may still take a free lock; an ordered
+	// newcomer finds the line and queues behind it.
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Wait()
+	if !slices.Equal(s.order, want) || len(s.errs) > 0 {
+		t.Errorf("served in order %v (errors %v); want %v", s.order, s.errs, want)
+	}
+	if ws, err := f.viewer.Line(t.Context(), f.name); err != nil || len(ws) != 0 {
+		t.Errorf("line after every waiter was served: %+v, %v; want empty", ws, err)
+	}
+}
+
+func TestLine_CrashedWaiterLeavesTheLine(t *testing.T) {
+	f := newLineFixture(t, "crash")
+	var s served
+	// The first waiter "crashes": its store becomes unreachable after it
+	// joined, so it neither renews nor deletes its ticket.
+	if !f.ns.Target.Local {
+		t.Skip("needs the local server behind a proxy of the test's own")
+	}
+	proxy := s3test.NewProxy(t, f.ns.Target.Endpoint)
+	tg := f.ns.Target
+	tg.Endpoint = proxy.URL
+	crashed, err := s3lock.New(s3test.NewClient(t, tg, s3test.WithoutRetries()), f.ns.Bucket,
+		s3lock.WithHolder("crashed"), s3lock.WithRequestTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashCtx, crash := context.WithCancel(t.Context())
+	defer crash()
+	go func() { _, _ = crashed.Acquire(crashCtx, f.name, s3lock.FIFO()) }()
+	f.waitLine(t, 1)
+	proxy.Blackhole()
+	want := []string{"second", "third"}
+	for i, who := range want {
+		c := newLockClient(t, f.ns, who, nil)
+		s.start(t.Context(), t, c, f.name, who, s3lock.FIFO())
+		f.waitLine(t, i+2)
+	}
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The lock is free, but the line holds: until the crashed waiter's
+	// ticket lapses, the others wait behind it (they renewed theirs all
+	// along, so they keep their places past the lapse).
+	time.Sleep(2 * time.Second)
+	if st, err := f.viewer.Current(t.Context(), f.name); err != nil || st.Held {
+		t.Fatalf("Current = %+v, %v; want the lock still free while the crashed waiter heads the line", st, err)
+	}
+	released := time.Now()
+	s.wg.Wait()
+	took := time.Since(released) + 2*time.Second
+	if !slices.Equal(s.order, want) || len(s.errs) > 0 {
+		t.Errorf("served %v (errors %v); want %v", s.order, s.errs, want)
+	}
+	// The bound: the ticket's validity plus serverSlack by the store's
+	// clock (8 s), plus its one-second resolution and a line poll.
+	if limit := 11 * time.Second; took > limit {
+		t.Errorf("the line moved on %s after the release; want within %s", took.Round(time.Millisecond), limit)
+	}
+	t.Logf("the line moved past the crashed waiter %s after the release", took.Round(time.Millisecond))
+}
+
+func TestLine_SupersededWaitersGiveWay(t *testing.T) {
+	f := newLineFixture(t, "newest")
+	var s served
+	for i, who := range []string{"run-1", "fifo-run", "run-2", "run-3"} {
+		c := newLockClient(t, f.ns, who, nil)
+		opt := s3lock.Supersede()
+		if who == "fifo-run" {
+			opt = s3lock.FIFO()
+		}
+		s.start(t.Context(), t, c, f.name, who, opt)
+		f.waitLine(t, i+1)
+	}
+	// run-1 and run-2 leave the line without the holder doing anything.
+	eventually(t, "the superseded runs to give up", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.errs) == 2
+	})
+	// Each names a newer Supersede run (run-1 the next one, unless it looked
+	// only after run-2 had left already).
+	for who, by := range map[string][]string{"run-1": {"run-2", "run-3"}, "run-2": {"run-3"}} {
+		var se *s3lock.SupersededError
+		err := s.errs[who]
+		if !errors.Is(err, s3lock.ErrSuperseded) || !errors.As(err, &se) || !slices.Contains(by, se.By) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%q", se.By)) {
+			t.Errorf("%s: %v; want ErrSuperseded naming %s", who, err, strings.Join(by, " or "))
+		}
+	}
+	if ws := f.waitLine(t, 2); ws[0].Holder != "fifo-run" || ws[1].Holder != "run-3" {
+		t.Errorf("line %+v; want fifo-run, then run-3", ws)
+	}
+	if f.holder.Err() != nil {
+		t.Errorf("the holder's lease: %v; a Supersede waiter must not affect the holder", f.holder.Err())
+	}
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Wait()
+	if want := []string{"fifo-run", "run-3"}; !slices.Equal(s.order, want) {
+		t.Errorf("served %v; want %v", s.order, want)
+	}
+}
+
+func TestLine_FreeLockGoesToTheLine(t *testing.T) {
+	f := newLineFixture(t, "free")
+	c := newLockClient(t, f.ns, "waiter", nil)
+	var s served
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	// A waiter queues behind a holder with a very long poll interval: it
+	// is at the head, but slow to notice the release.
+	slow := newLockClient(t, f.ns, "slow-head", []s3lock.Option{s3lock.WithPollInterval(time.Minute)})
+	s.start(ctx, t, slow, f.name, "slow-head", s3lock.FIFO())
+	f.waitLine(t, 1)
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The lock is free, but someone is in line: an ordered TryAcquire
+	// leaves it to the line; one without order takes it.
+	_, err := c.TryAcquire(t.Context(), f.name, s3lock.FIFO())
+	var held *s3lock.HeldError
+	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) || held.Ahead != 1 || held.Holder != "" {
+		t.Fatalf("ordered TryAcquire of a free lock with a line: %v; want ErrHeld with Ahead 1", err)
+	}
+	t.Logf("ordered TryAcquire: %v", err)
+	l, err := c.TryAcquire(t.Context(), f.name)
+	if err != nil {
+		t.Fatalf("TryAcquire without order: %v; want the free lock", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	s.wg.Wait()
+}
+
+func TestLine_WaiterThatGivesUpLeavesAtOnce(t *testing.T) {
+	f := newLineFixture(t, "give-up")
+	c := newLockClient(t, f.ns, "impatient", nil)
+	var seen []int
+	_, err := c.Acquire(t.Context(), f.name, s3lock.FIFO(), s3lock.WithWaitTimeout(1500*time.Millisecond),
+		s3lock.WithWaitObserver(func(h *s3lock.HeldError) { seen = append(seen, h.Ahead) }))
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, s3lock.ErrHeld) {
+		t.Fatalf("Acquire = %v; want the wait timeout, wrapping the holder", err)
+	}
+	if len(seen) == 0 {
+		t.Errorf("the wait observer was never called")
+	}
+	if ws, err := f.viewer.Line(t.Context(), f.name); err != nil || len(ws) != 0 {
+		t.Errorf("line after the waiter gave up: %+v, %v; want empty at once", ws, err)
+	}
+	if keys := s3test.Keys(t, f.ns.Client, f.ns.Bucket, f.name+"/lock-line/"); len(keys) != 0 {
+		t.Errorf("tickets left: %v", keys)
+	}
+}
+
+func TestLine_ObserverSeesItsPlace(t *testing.T) {
+	f := newLineFixture(t, "observer")
+	first := newLockClient(t, f.ns, "first", nil)
+	ctx, stop := context.WithCancel(t.Context())
+	var s served
+	s.start(ctx, t, first, f.name, "first", s3lock.FIFO())
+	f.waitLine(t, 1)
+	var mu sync.Mutex
+	var aheads []int
+	second := newLockClient(t, f.ns, "second", nil)
+	s.start(ctx, t, second, f.name, "second", s3lock.FIFO(), s3lock.WithWaitObserver(func(h *s3lock.HeldError) {
+		mu.Lock()
+		aheads = append(aheads, h.Ahead)
+		mu.Unlock()
+	}))
+	eventually(t, "the second waiter to hear it has one waiter ahead", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(aheads, 1)
+	})
+	stop()
+	s.wg.Wait()
+}
+
+func TestLine_NamesCannotUseTheLinesSegment(t *testing.T) {
+	for _, name := range []string{"lock-line", "a/lock-line", "a/lock-line/b"} {
+		if err := s3lock.ValidateName(name); !errors.Is(err, s3lock.ErrInvalidName) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("ValidateName(%q) = %v; want the reserved segment refused", name, err)
+		}
+	}
+	if _, err := s3lock.ParseOrder("oldest"); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("ParseOrder(oldest) = %v; want ErrInvalidConfig", err)
+	}
+}

@@ -1,0 +1,175 @@
+package s3lock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The waiting side of the line (PROTOCOL.md §13): how an ordered Acquire
+// joins, keeps its place, waits for its turn and leaves.
+
+// takeTurn waits until this waiter is at the head of the line, joining it
+// first if it has not. waited is false when it was at the head at once (the
+// holder the last attempt found is still the one to watch). A Supersede
+// waiter that a newer one displaced returns a *SupersededError.
+func (w *waiter) takeTurn(ctx context.Context) (waited bool, err error) {
+	if w.place == nil {
+		w.place = &place{c: w.c, name: w.name, order: w.a.order, metadata: w.a.metadata, seen: sightings{}}
+	}
+	clk := w.c.cfg.clock
+	bo := newBackoff(acquireRetryBase, acquireRetryMax)
+	for {
+		st, err := w.turn(ctx)
+		var pause time.Duration
+		switch {
+		case err == nil && st.newer != nil && w.a.order == OrderNewest:
+			return false, w.place.superseded(ctx, st.newer)
+		case err == nil && st.ahead == 0:
+			return waited, nil
+		case err == nil:
+			bo.reset()
+			w.inLine(st.ahead)
+			pause = jitter(linePollInterval, pollJitter)
+			if st.ahead == 1 { // next after the head: be quick to take its place
+				pause = jitter(w.c.cfg.pollInterval, pollJitter)
+			}
+		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
+			w.last = err
+			pause = bo.next()
+		case ctx.Err() != nil:
+			return false, w.gaveUp(ctx)
+		default:
+			return false, err
+		}
+		waited = true
+		select {
+		case <-ctx.Done():
+			return false, w.gaveUp(ctx)
+		case <-clk.After(min(pause, w.untilLineDuty())):
+		}
+	}
+}
+
+// turn brings the waiter's place up to date and says where it stands: it
+// joins the line if it has no ticket, sends a heartbeat when one is due,
+// and joins again at the back when it lost its place.
+func (w *waiter) turn(ctx context.Context) (standing, error) {
+	p := w.place
+	for range 2 {
+		var err error
+		switch {
+		case p.ref.key == "":
+			err = p.join(ctx)
+		default:
+			if err = p.beat(ctx); errors.Is(err, errLostPlace) {
+				err = w.rejoin(ctx)
+			}
+		}
+		if err != nil {
+			return standing{}, err
+		}
+		st, err := p.stand(ctx)
+		if err != nil || st.present {
+			return st, err
+		}
+		w.c.cfg.logger.Warn("s3lock: this waiter's ticket is gone (it lapsed, or was deleted); joining the line again",
+			"bucket", w.c.bucket, "lock", w.name, "ticket", p.ref.key)
+		p.ref = ticketRef{}
+	}
+	return standing{}, &OpError{Op: "Acquire", Bucket: w.c.bucket, Key: linePrefix(w.name), Kind: ErrUnavailable,
+		Err: errors.New("the waiter's ticket vanished from the line right after it joined")}
+}
+
+// rejoin gives up a place that is no longer trusted and joins at the back.
+func (w *waiter) rejoin(ctx context.Context) error {
+	p := w.place
+	w.c.cfg.logger.Warn("s3lock: lost its place in the line (its heartbeat was not confirmed in time); joining again at the back",
+		"bucket", w.c.bucket, "lock", w.name, "ticket", p.ref.key)
+	p.forget(ctx, p.ref.key)
+	p.ref = ticketRef{}
+	return p.join(ctx)
+}
+
+// headDuty is what the head of the line does while it watches the holder:
+// heartbeats, and for a Supersede head a look at the line once every
+// linePollInterval. It returns errNotHead when the waiter must wait for its
+// turn again (it lost its place and joined again), and a *SupersededError
+// when a newer Supersede waiter joined.
+func (w *waiter) headDuty(ctx context.Context) error {
+	p := w.place
+	if p == nil {
+		return nil
+	}
+	if err := p.beat(ctx); errors.Is(err, errLostPlace) {
+		if err := w.rejoin(ctx); err != nil {
+			w.last = err // takeTurn joins again
+		}
+		return errNotHead
+	}
+	now := w.c.cfg.clock.Now()
+	if w.a.order != OrderNewest || now.Before(w.nextLineCheck) {
+		return nil
+	}
+	w.nextLineCheck = now.Add(jitter(linePollInterval, pollJitter))
+	st, err := p.stand(ctx)
+	switch {
+	case err != nil:
+		return nil // transient or not, the next check (or the holder's release) tells more
+	case st.newer != nil:
+		return p.superseded(ctx, st.newer)
+	case !st.present, st.ahead > 0:
+		return errNotHead
+	}
+	return nil
+}
+
+// untilLineDuty is how long a waiter in line may sleep before its next
+// heartbeat or (for a Supersede head) line check is due; a long time if it
+// is not in line.
+func (w *waiter) untilLineDuty() time.Duration {
+	p := w.place
+	if p == nil || p.ref.key == "" {
+		return maxPollInterval
+	}
+	next := p.nextBeat
+	if w.a.order == OrderNewest && !w.nextLineCheck.IsZero() && w.nextLineCheck.Before(next) {
+		next = w.nextLineCheck
+	}
+	return max(0, next.Sub(w.c.cfg.clock.Now()))
+}
+
+// inLine reports the waiter's position to the wait observer, and keeps it as
+// the reason it has not acquired yet.
+func (w *waiter) inLine(ahead int) {
+	h := &HeldError{Bucket: w.c.bucket, Name: w.name, Key: linePrefix(w.name)}
+	if w.held != nil {
+		h = w.held
+	}
+	cp := *h
+	cp.Ahead = ahead
+	w.last = &cp
+	w.notify(&cp, time.Time{})
+}
+
+// leaveLine deletes the waiter's ticket: in the background once it acquired
+// (the lease must not wait for it), at once otherwise. A ticket that cannot
+// be deleted lapses.
+func (w *waiter) leaveLine(ctx context.Context, acquired bool) {
+	p := w.place
+	if p == nil || p.ref.key == "" {
+		return
+	}
+	key := p.ref.key
+	p.ref = ticketRef{}
+	if !acquired {
+		p.forget(ctx, key)
+		return
+	}
+	w.c.startCleanup(func(ctx context.Context) {
+		if err := w.c.deleteKey(ctx, key); err != nil {
+			w.c.cfg.logger.Warn("s3lock: could not delete the ticket of a served waiter; it will lapse",
+				"bucket", w.c.bucket, "key", key, "err", err)
+		}
+	})
+}
