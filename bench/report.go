@@ -99,7 +99,7 @@ func writeRelease(d *doc, cfg config, res *results, chart string) {
 		"holder's epoch object every 200 ms ± 20 %% and attempts as soon as it reads it released: about one poll " +
 		"interval at most, for about five requests a second.")
 	for _, w := range res.waiters {
-		if w.waiters == 1 {
+		if w.waiters == 1 && w.order == s3lock.OrderNone {
 			d.p("Where a release falls between two polls is chance, so one s3lock handoff can take anything from a few "+
 				"milliseconds to a poll interval: the single-waiter run of section 3 (%d handoffs) gives the spread, "+
 				"p50 %s and p99 %s. Each waiter here arrives at a random moment within 200 ms after the holder "+

@@ -65,17 +65,27 @@ func writeScale(d *doc, cfg config, res *results) {
 	d.p("### Waiters on one lock")
 	d.p("n + 1 handles on one lock for %s each: the holder holds it %s and releases it, the other n wait in "+
 		"`Acquire`; the handle that released joins the waiters once someone else holds the lock. A handoff is "+
-		"timed from the holder sending its release to the next `Acquire` returning.", seconds(cfg.waitersFor), seconds(cfg.waitersHold))
+		"timed from the holder sending its release to the next `Acquire` returning. Order `none` is waiting "+
+		"without order (the SDK's default); `fifo` waits in the lock's line (`s3lock.FIFO()`, the CLI's and the "+
+		"provider's default; PROTOCOL.md §13). Losing creates are epoch creates refused because another waiter "+
+		"won the race: the herd that a release wakes.", seconds(cfg.waitersFor), seconds(cfg.waitersHold))
 	var rows [][]string
 	for _, w := range res.waiters {
-		rows = append(rows, []string{fmt.Sprint(w.waiters), fmt.Sprint(len(w.handoffs)),
+		rows = append(rows, []string{string(w.order), fmt.Sprint(w.waiters), fmt.Sprint(len(w.handoffs)),
 			seconds(percentile(w.handoffs, 50)), seconds(percentile(w.handoffs, 99)),
-			fmt.Sprintf("%.0f", w.rate()), fmt.Sprintf("%.1f", w.requests.total()/float64(max(len(w.handoffs), 1)))})
+			fmt.Sprintf("%.0f", w.rate()), fmt.Sprintf("%.1f", w.perWaiter()),
+			fmt.Sprintf("%.1f", w.requests.total()/float64(max(len(w.handoffs), 1))),
+			fmt.Sprintf("%.1f", w.losersPerHandoff())})
 	}
-	d.table([]string{"waiters", "handoffs", "handoff p50", "handoff p99", "requests/s, all handles", "requests per handoff"}, rows)
-	d.p("More waiters hand over sooner: each polls on its own jittered schedule, so one of them looks soon after " +
-		"the release; the price is a request rate that grows with the number of waiters (about five polls a " +
-		"second each), and every waiter that sees the release tries the next epoch, one of them wins.")
+	d.table([]string{"order", "waiters", "handoffs", "handoff p50", "handoff p99", "requests/s, all handles",
+		"requests/s per handle", "requests per handoff", "losing creates per handoff"}, rows)
+	d.p("Without order, more waiters hand over sooner: each polls on its own jittered schedule, so one of them " +
+		"looks soon after the release; the price is a request rate that grows by about five polls a second per " +
+		"waiter, and every waiter that sees the release tries the next epoch, one of them wins. In a line only " +
+		"the head polls the holder's epoch object and only the head tries: no losing creates, and the waiters " +
+		"behind it list the line once a second (the second in line five times a second), so the request rate " +
+		"grows by about 1.5 a second per waiter. A handoff to the head is one poll interval at most, as for one " +
+		"waiter without order.")
 	d.p("p99 is the nearest-rank percentile of one run's handoffs: with fewer than 100 of them it is the slowest or close to it.")
 	m := res.many
 	d.p("### %s locks under one prefix", thousands(m.locks))

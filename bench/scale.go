@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,14 +23,17 @@ func (l *lab) measureScale(ctx context.Context, res *results) error {
 	if res.uncontended, err = uncontended(ctx, api, rec); err != nil {
 		return err
 	}
-	for _, n := range l.cfg.waiters {
-		w, err := measureWaiters(ctx, api, rec, n, l.cfg.waitersFor, l.cfg.waitersHold)
-		if err != nil {
-			return fmt.Errorf("%d waiters: %w", n, err)
+	for _, order := range []s3lock.Order{s3lock.OrderNone, s3lock.OrderFIFO} {
+		for _, n := range l.cfg.waiters {
+			w, err := measureWaiters(ctx, api, rec, n, l.cfg.waitersFor, l.cfg.waitersHold, order)
+			if err != nil {
+				return fmt.Errorf("%d waiters, order %s: %w", n, order, err)
+			}
+			logf("%d waiters, order %s: %d handoffs, p50 %s, p99 %s, %.0f requests/s, %.1f losing creates per handoff",
+				n, order, len(w.handoffs), percentile(w.handoffs, 50).Round(time.Millisecond),
+				percentile(w.handoffs, 99).Round(time.Millisecond), w.rate(), w.losersPerHandoff())
+			res.waiters = append(res.waiters, w)
 		}
-		logf("%d waiters: %d handoffs, p50 %s, p99 %s, %.0f requests/s", n, len(w.handoffs),
-			percentile(w.handoffs, 50).Round(time.Millisecond), percentile(w.handoffs, 99).Round(time.Millisecond), w.rate())
-		res.waiters = append(res.waiters, w)
 	}
 	if res.many, err = measureMany(ctx, api, rec, l.cfg.locks, l.cfg.setupWorkers); err != nil {
 		return err
@@ -69,20 +74,42 @@ func uncontended(ctx context.Context, api s3lock.S3API, rec *recorder) (counts, 
 // waitersResult is one run of n waiters on one lock.
 type waitersResult struct {
 	waiters  int
+	order    s3lock.Order
 	handoffs []time.Duration
 	requests counts
 	duration time.Duration
+	// losers counts epoch creates refused (412): waiters that saw the
+	// release, tried the next epoch and lost the race to another.
+	losers int
 }
 
 func (w waitersResult) rate() float64 { return w.requests.total() / w.duration.Seconds() }
+
+// perWaiter is the request rate of one waiting handle.
+func (w waitersResult) perWaiter() float64 { return w.rate() / float64(w.waiters+1) }
+
+func (w waitersResult) losersPerHandoff() float64 {
+	return float64(w.losers) / float64(max(len(w.handoffs), 1))
+}
+
+// losingCreates counts the refused creates of epoch objects in evs.
+func losingCreates(evs []event) int {
+	n := 0
+	for _, e := range evs {
+		if e.op == "PutObject" && e.status == http.StatusPreconditionFailed && strings.Contains(e.key, "/lock-0") {
+			n++
+		}
+	}
+	return n
+}
 
 // measureWaiters runs n+1 handles on one lock for d: each acquires (waiting
 // with Acquire), holds for hold, releases, and joins the waiters again once
 // someone else holds the lock, so n are always waiting. A handoff is timed
 // from the moment the holder sends its release to the moment the next
 // holder's Acquire returns.
-func measureWaiters(ctx context.Context, api s3lock.S3API, rec *recorder, n int, d, hold time.Duration) (waitersResult, error) {
-	name := fmt.Sprintf("waiters/%d", n)
+func measureWaiters(ctx context.Context, api s3lock.S3API, rec *recorder, n int, d, hold time.Duration, order s3lock.Order) (waitersResult, error) {
+	name := fmt.Sprintf("waiters-%s/%d", order, n)
 	b := &baton{next: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -95,7 +122,7 @@ func measureWaiters(ctx context.Context, api s3lock.S3API, rec *recorder, n int,
 		if err != nil {
 			return waitersResult{}, err
 		}
-		wg.Go(func() { errs <- participate(ctx, c, name, hold, b) })
+		wg.Go(func() { errs <- participate(ctx, c, name, hold, b, order) })
 	}
 	wg.Wait()
 	close(errs)
@@ -105,13 +132,14 @@ func measureWaiters(ctx context.Context, api s3lock.S3API, rec *recorder, n int,
 		}
 	}
 	evs := sentBetween(rec.take(), start, start.Add(d))
-	return waitersResult{waiters: n, handoffs: b.handoffs, requests: countOf(evs), duration: d}, nil
+	return waitersResult{waiters: n, order: order, handoffs: b.handoffs, requests: countOf(evs), duration: d,
+		losers: losingCreates(evs)}, nil
 }
 
 // participate is one handle of measureWaiters, until ctx ends.
-func participate(ctx context.Context, c *s3lock.Client, name string, hold time.Duration, b *baton) error {
+func participate(ctx context.Context, c *s3lock.Client, name string, hold time.Duration, b *baton, order s3lock.Order) error {
 	for {
-		l, err := c.Acquire(ctx, name)
+		l, err := c.Acquire(ctx, name, s3lock.WithOrder(order))
 		if ctx.Err() != nil {
 			if err == nil {
 				return l.Release(context.WithoutCancel(ctx))

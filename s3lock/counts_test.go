@@ -193,3 +193,73 @@ func TestNestedLockNames_DoNotInflateListing(t *testing.T) {
 		t.Fatalf("List = %+v, %v; want both locks", states, err)
 	}
 }
+
+// TestRequestCounts_OrderedFastPath: waiting in order costs nothing when
+// nobody waits. An ordered acquisition of a free lock is the three requests
+// of any acquisition (the step-2 LIST would show a line), also after a line
+// was used and emptied; the handoff to the head of a line is the same LIST
+// and PUT as without one.
+func TestRequestCounts_OrderedFastPath(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("ordered")
+	counter, withCounter := counting()
+	c := newLockClient(t, ns, "counted", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)}, withCounter)
+	prepareHistory(t, ns, c, name, 1)
+
+	acquire := func(what string, want int) {
+		t.Helper()
+		counter.Reset()
+		l, err := c.Acquire(t.Context(), name, s3lock.FIFO())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s", what, counter)
+		if counter.Total() != want {
+			t.Errorf("%s cost %s; want %d requests", what, counter, want)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acquire("ordered acquisition of a free lock, nobody waiting", 3)
+
+	// A line forms and empties: a holder, and this client waiting in order.
+	holder := newLockClient(t, ns, "holder", nil)
+	hl, err := holder.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *s3lock.Lease, 1)
+	joined := make(chan struct{}, 1)
+	go func() {
+		l, err := c.Acquire(t.Context(), name, s3lock.FIFO(), s3lock.WithWaitObserver(func(*s3lock.HeldError) {
+			select {
+			case joined <- struct{}{}:
+			default:
+			}
+		}))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	<-joined
+	time.Sleep(200 * time.Millisecond) // a few polls at the head
+	counter.Reset()
+	if err := hl.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	t.Logf("handoff to the head of the line: %s", counter)
+	if counter.Count("ListObjectsV2") != 1 || counter.Count("PutObject") != 1 {
+		t.Errorf("handoff to the head cost %s; want the polls, one LIST and one PUT", counter)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitCleanup() // the served waiter's ticket is deleted in the background
+	acquire("ordered acquisition after the line emptied", 3)
+}

@@ -49,7 +49,11 @@
 // naming the holder) when the lock is taken; FailFast makes Acquire report a
 // failing store at once and wait only while the lock is held. Do wraps
 // acquire, run and release with a context that is cancelled if the lease is
-// lost. Current and List read who holds what (State.Phase: free, held,
+// lost. Waiters race for a released lock unless they wait in order: FIFO
+// serves them in the order they joined the lock's line, across processes and
+// hosts, and Supersede ("newest wins") makes older Supersede waiters give up
+// with ErrSuperseded when a newer one joins; Line shows who waits. Current
+// and List read who holds what (State.Phase: free, held,
 // released, lapsed). ForceRelease is the operator's unlock for one epoch. A
 // lease can move between processes with its Token (Detach, Resume), and
 // Lookup checks a token's lease without taking it over. CheckStore reports
@@ -69,7 +73,8 @@
 // timeout, one wrapping); timing.go holds every timing, retry and backoff
 // number with its reason; names.go the rules for names, prefixes and keys;
 // options.go the options and their limits. The protocol itself is in
-// acquire.go (an attempt), wait.go (waiting), lease.go (renewal, release,
+// acquire.go (an attempt), wait.go (waiting), line.go and line_wait.go
+// (the line of ordered waiters), lease.go (renewal, release,
 // the trust deadline), resume.go (takeover and Lookup), cleanup.go and
 // discover.go (bounded history), current.go (reading state), fence.go
 // (FencedPut) and verify.go (Verify, CheckStore).

@@ -106,19 +106,24 @@ type HeldError struct {
 	// line before the caller: for a waiting ordered Acquire's observer,
 	// those still to be served first; for an ordered TryAcquire that found
 	// the lock free but the line not empty, the whole line (Holder is then
-	// empty). 0 when nobody waits in line or the caller waits without order.
+	// empty and Epoch 0). 0 when nobody waits in line or the caller waits
+	// without order.
 	Ahead int
 
 	obs *observed // what was read, for a waiting Acquire to watch
 }
 
 func (e *HeldError) Error() string {
-	if e.Holder == "" && e.Ahead > 0 {
-		return fmt.Sprintf("s3lock: lock %q in bucket %s is free, but %d ordered waiters are in line (under %s); "+
-			"Acquire with FIFO waits its turn", e.Name, e.Bucket, e.Ahead, linePrefix(e.Name))
+	if e.Epoch == 0 { // free, but others wait in its line
+		return fmt.Sprintf("s3lock: lock %q in bucket %s is free, but %d ordered waiters are in line before this one (under %s)",
+			e.Name, e.Bucket, e.Ahead, linePrefix(e.Name))
 	}
-	return fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
+	msg := fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
 		e.Name, e.Bucket, e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
+	if e.Ahead > 0 {
+		msg += fmt.Sprintf(", and %d ordered waiters are in line before this one", e.Ahead)
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrHeld) true.

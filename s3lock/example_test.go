@@ -137,3 +137,51 @@ func ExampleClient_Resume() {
 	fmt.Println("resumed epoch", resumed.Epoch(), "release:", resumed.Release(ctx))
 	// Output: resumed epoch 1 release: <nil>
 }
+
+// Deploys of successive commits wait with Supersede: when a newer deploy
+// queues, an older one still waiting stands down instead of rolling
+// production back after the newer one.
+func ExampleSupersede() {
+	api, bucket := exampleBucket()
+	ctx := context.Background()
+	running, _ := s3lock.New(api, bucket, s3lock.WithHolder("deploy-commit-1"))
+	lease, err := running.TryAcquire(ctx, "deploy/prod")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	older, _ := s3lock.New(api, bucket, s3lock.WithHolder("deploy-commit-2"))
+	newer, _ := s3lock.New(api, bucket, s3lock.WithHolder("deploy-commit-3"))
+	olderDone := make(chan error, 1)
+	go func() {
+		_, err := older.Acquire(ctx, "deploy/prod", s3lock.Supersede())
+		olderDone <- err
+	}()
+	for { // commit 2 queues first
+		if line, _ := running.Line(ctx, "deploy/prod"); len(line) == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	newerDone := make(chan *s3lock.Lease, 1)
+	go func() {
+		l, err := newer.Acquire(ctx, "deploy/prod", s3lock.Supersede())
+		if err != nil {
+			log.Fatal(err)
+		}
+		newerDone <- l
+	}()
+
+	err = <-olderDone // within about a second of commit 3 queueing
+	var se *s3lock.SupersededError
+	if errors.As(err, &se) {
+		fmt.Println("commit 2 stood down for", se.By)
+	}
+	_ = lease.Release(ctx)
+	next := <-newerDone
+	fmt.Println("deploying", next.Holder())
+	_ = next.Release(ctx)
+	// Output:
+	// commit 2 stood down for deploy-commit-3
+	// deploying deploy-commit-3
+}

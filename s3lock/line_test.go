@@ -225,7 +225,7 @@ func TestLine_FreeLockGoesToTheLine(t *testing.T) {
 	// leaves it to the line; one without order takes it.
 	_, err := c.TryAcquire(t.Context(), f.name, s3lock.FIFO())
 	var held *s3lock.HeldError
-	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) || held.Ahead != 1 || held.Holder != "" {
+	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) || held.Ahead != 1 || held.Holder != "" || held.Epoch != 0 {
 		t.Fatalf("ordered TryAcquire of a free lock with a line: %v; want ErrHeld with Ahead 1", err)
 	}
 	t.Logf("ordered TryAcquire: %v", err)
