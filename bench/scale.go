@@ -92,11 +92,14 @@ func (w waitersResult) losersPerHandoff() float64 {
 	return float64(w.losers) / float64(max(len(w.handoffs), 1))
 }
 
-// losingCreates counts the refused creates of epoch objects in evs.
+// losingCreates counts the refused creates of epoch objects in evs, except
+// of epoch 1: at the start, all handles race for a lock nobody holds and
+// nobody waits for yet.
 func losingCreates(evs []event) int {
 	n := 0
 	for _, e := range evs {
-		if e.op == "PutObject" && e.status == http.StatusPreconditionFailed && strings.Contains(e.key, "/lock-0") {
+		if e.op == "PutObject" && e.status == http.StatusPreconditionFailed && strings.Contains(e.key, "/lock-0") &&
+			!strings.HasSuffix(e.key, "/lock-0000000001.json") {
 			n++
 		}
 	}
@@ -131,8 +134,14 @@ func measureWaiters(ctx context.Context, api s3lock.S3API, rec *recorder, n int,
 			return waitersResult{}, err
 		}
 	}
-	evs := sentBetween(rec.take(), start, start.Add(d))
-	return waitersResult{waiters: n, order: order, handoffs: b.handoffs, requests: countOf(evs), duration: d,
+	// Counted from the first acquisition: before it, all n+1 handles race
+	// for a lock nobody holds and nobody waits for, in any order.
+	from, end := b.firstAcquired(), start.Add(d)
+	if from.IsZero() || !from.Before(end) {
+		return waitersResult{}, errors.New("no handle acquired the lock")
+	}
+	evs := sentBetween(rec.take(), from, end)
+	return waitersResult{waiters: n, order: order, handoffs: b.handoffs, requests: countOf(evs), duration: end.Sub(from),
 		losers: losingCreates(evs)}, nil
 }
 
@@ -170,6 +179,7 @@ func participate(ctx context.Context, c *s3lock.Client, name string, hold time.D
 type baton struct {
 	mu       sync.Mutex
 	released time.Time     // when the holder sent its release; zero once taken
+	first    time.Time     // the first acquisition
 	next     chan struct{} // closed at the next acquisition
 	handoffs []time.Duration
 }
@@ -183,10 +193,19 @@ func (b *baton) releasing() <-chan struct{} {
 	return b.next
 }
 
+func (b *baton) firstAcquired() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.first
+}
+
 func (b *baton) acquired() {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.first.IsZero() {
+		b.first = now
+	}
 	if !b.released.IsZero() {
 		b.handoffs = append(b.handoffs, now.Sub(b.released))
 		b.released = time.Time{}
