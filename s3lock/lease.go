@@ -26,6 +26,12 @@ type Lease struct {
 	auto       bool
 
 	writeMu sync.Mutex // serializes Renew and Release writes
+	// unsettled holds the write ids of this handle's writes that were given
+	// up with their outcome unknown (a renewal cancelled by Release, a
+	// Renew whose ctx ended): such a write may still land, and a later
+	// read-back that finds it must see this handle's own write in it, not
+	// another handle's. Guarded by writeMu.
+	unsettled map[string]bool
 
 	mu sync.Mutex
 	// etag and p are the epoch object as this handle last wrote (or read) it.
@@ -389,6 +395,17 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 			return obs.etag, sent, nil // our write landed
 		case rerr == nil && obs.etag == etag:
 			// Our write did not land; the object is as we left it: retry.
+		case rerr == nil && obs.body.Nonce == l.nonce && l.unsettled[obs.body.Write] && !obs.body.Released:
+			// An earlier write of this handle, given up while in flight,
+			// landed since: the object is still ours. Write again on its
+			// ETag, at once (it extends nothing by itself: trust moves
+			// only with this write's confirmation).
+			etag = obs.etag
+			continue
+		case rerr == nil && obs.body.Nonce == l.nonce && l.unsettled[obs.body.Write] && next.Released:
+			return obs.etag, sent, nil // an earlier release of this handle landed: released
+		case rerr == nil && obs.body.Nonce == l.nonce && l.unsettled[obs.body.Write]:
+			return "", sent, l.lost(LostReleased, "an earlier release through this handle, given up unconfirmed, landed since", err)
 		case rerr == nil && obs.body.Nonce != l.nonce:
 			return "", sent, l.lost(LostSuperseded, "its epoch object now belongs to "+obs.body.Holder, err)
 		case rerr == nil && obs.body.Released && obs.body.ReleasedBy != "":
@@ -404,10 +421,20 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		}
 		select {
 		case <-ctx.Done():
+			l.unsettle(next.Write) // it may still land
 			return "", sent, errors.Join(ctx.Err(), err)
 		case <-l.c.cfg.clock.After(bo.next()):
 		}
 	}
+}
+
+// unsettle notes a write of this handle whose outcome stays unknown. The
+// caller holds writeMu.
+func (l *Lease) unsettle(write string) {
+	if l.unsettled == nil {
+		l.unsettled = map[string]bool{}
+	}
+	l.unsettled[write] = true
 }
 
 // startBackground starts the lease's background work: a deadline timer that

@@ -1,10 +1,13 @@
 package s3lock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +133,92 @@ func TestLostLease_KeepsItsCause(t *testing.T) {
 	}
 	if err := l.Err(); !errors.Is(err, s3lock.ErrLeaseLost) || !errors.Is(err, s3lock.ErrUnavailable) {
 		t.Fatalf("Err = %v; want ErrLeaseLost caused by ErrUnavailable", err)
+	}
+}
+
+// lateRenewal holds back the first renewal PUT (If-Match, not a release): it
+// answers the client only when the request's context ends, and sends it to
+// the store after the client's read-back of the object, so the renewal lands
+// after the client concluded that it did not. The next release waits until
+// it has landed.
+type lateRenewal struct {
+	next     http.RoundTripper
+	held     chan struct{} // closed when the renewal is held back
+	mu       sync.Mutex
+	renewal  *http.Request // the held-back renewal, until sent
+	body     []byte
+	landed   chan struct{} // closed when it has reached the store
+	sentOnce sync.Once
+}
+
+func (lr *lateRenewal) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	isPut := req.Method == http.MethodPut && req.Header.Get("If-Match") != ""
+	lr.mu.Lock()
+	first := isPut && !bytes.Contains(body, []byte(`"expired":true`)) && lr.renewal == nil && lr.landed == nil
+	if first {
+		lr.renewal, lr.body, lr.landed = req.Clone(context.Background()), body, make(chan struct{})
+	}
+	landed := lr.landed
+	lr.mu.Unlock()
+	switch {
+	case first:
+		close(lr.held)
+		<-req.Context().Done() // the client gives up on it (Release cancels the renewal)
+		return nil, req.Context().Err()
+	case isPut && landed != nil:
+		<-landed // the release goes out after the late renewal landed
+	}
+	resp, err := lr.next.RoundTrip(req)
+	if req.Method == http.MethodGet && landed != nil {
+		lr.sentOnce.Do(func() { go lr.land() }) // after the client's read-back
+	}
+	return resp, err
+}
+
+// land sends the held-back renewal to the store.
+func (lr *lateRenewal) land() {
+	lr.mu.Lock()
+	req, body := lr.renewal, lr.body
+	lr.mu.Unlock()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if resp, err := lr.next.RoundTrip(req); err == nil {
+		resp.Body.Close()
+	}
+	close(lr.landed)
+}
+
+// TestRelease_RecognisesItsOwnLateRenewal: Release stops the background
+// renewal, cancelling one in flight; that renewal may still land after its
+// read-back found the object unchanged. Release's write then finds a write
+// id it did not confirm — but its own: it must release on that state, not
+// report the lease taken over and leave the lock held until it lapses.
+func TestRelease_RecognisesItsOwnLateRenewal(t *testing.T) {
+	ns := s3test.New(t)
+	lr := &lateRenewal{held: make(chan struct{})}
+	c := newLockClient(t, ns, "holder", []s3lock.Option{s3lock.WithLeaseDuration(3 * time.Second),
+		s3lock.WithRenewInterval(200 * time.Millisecond)},
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { lr.next = next; return lr }))
+	name := ns.Name("late-renewal")
+	l, err := c.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-lr.held // a renewal is in flight
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release = %v; want the lease released (the write it did not know was its own renewal)", err)
+	}
+	select {
+	case <-lr.landed:
+	default:
+		t.Fatal("the held-back renewal never landed: the test did not exercise the race")
+	}
+	st, err := newLockClient(t, ns, "viewer", nil).Current(t.Context(), name)
+	if err != nil || st.Held || !st.Released {
+		t.Errorf("after Release: %+v, %v; want the lock released at once", st, err)
 	}
 }
