@@ -294,3 +294,36 @@ func TestLine_NamesCannotUseTheLinesSegment(t *testing.T) {
 		t.Errorf("ParseOrder(oldest) = %v; want ErrInvalidConfig", err)
 	}
 }
+
+// TestLine_WaitersKeepTheirPlaceLongerThanATicketLives: a ticket lapses 8 s
+// after its last write by the store's clock, so waiters that wait longer
+// keep their place only by their heartbeats; and since lapse is judged by
+// the store's clock alone, waiters whose clocks are hours off neither lose
+// their place nor make others lose theirs.
+func TestLine_WaitersKeepTheirPlaceLongerThanATicketLives(t *testing.T) {
+	f := newLineFixture(t, "long-wait")
+	var s served
+	want := []string{"clock-ahead", "clock-behind", "clock-right"}
+	offsets := []time.Duration{time.Hour, -time.Hour, 0}
+	for i, who := range want {
+		c := newLockClient(t, f.ns, who, []s3lock.Option{s3lock.WithClock(s3test.OffsetClock{Offset: offsets[i]})})
+		s.start(t.Context(), t, c, f.name, who, s3lock.FIFO())
+		f.waitLine(t, i+1)
+	}
+	time.Sleep(10 * time.Second) // longer than a ticket lives without heartbeats
+	ws, err := f.viewer.Line(t.Context(), f.name)
+	var got []string
+	for _, w := range ws {
+		got = append(got, w.Holder)
+	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("line after 10 s: %v, %v; want %v still in line", got, err, want)
+	}
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Wait()
+	if !slices.Equal(s.order, want) || len(s.errs) > 0 {
+		t.Errorf("served %v (errors %v); want %v", s.order, s.errs, want)
+	}
+}
