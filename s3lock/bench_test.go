@@ -102,3 +102,48 @@ func BenchmarkHandoff(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWatch reports what following a lock costs: a watcher at the
+// default poll interval while the lock changes hands, one op being one hold
+// of half a second and its release. It reports the watcher's requests per
+// second and how many of the lock's changes (acquired, released) it saw.
+func BenchmarkWatch(b *testing.B) {
+	ns := s3test.New(b)
+	name := ns.Name("watched")
+	counter, withCounter := counting()
+	watcher := newLockClient(b, ns, "watcher", nil, withCounter)
+	holder := newLockClient(b, ns, "holder", nil)
+	ctx, stop := context.WithCancel(b.Context())
+	seen := make(chan struct{}, 1<<16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, err := range watcher.Watch(ctx, name) {
+			if err != nil {
+				return
+			}
+			seen <- struct{}{}
+		}
+	}()
+	<-seen // the first state
+	counter.Reset()
+	start := time.Now()
+	b.ResetTimer()
+	for range b.N {
+		l, err := holder.TryAcquire(b.Context(), name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if err := l.Release(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the last release, seen
+	elapsed := time.Since(start)
+	b.StopTimer()
+	stop()
+	<-done
+	b.ReportMetric(float64(counter.Total())/elapsed.Seconds(), "watcher-requests/s")
+	b.ReportMetric(float64(len(seen))/float64(2*b.N), "changes-seen/change")
+}

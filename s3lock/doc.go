@@ -52,8 +52,9 @@
 // lost. Waiters race for a released lock unless they wait in order: FIFO
 // serves them in the order they joined the lock's line, across processes and
 // hosts, and Supersede ("newest wins") makes older Supersede waiters give up
-// with ErrSuperseded when a newer one joins; Line shows who waits. Current
-// and List read who holds what (State.Phase: free, held,
+// with ErrSuperseded when a newer one joins; Line shows who waits. Watch
+// follows a lock's changes (leader election: Do leads, Watch follows).
+// Current and List read who holds what (State.Phase: free, held,
 // released, lapsed). ForceRelease is the operator's unlock for one epoch. A
 // lease can move between processes with its Token (Detach, Resume), and
 // Lookup checks a token's lease without taking it over. CheckStore reports
@@ -74,7 +75,7 @@
 // number with its reason; names.go the rules for names, prefixes and keys;
 // options.go the options and their limits. The protocol itself is in
 // acquire.go (an attempt), wait.go (waiting), line.go and line_wait.go
-// (the line of ordered waiters), lease.go (renewal, release,
+// (the line of ordered waiters), watch.go (Watch), lease.go (renewal, release,
 // the trust deadline), resume.go (takeover and Lookup), cleanup.go and
 // discover.go (bounded history), current.go (reading state), fence.go
 // (FencedPut) and verify.go (Verify, CheckStore).

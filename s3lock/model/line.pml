@@ -95,6 +95,13 @@
 #define NW 3            /* ordered waiters, ids 1..3; the line's ticket slots
                            are 0..3 (below); the macros below spell out 0..3 */
 #define UW 4            /* the waiter without order */
+#define FIRSTW 3        /* _pid of waiter 1 (after Ticker, Network, Unordered) */
+#ifndef UACQ
+#define UACQ 2          /* acquisitions by the waiter without order */
+#endif
+#ifndef JOINS
+#define JOINS 0
+#endif
 #ifndef ACQUIRES
 #define ACQUIRES 0      /* Acquires per waiter (0: any number) */
 #endif
@@ -146,11 +153,12 @@
  * apart; here a waiter's writes are answered one at a time. */
 bit  tk[NW + 1];
 byte tn[NW + 1];
-bit  tx[NW + 1];
+bit  ox;               /* the suffix of slot 0's ticket sorts after the waiters' */
 byte ta[NW + 1];
 
 #ifndef VARIANT_NO_TIE_BREAK
-#define BEFORE(j, k) (tn[j] < tn[k] || (tn[j] == tn[k] && (tx[j] < tx[k] || (tx[j] == tx[k] && j < k))))
+#define RANK(k) (k == 0 -> (ox -> NW + 1 : 0) : k)
+#define BEFORE(j, k) (tn[j] < tn[k] || (tn[j] == tn[k] && RANK(j) < RANK(k)))
 #else
 #define BEFORE(j, k) (tn[j] < tn[k])  /* VARIANT: equal numbers are not ordered */
 #endif
@@ -165,7 +173,8 @@ byte ta[NW + 1];
 #define HIGHEST_LIVE MAX2(MAX2(LIVENUM(0), LIVENUM(1)), MAX2(LIVENUM(2), LIVENUM(3)))
 
 inline delete_ticket(k) {
-  tk[k] = 0; tn[k] = 0; tx[k] = 0; ta[k] = 0
+  tk[k] = 0; tn[k] = 0; ta[k] = 0;
+  if :: k == 0 -> ox = 0 :: else fi
 }
 
 /* ------------------------------------------------------------- the lock */
@@ -179,14 +188,12 @@ byte holder;           /* 0: free; 1..3: that waiter; UW: the waiter without ord
  * SDK retried) and reach the store later, or never. */
 byte sw;               /* its waiter (0: none) */
 byte sn;               /* its ticket number */
-bit  sx;               /* its suffix bit */
 bit  so;               /* its waiter has given up and deleted the key */
 
 /* ---------------------------------------------------------- the waiters */
 byte ss[NW + 1] = TRUST; /* ticks since w sent the write its place's trust counts from */
 bit  head[NW + 1];     /* w's latest line LIST found no live ticket ahead of its own */
 byte wn[NW + 1];       /* the number w's current join drew */
-bit  wx[NW + 1];       /* the suffix bit w's current join drew */
 #ifdef MUTANT_NO_LIST_NUMBER
 byte seen[NW + 1];     /* the highest number w saw at its latest line LIST */
 #endif
@@ -253,13 +260,14 @@ end:
        if
        :: so ->
           printf("network: w%d's delayed create of ticket %d lands after w%d gave up: nobody's\n", sw, sn, sw);
-          tk[0] = 1; tn[0] = sn; tx[0] = sx; ta[0] = 0
+          tk[0] = 1; tn[0] = sn; ta[0] = 0;
+          if :: ox = 0 :: ox = 1 fi
        :: !so ->
           printf("network: w%d's delayed create of ticket %d lands (200, unheard)\n", sw, sn);
-          tk[sw] = 1; tn[sw] = sn; tx[sw] = sx; ta[sw] = 0
+          tk[sw] = 1; tn[sw] = sn; ta[sw] = 0
        :: printf("network: w%d's delayed create of ticket %d is lost\n", sw, sn)
        fi;
-       sw = 0; sn = 0; sx = 0; so = 0
+       sw = 0; sn = 0; so = 0
      }
   od
 }
@@ -267,28 +275,17 @@ end:
 /* ---------------------------------------------------- the waiter without order */
 /* Takes a free lock whenever it finds one, and ignores the line (§13 "Free
  * lock, non-empty line"). */
+#ifndef NOU
 active proctype Unordered() {
+  byte n;
 end:
   do
-  :: atomic { holder == 0 -> holder = UW; printf("u ACQUIRED (without order)\n") };
+  :: atomic { holder == 0 && n < UACQ -> n++; holder = UW; printf("u ACQUIRED (without order)\n") };
      atomic { holder = 0; printf("u releases\n") }
   od
 }
-
-/* -------------------------------------------------------- claim (h) above */
-#ifdef CLAIM_ONE_HEAD
-#define HEAD_TRUSTING(w) (head[w] && good[w])
-active proctype OneHead() {
-  byte heads;
-end:
-  atomic {
-    (HEAD_TRUSTING(1) + HEAD_TRUSTING(2) + HEAD_TRUSTING(3) > 1) ->
-    heads = HEAD_TRUSTING(1) + HEAD_TRUSTING(2) + HEAD_TRUSTING(3);
-    printf("TWO HEADS: w1 %d, w2 %d, w3 %d (1: at the head, trusting its place)\n",
-           HEAD_TRUSTING(1), HEAD_TRUSTING(2), HEAD_TRUSTING(3));
-    assert(heads <= 1)
-  }
-}
+#else
+active proctype Unordered() { skip }
 #endif
 
 /* ----------------------------------------------------------- the waiter */
@@ -316,6 +313,9 @@ active [NW] proctype Waiter() {
 #if ACQUIRES > 0
   byte acquires;
 #endif
+#if JOINS > 0
+  byte joins;
+#endif
 
   /* ============== an ordered Acquire: its first attempt (§5, §13) == */
 attempt:
@@ -325,26 +325,25 @@ attempt:
 #endif
     /* Step 2's LIST shows the line as a common prefix: "an ordered attempt
      * learns whether anyone waits at no extra request". For (f), this LIST
-     * is where a fast-path acquisition's join begins. */
+     * is where a fast-path acquisition's join begins. Steps 3-4 are the
+     * lock's test-and-set, in the same step: free -> acquired, held ->
+     * HeldError. (Apart, the lock could be taken between them, as the
+     * waiter without order may take it at any time, and this attempt would
+     * join then: the same.) */
     ahead[me] = GOODMASK & ~(1 << me);
+    if
 #ifndef MUTANT_NO_LINE_CHECK
-    if
     :: !LINE_EMPTY ->
-       printf("w%d attempt: LIST: the line is not empty: join\n", me);
-       goto join
-    :: else
-    fi;
+       printf("w%d attempt: LIST: the line is not empty: join\n", me)
 #endif
-    printf("w%d attempt: LIST: the line is empty\n", me)
-  };
-  atomic {
-    /* Steps 3-4, the lock itself: free -> acquired; held -> HeldError. */
-    if
-    :: holder == 0 ->
-       printf("w%d ACQUIRED (attempt)\n", me);
-       holder = me; acquired(); goto holding
     :: else ->
-       printf("w%d attempt: held: join\n", me)
+       if
+       :: holder == 0 ->
+          printf("w%d attempt: LIST: the line is empty; ACQUIRED\n", me);
+          holder = me; acquired(); goto holding
+       :: else ->
+          printf("w%d attempt: LIST: the line is empty; held: join\n", me)
+       fi
     fi
   };
 
@@ -354,6 +353,9 @@ join:
     /* 1. LIST <name>/lock-line/ -> n = the highest number listed, live or
      * not, plus one. The join begins here. (A join whose number would pass
      * NT waits until it would not.) */
+#if JOINS > 0
+    joins < JOINS -> joins++;
+#endif
 #if !defined(MUTANT_NO_LIST_NUMBER) && !defined(VARIANT_LIVE_NUMBER)
     HIGHEST < NT ->
     wn[me] = HIGHEST + 1;
@@ -367,46 +369,54 @@ join:
     wn[me] = seen[me] + 1;
     printf("w%d join: MUTANT: no LIST; draws %d from its last view of the line\n", me, wn[me]);
 #endif
-    ahead[me] = GOODMASK & ~(1 << me);
-    head[me] = 0;
-    if :: wx[me] = 0 :: wx[me] = 1 fi   /* the key's random suffix */
+    ahead[me] = GOODMASK & ~(1 << me)
   };
   atomic {
     /* 2. PUT <ticket> If-None-Match: * (the key is new: its suffix is). The
      * place is trusted from just before this send (ss). */
     ss[me] = 0;
     if
-    :: printf("w%d join: PUT ticket %d -> 200\n", me, wn[me]);
-       tk[me] = 1; tn[me] = wn[me]; tx[me] = wx[me]; ta[me] = 0;
-       goto joined
+    :: printf("w%d join: PUT ticket %d -> 200; in line\n", me, wn[me]);
+       tk[me] = 1; tn[me] = wn[me]; ta[me] = 0; wn[me] = 0;
+       good[me] = 1;
+       goto waiting
     :: printf("w%d join: PUT ticket %d -> applied, answer lost\n", me, wn[me]);
-       tk[me] = 1; tn[me] = wn[me]; tx[me] = wx[me]; ta[me] = 0
+       tk[me] = 1; tn[me] = wn[me]; ta[me] = 0
     :: sw == 0 && !tk[0] ->
        printf("w%d join: PUT ticket %d -> delayed in the network\n", me, wn[me]);
-       sw = me; sn = wn[me]; sx = wx[me]
+       sw = me; sn = wn[me]
     :: printf("w%d join: PUT ticket %d -> lost on the way\n", me, wn[me])
     fi;
     /* The outcome is unknown. */
 #ifdef MUTANT_NO_READBACK
     printf("w%d MUTANT: takes the unknown outcome for joined\n", me);
-    goto joined
+    wn[me] = 0; good[me] = 1;
+    goto waiting
 #endif
   };
-readback:
   atomic {
-    /* Read the key back: our nonce -> joined. Absent (our create has not
-     * landed, or never will), or the read-back fails too: the waiter gives
-     * up and deletes the key (best effort; the model's DELETE is applied).
-     * (Sending the same body again is not modelled: it only delays the
-     * give-up, and a late copy of it is the delayed create above.) */
+    /* Read the key back. Our nonce: joined, unless the place's trust has
+     * already ended (the answer came too late): lost. Absent (our create has
+     * not landed, or never will), or the read-back fails too: the waiter
+     * gives up and deletes the key (best effort; the model's DELETE is
+     * applied). (Sending the same body again is not modelled: it only delays
+     * the give-up, and a late copy of it is the delayed create above.) */
     if
     :: tk[me] ->
-       printf("w%d join: read back ticket %d: ours\n", me, wn[me]);
 #ifdef MUTANT_TRUST_FROM_ANSWER
        printf("w%d MUTANT: trusts its place from the read-back's answer\n", me);
        ss[me] = 0;
 #endif
-       goto joined
+       wn[me] = 0;
+       if
+       :: TRUSTED(me) ->
+          printf("w%d join: read back ticket %d: ours; in line\n", me, tn[me]);
+          good[me] = 1;
+          goto waiting
+       :: else ->
+          printf("w%d join: read back ticket %d: ours, but its place's trust has ended\n", me, tn[me]);
+          goto lost
+       fi
     :: printf("w%d join: read back ticket %d: absent or failed; gives up, DELETE it\n", me, wn[me]);
        if :: sw == me -> so = 1 :: else fi;
        delete_ticket(me); excuse(me);
@@ -414,22 +424,8 @@ readback:
     fi
   };
 
-joined:
-  atomic {
-    /* The join ends with the create's answer (or the read-back's). A place
-     * whose trust has already ended is lost at once. */
-    if
-    :: TRUSTED(me) ->
-       printf("w%d in line with ticket %d\n", me, wn[me]);
-       good[me] = 1;
-       wn[me] = 0; wx[me] = 0
-    :: else ->
-       printf("w%d join: answered after its place's trust ended\n", me);
-       goto lost
-    fi
-  };
-
   /* ========================================== in line (§13) == */
+waiting:
   do
   :: atomic {
        /* Heartbeat: PUT If-Match, while trusted; counts from its send. The
@@ -506,7 +502,7 @@ joined:
        /* Leaving: the context ends or the wait times out: DELETE the ticket
         * (with a context that outlives the caller's). */
        printf("w%d gives up: DELETE ticket %d\n", me, tn[me]);
-       delete_ticket(me); head[me] = 0; excuse(me);
+       delete_ticket(me); excuse(me);
        goto gaveup
      }
   od;
@@ -522,7 +518,7 @@ lost:
 gaveup:
   atomic {
     printf("w%d: Acquire ends without the lock\n", me);
-    ahead[me] = 0; head[me] = 0; ss[me] = TRUST; wn[me] = 0; wx[me] = 0;
+    ahead[me] = 0; head[me] = 0; ss[me] = TRUST; wn[me] = 0;
     goto attempt
   };
 
@@ -534,3 +530,18 @@ holding:
   }
 }
 
+/* -------------------------------------------------------- claim (h) above */
+#ifdef CLAIM_ONE_HEAD
+#define HEAD_TRUSTING(w) (head[w] && good[w])
+active proctype OneHead() {
+  byte heads;
+end:
+  atomic {
+    (HEAD_TRUSTING(1) + HEAD_TRUSTING(2) + HEAD_TRUSTING(3) > 1) ->
+    heads = HEAD_TRUSTING(1) + HEAD_TRUSTING(2) + HEAD_TRUSTING(3);
+    printf("TWO HEADS: w1 %d, w2 %d, w3 %d (1: at the head, trusting its place)\n",
+           HEAD_TRUSTING(1), HEAD_TRUSTING(2), HEAD_TRUSTING(3));
+    assert(heads <= 1)
+  }
+}
+#endif
