@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,12 +12,24 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
+// orderHelp explains --order in the help of the commands that wait.
+const orderHelp = `Order (--order): waiters wait in the lock's line and are served first come,
+first served (fifo, the default), across processes and hosts. With newest they
+wait in the line too, but a newer waiter with --order newest makes the older
+ones stop waiting within about a second: they exit with code 5 without the
+lock (for deploys, where an older commit must not deploy after a newer one).
+With none, s3lock races for the lock when it is released, and takes a free
+lock even while others wait in line. A waiter that is killed holds up the line
+for up to about 10s, until its place lapses. 's3lock status NAME' shows the
+line.`
+
 // acquireFlags are the flags of the commands that take a lock.
 type acquireFlags struct {
 	lock     lockConfig
 	wait     time.Duration
 	quiet    bool
 	metadata map[string]string
+	order    s3lock.Order
 }
 
 func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration) {
@@ -27,26 +40,54 @@ func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration)
 	fs.StringToStringVar(&af.metadata, "metadata", nil, "KEY=VALUE pairs stored with the lease, shown by status --output json and to waiters (repeatable)")
 	fs.Lookup("metadata").DefValue = "" // not "[]" in --help
 	fs.BoolVarP(&af.quiet, "quiet", "q", false, "print no progress or acquisition messages")
+	af.order = s3lock.OrderFIFO
+	fs.Var(orderFlag{&af.order}, "order", "in which order waiters get the lock: fifo (first come, first served), newest (a newer waiter with --order newest makes older ones give up with exit code 5) or none (race for it when it is released)")
 }
 
+// orderFlag is the value of --order, checked by s3lock.ParseOrder.
+type orderFlag struct{ p *s3lock.Order }
+
+func (o orderFlag) String() string {
+	if o.p == nil {
+		return ""
+	}
+	return string(*o.p)
+}
+
+func (o orderFlag) Set(s string) error {
+	v, err := s3lock.ParseOrder(s)
+	if err != nil {
+		// pflag puts the flag's name first; the SDK's prefix would only
+		// repeat who is speaking.
+		return errors.New(strings.TrimPrefix(err.Error(), "s3lock: "))
+	}
+	*o.p = v
+	return nil
+}
+
+func (o orderFlag) Type() string { return "fifo|newest|none" }
+
 // acquire takes the lock name with c: once with --wait 0, else waiting up
-// to af.wait for a lock that is held, with progress on stderr. A store that
-// cannot be reached (or refuses the credentials) at the first attempt is
-// reported at once (s3lock.FailFast); while waiting, the SDK rides out
-// transient store failures.
+// to af.wait for a lock that is held, in af.order, with progress on stderr.
+// A store that cannot be reached (or refuses the credentials) at the first
+// attempt is reported at once (s3lock.FailFast); while waiting, the SDK rides
+// out transient store failures.
 func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.AcquireOption) (*s3lock.Lease, error) {
-	opts := append([]s3lock.AcquireOption{}, extra...)
+	opts := append([]s3lock.AcquireOption{s3lock.WithOrder(af.order)}, extra...)
 	if len(af.metadata) > 0 {
 		opts = append(opts, s3lock.WithMetadata(af.metadata))
 	}
 	var held *s3lock.HeldError
 	if af.wait == 0 {
 		lease, err := c.TryAcquire(ctx, name, opts...)
-		if errors.As(err, &held) {
-			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more; use --wait to wait for it",
-				name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn)))
-		}
-		if err != nil {
+		switch {
+		case errors.As(err, &held) && held.Epoch == 0: // free, but others wait in its line
+			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s, who go first (--order %s); use --wait to wait in line",
+				name, waitersText(held.Ahead), af.order))
+		case errors.As(err, &held):
+			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more%s; use --wait to wait for it",
+				name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
+		case err != nil:
 			return nil, err
 		}
 		a.acquired(lease, 0, af.quiet)
@@ -62,11 +103,30 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 		return lease, nil
 	case ctx.Err() != nil:
 		return nil, err // interrupted
+	case errors.As(err, &held) && held.Ahead > 0:
+		return nil, exitWith(exitHeld, fmt.Errorf("lock %q still had %s ahead in its line after waiting %s (--wait)",
+			name, waitersText(held.Ahead), af.wait))
 	case errors.As(err, &held):
 		return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",
 			name, holderText(held.Holder), held.Epoch, af.wait))
 	}
-	return nil, err
+	return nil, err // superseded (--order newest: exit 5), or the store failed
+}
+
+// inLineText is ", and its line has N waiters" when n > 0, else "".
+func inLineText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return ", and its line has " + waitersText(n)
+}
+
+// waitersText is "1 waiter" or "n waiters".
+func waitersText(n int) string {
+	if n == 1 {
+		return "1 waiter"
+	}
+	return fmt.Sprintf("%d waiters", n)
 }
 
 func (a *app) acquired(l *s3lock.Lease, waited time.Duration, quiet bool) {

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 // Every kind of bad input gets one line on stderr that ends with a pointer to
@@ -31,6 +27,8 @@ func TestBadInput(t *testing.T) {
 		{"bad duration", nil, []string{"run", "--lease", "5x", name, "--", "true"}, exitUsage, "--lease"},
 		{"lease too short", nil, []string{"run", "--lease", "1s", name, "--", "true"}, exitUsage, "lease duration"},
 		{"negative wait", nil, []string{"acquire", "--wait", "-1s", name}, exitUsage, "--wait"},
+		{"unknown order", nil, []string{"run", "--order", "bogus", name, "--", "true"}, exitUsage, `"--order" flag: invalid configuration: order "bogus": use "fifo"`},
+		{"unknown order for acquire", nil, []string{"acquire", name, "--order", "oldest"}, exitUsage, "--order"},
 		{"unknown flag", nil, []string{"status", "--frobnicate"}, exitUsage, "--frobnicate"},
 		{"unknown flag after the name", nil, []string{"run", name, "--frobnicate", "--", "true"}, exitUsage, "--frobnicate"},
 		{"unknown command", nil, []string{"frobnicate"}, exitUsage, "frobnicate"},
@@ -110,28 +108,5 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	}
 	if r := c.run(); r.code != exitUsage || !strings.Contains(r.stderr, "Usage:") || r.stdout != "" {
 		t.Errorf("s3lock without a command: %s", r)
-	}
-}
-
-// In CI logs a wait prints one line when the holder changes and then one
-// every few seconds, not one per observation.
-func TestProgress_PlainLines(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&buf, "deploy", time.Minute, false)
-	for range 5 {
-		p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 41500 * time.Millisecond})
-	}
-	p.print(s3lock.HeldError{Holder: "bob", Epoch: 4, ExpiresIn: 10 * time.Second})
-	p.lastPrint = p.lastPrint.Add(-plainInterval)
-	p.print(s3lock.HeldError{Holder: "bob", Epoch: 4, ExpiresIn: 5 * time.Second})
-	p.stop()
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("got %d lines, want 3:\n%s", len(lines), buf.String())
-	}
-	want := `s3lock: waiting for lock "deploy": held by alice (epoch 3), lapses in 42s unless renewed`
-	if !strings.HasPrefix(lines[0], want) || !strings.Contains(lines[1], "bob (epoch 4), lapses in 10s") ||
-		!strings.Contains(lines[2], "lapses in 5s") || strings.Contains(buf.String(), "\r") {
-		t.Fatalf("lines:\n%s", buf.String())
 	}
 }

@@ -18,8 +18,11 @@ const (
 	exitOK    = 0
 	exitError = 1 // the store failed or refused: unreachable, access denied, no such bucket, ...
 	exitUsage = 2 // bad flags, arguments or configuration
-	exitHeld  = 3 // the lock is held by someone else (and --wait ran out)
+	exitHeld  = 3 // the lock is held by someone else, or others are ahead in its line (and --wait ran out)
 	exitLost  = 4 // the lease was lost: work done under it may not have been exclusive
+	// exitSuperseded: with --order newest, a newer waiter joined the line,
+	// so this one stopped waiting without taking the lock.
+	exitSuperseded = 5
 	// exitGuardDied: run's guard process died (killed) while the command
 	// ran; s3lock killed the command's process group, then released.
 	exitGuardDied = 6
@@ -35,9 +38,12 @@ const exitCodesHelp = `Exit codes:
   0    success
   1    error: the store is unreachable, refused the credentials, has no such bucket, ...
   2    usage: bad flags, arguments or configuration
-  3    the lock is held by someone else (and --wait ran out)
+  3    the lock is held by someone else, or others wait before this one in
+       its line (and --wait ran out)
   4    the lease was lost (lapsed or force-released) before it was released:
        the work done under it may not have been exclusive
+  5    --order newest: a newer run joined the lock's line, so this one
+       stopped waiting (without the lock; run did not start its command)
   6    run: the guard process that watches the command died (was it
        killed?); s3lock killed the command and everything it started,
        then released the lease
@@ -113,6 +119,8 @@ func classify(ctx context.Context, err error) (code int, hint bool) {
 		return exitUsage, true
 	case errors.Is(err, s3lock.ErrLeaseLost):
 		return exitLost, false
+	case errors.Is(err, s3lock.ErrSuperseded):
+		return exitSuperseded, false
 	case errors.Is(err, s3lock.ErrHeld):
 		return exitHeld, false
 	}

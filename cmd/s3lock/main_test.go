@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -251,4 +252,72 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// queued is an `s3lock run` that waits for a lock; its command appends its
+// holder name to the test's log file, so the log shows the order of service.
+type queued struct {
+	who    string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+}
+
+// startQueued starts `s3lock run --holder who` on name with extra flags; its
+// command appends who to log.
+func (c *cli) startQueued(name, who, log string, flags ...string) *queued {
+	c.t.Helper()
+	argv := append([]string{"run", "--holder", who, "--wait", "2m"}, flags...)
+	argv = append(argv, name, "--", "sh", "-c", `echo "$0" >> "$1"`, who, log)
+	q := &queued{who: who, cmd: c.command(c.t.Context(), argv...), stderr: &syncBuffer{}}
+	q.cmd.Stderr = q.stderr
+	if err := q.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = q.cmd.Process.Kill() })
+	return q
+}
+
+// mustSucceed waits for the run and fails the test unless it exits 0.
+func (q *queued) mustSucceed(t *testing.T) {
+	t.Helper()
+	if code := waitExit(t, q.cmd); code != 0 {
+		t.Fatalf("%s exited %d; stderr: %s", q.who, code, q.stderr.String())
+	}
+}
+
+// served returns the holder names in the log, in the order they ran.
+func served(t *testing.T, log string) []string {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// line returns the line of the lock name as the SDK reads it.
+func (c *cli) line(name string) []s3lock.Waiter {
+	c.t.Helper()
+	ws, err := c.sdk.Line(c.t.Context(), name)
+	if err != nil {
+		c.t.Fatalf("Line(%s): %v", name, err)
+	}
+	return ws
+}
+
+// waitInLine waits until who is in the line of name.
+func (c *cli) waitInLine(name, who string) {
+	c.t.Helper()
+	eventually(c.t, time.Minute, who+" to join the line", func() bool {
+		return slices.Contains(lineHolders(c.line(name)), who)
+	})
+}
+
+// lineHolders returns who waits in a line, in its order.
+func lineHolders(ws []s3lock.Waiter) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Holder)
+	}
+	return out
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // progress reports a wait for a held lock on stderr: on a terminal, one line
-// rewritten in place; elsewhere, a plain line when the holder changes and
-// every plainInterval.
+// rewritten in place; elsewhere, a plain line when the holder or the number
+// of waiters ahead in line changes, and every plainInterval.
 type progress struct {
 	w     io.Writer
 	tty   bool
@@ -35,6 +35,7 @@ type progress struct {
 	lastPrint  time.Time
 	lastHolder string
 	lastEpoch  uint64
+	lastAhead  int
 }
 
 // newProgress starts a reporter for a wait of up to limit for the lock name.
@@ -81,14 +82,13 @@ func (p *progress) loop() {
 
 func (p *progress) print(h s3lock.HeldError) {
 	now := time.Now()
-	changed := h.Holder != p.lastHolder || h.Epoch != p.lastEpoch
+	changed := h.Holder != p.lastHolder || h.Epoch != p.lastEpoch || h.Ahead != p.lastAhead
 	if !p.tty && !changed && now.Sub(p.lastPrint) < plainInterval {
 		return
 	}
-	p.lastPrint, p.lastHolder, p.lastEpoch = now, h.Holder, h.Epoch
+	p.lastPrint, p.lastHolder, p.lastEpoch, p.lastAhead = now, h.Holder, h.Epoch, h.Ahead
 	waited := now.Sub(p.start).Round(time.Second)
-	line := fmt.Sprintf("s3lock: waiting for lock %q: held by %s (epoch %d), lapses in %s unless renewed; waited %s of %s",
-		p.name, holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn), waited, p.limit)
+	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", p.name, waitingText(h), waited, p.limit)
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return
@@ -98,6 +98,20 @@ func (p *progress) print(h s3lock.HeldError) {
 	}
 	fmt.Fprint(p.w, "\r\033[K"+line)
 	p.shown = true
+}
+
+// waitingText says what a wait is waiting for: the holder, or while others
+// are ahead in line, how many (the holder is then as the waiter last read
+// it, and its expiry is not shown: it is not watched until this waiter is
+// next in line).
+func waitingText(h s3lock.HeldError) string {
+	switch {
+	case h.Ahead > 0 && h.Epoch == 0: // the lock was free, but others were in line
+		return waitersText(h.Ahead) + " ahead in line"
+	case h.Ahead > 0:
+		return fmt.Sprintf("%s ahead in line; last seen held by %s (epoch %d)", waitersText(h.Ahead), holderText(h.Holder), h.Epoch)
+	}
+	return fmt.Sprintf("held by %s (epoch %d), lapses in %s unless renewed", holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn))
 }
 
 // stop ends the reporting and clears the live line.

@@ -23,6 +23,8 @@ Waiting: if the lock is held, s3lock waits up to --wait (default 5m; 0 tries
 once) and reports who holds it on stderr. If the store cannot be reached at the
 first attempt, s3lock fails at once instead of waiting.
 
+` + orderHelp + `
+
 CMD's environment gets:
   S3LOCK_EPOCH   the lease's epoch: the fencing token, only ever grows
   S3LOCK_KEY     the key of the lease's object in the bucket

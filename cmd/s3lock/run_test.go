@@ -267,7 +267,8 @@ func TestRun_ForwardsSignals(t *testing.T) {
 	}
 }
 
-// An interrupted wait exits 128+signal and leaves no lease behind.
+// An interrupted wait exits 128+signal and leaves no lease behind, nor a
+// place in the lock's line.
 func TestRun_InterruptedWhileWaiting(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -292,6 +293,9 @@ func TestRun_InterruptedWhileWaiting(t *testing.T) {
 	}
 	if st := c.current(name); st.Epoch != lease.Epoch() || !st.Held {
 		t.Fatalf("the lock changed: %+v", st)
+	}
+	if ws := c.line(name); len(ws) != 0 {
+		t.Fatalf("the interrupted run is still in the lock's line: %+v", ws)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type lockStatus struct {
 	Renewals         uint64            `json:"renewals"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	Error            string            `json:"error,omitempty"`
+	// Waiting is the lock's line, in the order its waiters will be served
+	// (status NAME only; left out when no one waits in line).
+	Waiting []waiterStatus `json:"waiting,omitempty"`
 }
 
 func statusOf(s s3lock.State, now time.Time) lockStatus {
@@ -67,17 +71,24 @@ func (a *app) statusCommand() *cobra.Command {
 	var prefix, output string
 	cmd := &cobra.Command{
 		Use:   "status [NAME | --prefix PREFIX]",
-		Short: "Show who holds a lock, or every lock under a prefix",
+		Short: "Show who holds a lock and who waits for it, or every lock under a prefix",
 		Long: `Show the state of the lock NAME, or of every lock whose name starts with
 PREFIX (all locks in the bucket without either), as a table or as JSON.
 
 States: held (by HOLDER, lapses in EXPIRES unless renewed), released, lapsed
 (its holder neither released nor renewed it in time), free (never acquired).
 
+For NAME, status also shows the lock's line: the runs waiting for it with
+--order fifo or newest, in the order they will be served (POSITION 1 next),
+with when each joined. Nothing is shown when no one waits in line; runs
+waiting with --order none are not in the line.
+
 --output json prints one object for NAME and an array for a prefix, with the
 fields name, state, epoch, key, held, holder, acquired_at, expires_at,
-expires_in_seconds, released_at, released_by, lease_duration, renewals and
-metadata (times in RFC 3339, UTC; empty fields left out).
+expires_in_seconds, released_at, released_by, lease_duration, renewals,
+metadata and, for NAME when anyone waits, waiting: an array of position,
+holder, order, joined_at, ticket, key and metadata (times in RFC 3339, UTC;
+empty fields left out).
 
 ` + exitCodesHelp,
 		Example: `  s3lock status deploy/prod
@@ -120,18 +131,12 @@ metadata (times in RFC 3339, UTC; empty fields left out).
 }
 
 func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefix, output string) error {
-	var states []s3lock.State
 	if len(args) == 1 {
-		st, err := c.Current(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		states = []s3lock.State{st}
-	} else {
-		var err error
-		if states, err = c.List(ctx, prefix); err != nil {
-			return err
-		}
+		return a.statusOfLock(ctx, c, args[0], output)
+	}
+	states, err := c.List(ctx, prefix)
+	if err != nil {
+		return err
 	}
 	now := time.Now()
 	out := make([]lockStatus, len(states))
@@ -139,12 +144,35 @@ func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefi
 		out[i] = statusOf(s, now)
 	}
 	if output == "json" {
-		if len(args) == 1 {
-			return a.printJSON(out[0])
-		}
 		return a.printJSON(out)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	return printLocks(a.stdout, out)
+}
+
+// statusOfLock shows one lock and its line.
+func (a *app) statusOfLock(ctx context.Context, c *s3lock.Client, name, output string) error {
+	st, err := c.Current(ctx, name)
+	if err != nil {
+		return err
+	}
+	line, err := c.Line(ctx, name)
+	if err != nil {
+		return err
+	}
+	ls := statusOf(st, time.Now())
+	ls.Waiting = waitersOf(line)
+	if output == "json" {
+		return a.printJSON(ls)
+	}
+	if err := printLocks(a.stdout, []lockStatus{ls}); err != nil {
+		return err
+	}
+	return printLine(a.stdout, ls.Waiting)
+}
+
+// printLocks prints locks as a table.
+func printLocks(w io.Writer, out []lockStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tEPOCH\tHOLDER\tEXPIRES\tACQUIRED")
 	for _, s := range out {
 		epoch, holder, expires, acquired := "-", "-", "-", "-"

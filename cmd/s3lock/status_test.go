@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -121,5 +124,96 @@ func TestForceRelease(t *testing.T) {
 	// The lock is free at once.
 	if r := c.run("run", "--wait", "0", "--quiet", name, "--", "true"); r.code != 0 {
 		t.Fatalf("run after force-release: %s", r)
+	}
+}
+
+// status NAME shows the lock's line: who waits, since when, in the order
+// they will be served; status --prefix lists locks, never their tickets.
+func TestStatus_ShowsTheLine(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("line/deploy")
+	log := filepath.Join(c.dir, "served")
+	holder, err := c.sdk.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Release(context.Background()) }()
+
+	r := c.mustRun("status", name)
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 {
+		t.Fatalf("with no one waiting, status shows more than the lock:\n%s", r.stdout)
+	}
+
+	want := []struct{ who, order string }{{"first", "fifo"}, {"second", "newest"}, {"third", "fifo"}}
+	var runs []*queued
+	for _, w := range want {
+		runs = append(runs, c.startQueued(name, w.who, log, "--order", w.order))
+		c.waitInLine(name, w.who)
+	}
+
+	t.Run("table", func(t *testing.T) {
+		r := c.mustRun("status", name)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 7 || lines[2] != "" || strings.Join(strings.Fields(lines[3]), " ") != "POSITION WAITER ORDER JOINED" {
+			t.Fatalf("want the lock, a blank line, then a header and three waiters:\n%s", r.stdout)
+		}
+		for i, w := range want {
+			f := strings.Fields(lines[4+i])
+			if len(f) != 4 || f[0] != strconv.Itoa(i+1) || f[1] != w.who || f[2] != w.order {
+				t.Fatalf("row %q; want %d %s %s and when it joined", lines[4+i], i+1, w.who, w.order)
+			}
+			if _, err := time.Parse(time.RFC3339, f[3]); err != nil {
+				t.Fatalf("row %q: the join time: %v", lines[4+i], err)
+			}
+		}
+	})
+
+	t.Run("json", func(t *testing.T) {
+		r := c.mustRun("status", name, "-o", "json")
+		var got lockStatus
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		if got.State != "held" || len(got.Waiting) != len(want) {
+			t.Fatalf("got %+v; want the held lock and %d waiters", got, len(want))
+		}
+		for i, w := range want {
+			g := got.Waiting[i]
+			if g.Position != i+1 || g.Holder != w.who || g.Order != w.order || g.JoinedAt.IsZero() || g.Ticket == 0 ||
+				!strings.HasPrefix(g.Key, name+"/lock-line/") || g.Error != "" {
+				t.Errorf("waiting[%d] = %+v; want %s (%s) at position %d, with its ticket and join time", i, g, w.who, w.order, i+1)
+			}
+			if i > 0 && g.JoinedAt.Before(got.Waiting[i-1].JoinedAt) {
+				t.Errorf("waiting[%d] joined at %s, before the one ahead of it", i, g.JoinedAt)
+			}
+		}
+	})
+
+	t.Run("prefix", func(t *testing.T) {
+		r := c.mustRun("status", "--prefix", c.name("line/"))
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 2 || strings.Fields(lines[1])[0] != name {
+			t.Fatalf("want the one lock, without its line:\n%s", r.stdout)
+		}
+		r = c.mustRun("status", "--prefix", c.name("line/"), "-o", "json")
+		var got []lockStatus
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		if len(got) != 1 || got[0].Name != name || got[0].Waiting != nil {
+			t.Fatalf("got %+v; want the one lock, without its line", got)
+		}
+	})
+
+	if err := holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range runs {
+		q.mustSucceed(t)
+	}
+	r = c.mustRun("status", name, "-o", "json")
+	if strings.Contains(r.stdout, `"waiting"`) {
+		t.Fatalf("the line is empty, but status shows: %s", r.stdout)
 	}
 }

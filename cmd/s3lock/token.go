@@ -71,6 +71,11 @@ renewed) and lease_duration.
   s3lock renew      # optional, extends by --lease again
   s3lock release
 
+Waiting: if the lock is held, acquire waits up to --wait (default 5m; 0 tries
+once) and reports who holds it on stderr.
+
+` + orderHelp + `
+
 ` + exitCodesHelp,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
