@@ -142,6 +142,102 @@ resource "s3lock_lease" "blocked" {
 	}
 }
 
+// TestAccMain_EphemeralLeaseSupersededForRun runs the built provider binary
+// under the real CLI, where the run's first phase queues for the lock on
+// behalf of the whole run: with order = "newest" it waits in the lock's
+// line, and when a newer "newest" run queues it stands down and fails
+// before anything that depends on the lease changes.
+func TestAccMain_EphemeralLeaseSupersededForRun(t *testing.T) {
+	h := harness(t)
+	t.Parallel()
+	ns := s3test.New(t)
+	lock := ns.Name("deploy/prod")
+	sdk := func(holder string) *s3lock.Client {
+		c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder(holder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	older, newer, observer := sdk("commit-41"), sdk("commit-43"), sdk("observer")
+	held, err := older.TryAcquire(t.Context(), lock, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+
+	work := filepath.Join(t.TempDir(), "work")
+	deployed := filepath.Join(t.TempDir(), "deployed")
+	tg := ns.Target
+	writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf(`terraform {
+  required_providers {
+    s3lock = { source = "s3lock/s3lock" }
+  }
+}
+
+provider "s3lock" {
+  region                      = %q
+  access_key                  = %q
+  secret_key                  = %q
+  endpoints                   = { s3 = %q }
+  use_path_style              = %t
+  skip_credentials_validation = true
+  holder                      = "commit-42"
+}
+
+ephemeral "s3lock_lease" "deploy" {
+  bucket       = %q
+  name         = %q
+  order        = "newest"
+  wait_timeout = "1m"
+}
+
+resource "terraform_data" "deploy" {
+  provisioner "local-exec" {
+    command = "touch %s"
+  }
+  depends_on = [ephemeral.s3lock_lease.deploy]
+}
+`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, lock, deployed))
+	if out, err := h.Init(t.Context(), work); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	// Once the run waits in line, a newer run queues behind it.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	var queuedAs s3lock.Order
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			line, err := observer.Line(ctx, lock)
+			if err == nil && len(line) > 0 && line[0].Holder == "commit-42" {
+				queuedAs = line[0].Order
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if l, err := newer.Acquire(ctx, lock, s3lock.Supersede(), s3lock.WithoutAutoRenew()); err == nil {
+			_ = l.Release(context.Background())
+		}
+	})
+	out, err := h.Run(t.Context(), work, "apply", "-auto-approve", "-input=false", "-no-color")
+	if err == nil || !strings.Contains(out, "Superseded by a newer run") || !strings.Contains(out, `A newer run, "commit-43"`) {
+		t.Fatalf("apply: %v; want it to fail, superseded by commit-43:\n%s", err, out)
+	}
+	cancel()
+	wg.Wait()
+	if queuedAs != s3lock.OrderNewest {
+		t.Errorf("the run queued with order %q, want %q", queuedAs, s3lock.OrderNewest)
+	}
+	if _, err := os.Stat(deployed); err == nil {
+		t.Error("the superseded run deployed")
+	}
+	if st, err := observer.Current(t.Context(), lock); err != nil || st.Epoch != 1 || !st.Held || st.Holder != "commit-41" {
+		t.Errorf("after the run stood down, the lock is %+v (%v); want epoch 1 still held by commit-41", st, err)
+	}
+}
+
 // TestAccMain_ExamplesValidate checks every example configuration with
 // validate against the built provider: attribute names, types and the
 // provider's own validators (durations, lock names).

@@ -26,9 +26,66 @@ type leaseDataSource struct {
 
 // leaseDataSourceModelV0 is the s3lock_lease data source.
 type leaseDataSourceModelV0 struct {
-	Bucket types.String `tfsdk:"bucket"`
-	Name   types.String `tfsdk:"name"`
+	Bucket  types.String `tfsdk:"bucket"`
+	Name    types.String `tfsdk:"name"`
+	Waiters types.List   `tfsdk:"waiters"`
 	lockStateModelV0
+}
+
+// waiterModelV0 is one waiter in the lock's line.
+type waiterModelV0 struct {
+	Position types.Int64  `tfsdk:"position"`
+	Holder   types.String `tfsdk:"holder"`
+	Order    types.String `tfsdk:"order"`
+	JoinedAt types.String `tfsdk:"joined_at"`
+	Key      types.String `tfsdk:"key"`
+	Metadata types.Map    `tfsdk:"metadata"`
+}
+
+// waiterFrom converts an s3lock.Waiter.
+func waiterFrom(w s3lock.Waiter) waiterModelV0 {
+	return waiterModelV0{
+		Position: types.Int64Value(int64(w.Position)),
+		Holder:   stringOrNull(w.Holder),
+		Order:    types.StringValue(string(w.Order)),
+		JoinedAt: timeValue(w.JoinedAt),
+		Key:      types.StringValue(w.Key),
+		Metadata: metadataValue(w.Metadata),
+	}
+}
+
+// waiterObject is the schema of one waiter; its Type is the element type of
+// the waiters list.
+func waiterObject() schema.NestedAttributeObject {
+	return schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+		"position": schema.Int64Attribute{
+			MarkdownDescription: "Place in the line: `1` is served next.",
+			Computed:            true,
+		},
+		"holder": schema.StringAttribute{
+			MarkdownDescription: "Who waits: the holder identity of the waiting run (the provider's `holder`, or " +
+				"the CLI's or SDK's). Null if its ticket could not be read (a warning says why).",
+			Computed: true,
+		},
+		"order": schema.StringAttribute{
+			MarkdownDescription: "How it waits: `\"fifo\"`, or `\"newest\"` (it stands down when a newer " +
+				"`\"newest\"` waiter queues).",
+			Computed: true,
+		},
+		"joined_at": schema.StringAttribute{
+			MarkdownDescription: "When it queued (RFC 3339, the waiter's clock).",
+			Computed:            true,
+		},
+		"key": schema.StringAttribute{
+			MarkdownDescription: "Key of its ticket in the bucket, `<name>/lock-line/<number>-<order>-<id>.json`.",
+			Computed:            true,
+		},
+		"metadata": schema.MapAttribute{
+			MarkdownDescription: "Metadata the waiter will attach to its lease, e.g. the run or commit it applies.",
+			ElementType:         types.StringType,
+			Computed:            true,
+		},
+	}}
 }
 
 // lockStateModelV0 is what s3lock.Client.Current says about a lock; shared by
@@ -140,9 +197,17 @@ func (d *leaseDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 		Required:            true,
 		Validators:          []validator.String{lockNameValidator{}},
 	}
+	attrs["waiters"] = schema.ListNestedAttribute{
+		MarkdownDescription: "Who waits for the lock in its line, in the order they will be served: runs and " +
+			"processes waiting with order `\"fifo\"` or `\"newest\"`. Waiters without order (`\"none\"`) " +
+			"are not in the line and not listed. Empty when nobody queues.",
+		Computed:     true,
+		NestedObject: waiterObject(),
+	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads who holds a lock now, without taking it: its newest epoch, holder, expiry " +
-			"and metadata. A lock that never existed reads as not held, with epoch `0`.",
+			"and metadata, and who waits for it in its line. A lock that never existed reads as not held, with " +
+			"epoch `0`. It costs a LIST and a GET for the lock, and a LIST of the line and a GET per waiter.",
 		Attributes: attrs,
 	}
 }
@@ -167,11 +232,27 @@ func (d *leaseDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	if !ok {
 		return
 	}
+	lock := leaseRef{bucket: bucket, name: name}
 	st, err := client.Current(ctx, name)
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(lockReadFailed, leaseRef{bucket: bucket, name: name}, err, ""))
+		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, err, ""))
 		return
 	}
+	line, err := client.Line(ctx, name)
+	if err != nil {
+		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, err, ""))
+		return
+	}
+	waiters := make([]waiterModelV0, len(line))
+	for i, w := range line {
+		if w.Err != nil {
+			resp.Diagnostics.Append(unreadableWaiter(bucket, name, w))
+		}
+		waiters[i] = waiterFrom(w)
+	}
+	list, diags := types.ListValueFrom(ctx, waiterObject().Type(), waiters)
+	resp.Diagnostics.Append(diags...)
+	cfg.Waiters = list
 	cfg.lockStateModelV0 = lockStateFrom(st)
 	resp.Diagnostics.Append(resp.State.Set(ctx, cfg)...)
 }

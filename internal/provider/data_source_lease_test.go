@@ -8,7 +8,10 @@ import (
 	"time"
 
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -177,6 +180,89 @@ func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
 		Steps: []tfresource.TestStep{{
 			Config: config.String(),
 			Check:  tfresource.ComposeAggregateTestCheckFunc(checks...),
+		}},
+	})
+}
+
+// TestAccLeaseDataSource_Waiters: the data source lists who waits for the
+// lock in its line, in the order they will be served, as s3lock.Client.Line
+// reads it; s3lock_leases counts them per held lock.
+func TestAccLeaseDataSource_Waiters(t *testing.T) {
+	e := newAccEnv(t)
+	prefix := e.name("ds/")
+	busy, quiet := prefix+"busy", prefix+"quiet"
+	e.hold(t, "deployer", busy, time.Hour)
+	e.hold(t, "deployer", quiet, time.Hour)
+	// Three pipeline runs queue one after the other.
+	queued := []struct {
+		holder string
+		order  s3lock.Order
+		meta   map[string]string
+	}{
+		{holder: "pipeline 41", order: s3lock.OrderFIFO, meta: map[string]string{"commit": "c41"}},
+		{holder: "pipeline 42", order: s3lock.OrderNewest},
+		{holder: "pipeline 43", order: s3lock.OrderFIFO},
+	}
+	for _, q := range queued {
+		opts := []s3lock.AcquireOption{s3lock.WithOrder(q.order)}
+		if q.meta != nil {
+			opts = append(opts, s3lock.WithMetadata(q.meta))
+		}
+		if err := e.queue(q.holder, busy, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line, err := e.line(busy)
+	if err != nil || len(line) != len(queued) {
+		t.Fatalf("the line of %q is %+v (%v); want the %d queued runs", busy, line, err, len(queued))
+	}
+	var want []knownvalue.Check
+	for i, q := range queued {
+		var meta knownvalue.Check = knownvalue.Null()
+		if q.meta != nil {
+			meta = knownvalue.MapExact(map[string]knownvalue.Check{"commit": knownvalue.StringExact(q.meta["commit"])})
+		}
+		want = append(want, knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"position": knownvalue.Int64Exact(int64(i + 1)),
+			"holder":   knownvalue.StringExact(q.holder),
+			"order":    knownvalue.StringExact(string(q.order)),
+			"key":      knownvalue.StringExact(line[i].Key),
+			"joined_at": knownvalue.StringFunc(func(v string) error {
+				_, err := time.Parse(time.RFC3339, v)
+				return err
+			}),
+			"metadata": meta,
+		}))
+	}
+	config := e.providerConfig(nil) + fmt.Sprintf(`
+data "s3lock_lease" "busy" {
+  bucket = %q
+  name   = %q
+}
+
+data "s3lock_lease" "quiet" {
+  bucket = %q
+  name   = %q
+}
+
+data "s3lock_leases" "all" {
+  bucket = %q
+  prefix = %q
+}
+`, e.bucket, busy, e.bucket, quiet, e.bucket, prefix)
+	count := func(i int) tfjsonpath.Path {
+		return tfjsonpath.New("leases").AtSliceIndex(i).AtMapKey("waiter_count")
+	}
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.s3lock_lease.busy", tfjsonpath.New("waiters"), knownvalue.ListExact(want)),
+				statecheck.ExpectKnownValue("data.s3lock_lease.quiet", tfjsonpath.New("waiters"), knownvalue.ListExact(nil)),
+				statecheck.ExpectKnownValue("data.s3lock_leases.all", count(0), knownvalue.Int64Exact(int64(len(queued)))),
+				statecheck.ExpectKnownValue("data.s3lock_leases.all", count(1), knownvalue.Int64Exact(0)),
+			},
 		}},
 	})
 }

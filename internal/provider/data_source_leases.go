@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -33,7 +35,8 @@ type leasesDataSourceModelV0 struct {
 
 // leaseEntryModelV0 is one lock in s3lock_leases.
 type leaseEntryModelV0 struct {
-	Name types.String `tfsdk:"name"`
+	Name        types.String `tfsdk:"name"`
+	WaiterCount types.Int64  `tfsdk:"waiter_count"`
 	lockStateModelV0
 }
 
@@ -45,7 +48,8 @@ func (d *leasesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists every lock whose name starts with a prefix, with who holds it now: for " +
 			"dashboards and policy checks (\"who holds what right now\"). It lists the keys under the prefix " +
-			"and reads each lock's newest epoch object.",
+			"and reads each lock's newest epoch object, and lists the line of each lock that is held (to count " +
+			"its waiters). The `s3lock_lease` data source tells who waits for one lock.",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the locks.",
@@ -93,12 +97,18 @@ func (d *leasesDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		resp.Diagnostics.Append(listFailed(bucket, prefix, err))
 		return
 	}
+	counts, err := waiterCounts(ctx, client, states)
+	if err != nil {
+		resp.Diagnostics.Append(listFailed(bucket, prefix, err))
+		return
+	}
 	entries := make([]leaseEntryModelV0, len(states))
 	for i, st := range states {
 		if st.Phase() == s3lock.PhaseUnreadable {
 			resp.Diagnostics.Append(unreadableLock(bucket, st))
 		}
-		entries[i] = leaseEntryModelV0{Name: types.StringValue(st.Name), lockStateModelV0: lockStateFrom(st)}
+		entries[i] = leaseEntryModelV0{Name: types.StringValue(st.Name), WaiterCount: types.Int64Value(int64(counts[i])),
+			lockStateModelV0: lockStateFrom(st)}
 	}
 	list, diags := types.ListValueFrom(ctx, leaseEntryObject().Type(), entries)
 	resp.Diagnostics.Append(diags...)
@@ -115,5 +125,35 @@ func leaseEntryObject() schema.NestedAttributeObject {
 		MarkdownDescription: "Name of the lock.",
 		Computed:            true,
 	}
+	entry["waiter_count"] = schema.Int64Attribute{
+		MarkdownDescription: "How many runs and processes wait for the lock in its line (order `\"fifo\"` or " +
+			"`\"newest\"`; waiters without order are not counted). `0` when the lock is not held: a free lock's " +
+			"line is served within a moment.",
+		Computed: true,
+	}
 	return schema.NestedAttributeObject{Attributes: entry}
+}
+
+// waiterCounts returns the length of the line of each held lock in states
+// (0 for the others: a line whose lock is free is served within a poll, so
+// only held locks are worth a LIST), listing up to lineReadConcurrency lines
+// at a time.
+func waiterCounts(ctx context.Context, c *s3lock.Client, states []s3lock.State) ([]int, error) {
+	counts := make([]int, len(states))
+	errs := make([]error, len(states))
+	sem := make(chan struct{}, lineReadConcurrency)
+	var wg sync.WaitGroup
+	for i, st := range states {
+		if !st.Held {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			line, err := c.Line(ctx, st.Name)
+			counts[i], errs[i] = len(line), err
+		})
+	}
+	wg.Wait()
+	return counts, errors.Join(errs...)
 }

@@ -72,10 +72,30 @@ const (
 // e.g. "Could not renew lease"); when the failure is that the lease was
 // lost, it is leaseLost with next.
 func lockFailed(summary string, l leaseRef, err error, next string) diag.Diagnostic {
+	var se *s3lock.SupersededError
+	if errors.As(err, &se) {
+		return superseded(l, se)
+	}
 	if errors.Is(err, s3lock.ErrLeaseLost) {
 		return leaseLost(diag.SeverityError, l, err, "", next)
 	}
 	return diag.NewErrorDiagnostic(summary, lockErrorDetail(l, err))
+}
+
+// superseded is an acquisition with order = "newest" that stood down because
+// a newer run queued for the lock with order = "newest" too: it left the line
+// without taking the lock, so nothing that waited for the lock ran.
+func superseded(l leaseRef, err *s3lock.SupersededError) diag.Diagnostic {
+	by := "another run (its holder identity could not be read)"
+	if err.By != "" {
+		by = fmt.Sprintf("%q", err.By)
+	}
+	return diag.NewErrorDiagnostic("Superseded by a newer run", lockErrorDetail(l, err)+fmt.Sprintf("\n\n"+
+		"A newer run, %s, queued for the lock with order = \"newest\" while this run waited for it, so this "+
+		"run stood down: it left the line without taking the lock, and nothing that depends on the lock was "+
+		"changed. The newer run takes its place in line. This is what order = \"newest\" is for (of the runs "+
+		"waiting, only the newest applies, as for deploys of successive commits); use order = \"fifo\" if "+
+		"every run must apply in turn.", by))
 }
 
 // Summaries of lockFailed, one per operation.
@@ -189,6 +209,14 @@ func listFailed(bucket, prefix string, err error) diag.Diagnostic {
 			hintSuffix(bucket, prefix+"*", err)))
 }
 
+// unreadableWaiter is a ticket in a lock's line that is not a ticket: it is
+// listed without a holder.
+func unreadableWaiter(bucket, name string, w s3lock.Waiter) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Unreadable waiter",
+		fmt.Sprintf("Lock %q in bucket %q: the waiter at position %d (s3://%s/%s) is listed without a holder: %v",
+			name, bucket, w.Position, bucket, w.Key, w.Err))
+}
+
 // unreadableLock is a listed lock whose newest epoch object is not a lease.
 func unreadableLock(bucket string, st s3lock.State) diag.Diagnostic {
 	return diag.NewWarningDiagnostic("Unreadable lock",
@@ -255,6 +283,14 @@ func invalidBucket(p path.Path, err error) diag.Diagnostic {
 // invalidHolder is a holder identity s3lock.ValidateHolder refused.
 func invalidHolder(p path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(p, "Invalid holder", err.Error())
+}
+
+// invalidOrder is an order s3lock.ParseOrder refused.
+func invalidOrder(p path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid order", strings.TrimPrefix(err.Error(), "s3lock: ")+
+		". Pick \"newest\" for deploys of successive commits (an older commit must not deploy after a newer "+
+		"one), \"fifo\" for changes that must apply in the order they were queued (migrations), \"none\" to "+
+		"race for the lock as waiters without order do.")
 }
 
 // invalidEndpoint is an endpoint that is not an http or https URL.
@@ -327,8 +363,9 @@ func hintSuffix(bucket, objects string, err error) string {
 func hintFor(bucket, objects string, err error) string {
 	switch {
 	case errors.Is(err, s3lock.ErrHeld):
-		return "Someone else holds the lock. Wait for them to release it (raise the wait time: timeouts.create " +
-			"or wait_timeout), or, if the holder is gone for good, force-release its epoch with the s3lock CLI."
+		return "Someone else holds the lock, or (with order = \"fifo\" or \"newest\") others queued for it first. " +
+			"Wait for them (raise the wait time: timeouts.create or wait_timeout), or, if the holder is gone for " +
+			"good, force-release its epoch with the s3lock CLI."
 	case errors.Is(err, s3lock.ErrAccessDenied):
 		return fmt.Sprintf("Check the provider's credentials (access_key and secret_key, profile, assume_role, or the "+
 			"AWS environment) and that they allow s3:ListBucket on bucket %q and s3:GetObject, s3:PutObject and "+

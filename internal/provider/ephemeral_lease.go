@@ -44,6 +44,7 @@ type leaseEphemeralModelV0 struct {
 	LeaseDuration types.String `tfsdk:"lease_duration"`
 	WaitTimeout   types.String `tfsdk:"wait_timeout"`
 	Metadata      types.Map    `tfsdk:"metadata"`
+	Order         types.String `tfsdk:"order"`
 	Epoch         types.Int64  `tfsdk:"epoch"`
 	Key           types.String `tfsdk:"key"`
 	Holder        types.String `tfsdk:"holder"`
@@ -110,6 +111,15 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Optional:            true,
 				Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtLeast(1))},
 			},
+			"order": schema.StringAttribute{
+				MarkdownDescription: orderDescription("`wait_timeout`", " A run that holds the lease for the "+
+					"whole run queues once, when it first opens the lease (where each phase takes the lock on its "+
+					"own, each phase queues). When two blocks of one run take the same lock, the first block's "+
+					"order counts; under `s3lock run` of the same lock, the CLI has queued already."),
+				Optional:   true,
+				Computed:   true,
+				Validators: []validator.String{orderValidator()},
+			},
 			"epoch": schema.Int64Attribute{
 				MarkdownDescription: "Epoch of the lease: the fencing token of this run.",
 				Computed:            true,
@@ -153,7 +163,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	}
 	bucket, name := cfg.Bucket.ValueString(), cfg.Name.ValueString()
 	lock := leaseRef{bucket: bucket, name: name}
-	dur, wait, meta := e.settings(ctx, cfg, lock, &resp.Diagnostics)
+	set := e.settings(ctx, cfg, lock, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -161,8 +171,9 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if !ok {
 		return
 	}
-	cfg.LeaseDuration = types.StringValue(formatDuration(dur))
-	cfg.WaitTimeout = types.StringValue(formatDuration(wait))
+	cfg.LeaseDuration = types.StringValue(formatDuration(set.dur))
+	cfg.WaitTimeout = types.StringValue(formatDuration(set.wait))
+	cfg.Order = types.StringValue(string(set.order))
 	if epoch, ok := inheritedEpoch(bucket, name); ok {
 		st, ok := checkInherited(ctx, client, bucket, name, epoch, &resp.Diagnostics)
 		if !ok {
@@ -176,13 +187,15 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	// long as the phase lasts (every third of lease_duration, retrying
 	// failures until it would lapse); Terraform's Renew calls only check on
 	// it. For the whole run, the run's guard renews it.
-	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(dur)}
-	if meta != nil {
-		opts = append(opts, s3lock.WithMetadata(meta))
+	// The order matters only here, where the run queues: the whole run's
+	// later phases find the lease held by the run's guard.
+	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order)}
+	if set.meta != nil {
+		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}
 	if e.factory.run != nil {
-		held, ok := e.openForRun(ctx, bucket, name, dur, func() (*s3lock.Lease, error) {
-			return acquireLease(ctx, e.factory, client, name, wait, append(opts, s3lock.WithoutAutoRenew())...)
+		held, ok := e.openForRun(ctx, bucket, name, set.dur, func() (*s3lock.Lease, error) {
+			return acquireLease(ctx, e.factory, client, name, set.wait, append(opts, s3lock.WithoutAutoRenew())...)
 		}, &resp.Diagnostics)
 		if !ok {
 			return
@@ -191,7 +204,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		e.result(ctx, resp, cfg, held.Token.Epoch, held.Key, held.Holder, held.AcquiredAt, held.ExpiresAt)
 		return
 	}
-	lease, err := acquireLease(ctx, e.factory, client, name, wait, opts...)
+	lease, err := acquireLease(ctx, e.factory, client, name, set.wait, opts...)
 	if err != nil {
 		resp.Diagnostics.Append(lockFailed(acquireFailed, lock, err, ""))
 		return
@@ -202,20 +215,31 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	e.result(ctx, resp, cfg, lease.Epoch(), lease.Key(), lease.Holder(), lease.AcquiredAt(), lease.ExpiresAt())
 }
 
-// settings reads Open's lease_duration, wait_timeout (with their defaults)
-// and metadata.
-func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemeralModelV0, lock leaseRef, diags *diag.Diagnostics) (dur, wait time.Duration, meta map[string]string) {
-	dur, err := parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultEphemeralLeaseDuration))
-	if err != nil {
+// openSettings are the settings of an Open, defaults applied.
+type openSettings struct {
+	dur, wait time.Duration
+	meta      map[string]string
+	order     s3lock.Order
+}
+
+// settings reads Open's lease_duration, wait_timeout, order (with their
+// defaults) and metadata.
+func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemeralModelV0, lock leaseRef, diags *diag.Diagnostics) openSettings {
+	var set openSettings
+	var err error
+	if set.dur, err = parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultEphemeralLeaseDuration)); err != nil {
 		diags.Append(durationNotParsed(path.Root("lease_duration"), lock, err))
 	}
-	wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultWaitTimeout))
-	if err != nil {
+	if set.wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultWaitTimeout)); err != nil {
 		diags.Append(durationNotParsed(path.Root("wait_timeout"), lock, err))
 	}
-	meta, d := metadataFrom(ctx, cfg.Metadata)
+	if set.order, err = parseOrder(cfg.Order); err != nil {
+		diags.Append(invalidOrder(path.Root("order"), err))
+	}
+	var d diag.Diagnostics
+	set.meta, d = metadataFrom(ctx, cfg.Metadata)
 	diags.Append(d...)
-	return dur, wait, meta
+	return set
 }
 
 // result sets Open's result: the configuration with the lease's computed

@@ -50,6 +50,7 @@ type echoedLease struct {
 	Holder        string            `json:"holder"`
 	LeaseDuration string            `json:"lease_duration"`
 	WaitTimeout   string            `json:"wait_timeout"`
+	Order         string            `json:"order"`
 	ExpiresAt     string            `json:"expires_at"`
 	AcquiredAt    string            `json:"acquired_at"`
 	Metadata      map[string]string `json:"metadata"`
@@ -142,7 +143,7 @@ resource "s3lock_lease" "blocked" {
 						return fmt.Errorf("apply's lease has epoch %d; want at least 2 (plan and apply each take the lock)", epoch)
 					}
 					if l.Key != s3lock.Key(run, uint64(epoch)) || l.Holder != "terraform-test" ||
-						l.LeaseDuration != "4s" || l.WaitTimeout != "5m" || l.Metadata["purpose"] != "serialize" {
+						l.LeaseDuration != "4s" || l.WaitTimeout != "5m" || l.Order != "fifo" || l.Metadata["purpose"] != "serialize" {
 						return fmt.Errorf("ephemeral result %+v", l)
 					}
 					st := e.current(t, run)
@@ -248,6 +249,45 @@ resource "echo" "lease" {}
 	})
 }
 
+// TestAccLeaseEphemeral_Superseded: a run with order = "newest" that waits
+// for a held lock stands down when a newer "newest" run queues: it fails
+// without taking the lock, before anything that depends on the lease
+// changes.
+func TestAccLeaseEphemeral_Superseded(t *testing.T) {
+	e := newAccEnv(t)
+	run := e.name("deploy/prod")
+	e.hold(t, "commit-41", run, time.Hour)
+	e.onceWaiting("commit-41", func() {
+		if err := e.queue("commit-43", run, s3lock.Supersede()); err != nil {
+			t.Error(err)
+		}
+	})
+	deployed := filepath.Join(t.TempDir(), "deployed")
+	config := e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, run, `order = "newest"`, `wait_timeout = "1m"`) + fmt.Sprintf(`
+resource "terraform_data" "deploy" {
+  provisioner "local-exec" {
+    command = "touch %s"
+  }
+  depends_on = [ephemeral.s3lock_lease.run]
+}
+`, deployed)
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   ephemeralVersions,
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			ExpectError: matchError("Superseded by a newer run", `Lock "`+run+`" in bucket "`+e.bucket+`"`,
+				`A newer run, "commit-43", queued for the lock with order = "newest"`, "nothing that depends on the lock was changed"),
+		}},
+	})
+	if _, err := os.Stat(deployed); err == nil {
+		t.Error("the superseded run deployed")
+	}
+	if st := e.current(t, run); st.Epoch != 1 || !st.Held || st.Holder != "commit-41" {
+		t.Errorf("after the run stood down, the lock is %+v; want epoch 1 still held by commit-41", st)
+	}
+}
+
 // TestAccLeaseEphemeral_Validation: bad arguments fail before any lock is
 // taken, with a diagnostic naming the bucket and lock.
 func TestAccLeaseEphemeral_Validation(t *testing.T) {
@@ -269,6 +309,12 @@ func TestAccLeaseEphemeral_Validation(t *testing.T) {
 			lock:  "ok",
 			extra: []string{`wait_timeout = "-1s"`},
 			want:  matchError("Duration out of range", "wait_timeout", `bucket "`+e.bucket+`"`),
+		},
+		{
+			name:  "bad order",
+			lock:  "ok",
+			extra: []string{`order = "oldest"`},
+			want:  matchError("Invalid order", `order "oldest"`, `"fifo"`),
 		},
 		{
 			name: "empty name",

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,6 +17,30 @@ import (
 // privateTokenKey is the private-state key under which a lease's
 // s3lock.Token is kept, so that a later operation can resume the lease.
 const privateTokenKey = "lease_token"
+
+// defaultOrder is the order in which a lease waits for a held lock unless
+// configured otherwise: first come, first served. Runs that queue for a lock
+// expect to be served in turn, as Terraform users expect of a queue; racing
+// (s3lock.OrderNone, the SDK's default) would let a later run overtake one
+// that has waited for minutes.
+const defaultOrder = s3lock.OrderFIFO
+
+// orderDescription is the MarkdownDescription of the order attribute; wait
+// names what bounds the wait (`timeouts.create`, `wait_timeout`) and more
+// adds what is particular to the resource or the ephemeral resource.
+func orderDescription(wait, more string) string {
+	return fmt.Sprintf("In which order this run takes its turn while others wait for the lock too. "+
+		"`%q` (the default): wait in the lock's line and be served in the order the waiters queued, "+
+		"across processes and hosts — for changes that must apply in the order they were queued, such as "+
+		"migrations. `\"newest\"`: wait in the line too, but stand down when a newer run queues with "+
+		"`order = \"newest\"`: this run then fails with \"Superseded by a newer run\", without taking the lock "+
+		"or changing anything that depends on it, and the newer run goes ahead — for deploys of successive "+
+		"commits, where an older commit must not deploy after a newer one. `\"none\"`: do not queue; race for "+
+		"the lock when it is released, as waiters without order do. With `\"fifo\"` or `\"newest\"`, a run "+
+		"that finds the lock free while others wait in line queues behind them (waiters with `\"none\"` may "+
+		"still take a free lock), and %s counts the time spent in line. Runs of the s3lock CLI and programs "+
+		"using the SDK queue in the same line.%s", defaultOrder, wait, more)
+}
 
 // privateGetter and privateSetter are the parts of the framework's private
 // state (resources) and private data (ephemeral resources) used here.
@@ -47,10 +72,12 @@ func loadToken(ctx context.Context, p privateGetter) (*s3lock.Token, diag.Diagno
 }
 
 // acquireLease takes the lock: at once if it is free; if it is held, it
-// waits up to wait, reporting the holders it waits for through tflog (and the
-// test hook). Any other failure of the first attempt, such as an unreachable
-// store or denied access, is returned at once (s3lock.FailFast): only a held
-// lock is worth waiting for. A wait of 0 tries once.
+// waits up to wait (in the lock's line when opts order it: s3lock.WithOrder),
+// reporting the holders it waits for and how many waiters are ahead of it
+// through tflog (and the test hook). Any other failure of the first attempt,
+// such as an unreachable store or denied access, is returned at once
+// (s3lock.FailFast): only a held lock is worth waiting for. A wait of 0 tries
+// once.
 func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name string, wait time.Duration, opts ...s3lock.AcquireOption) (*s3lock.Lease, error) {
 	if wait <= 0 {
 		return c.TryAcquire(ctx, name, opts...)
@@ -70,6 +97,7 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 			"key":         h.Key,
 			"expires_in":  h.ExpiresIn.Round(time.Second).String(),
 			"acquired_at": formatTime(h.AcquiredAt),
+			"ahead":       h.Ahead,
 		})
 		if f.hooks.onWait != nil {
 			f.hooks.onWait(h)

@@ -124,6 +124,10 @@ type accEnv struct {
 	leases *leaseRegistry
 	// offset shifts the provider's clock (see setClockOffset).
 	offset atomic.Int64
+	// queued ends the waiters that queue started, and waiting waits for
+	// them, when the test ends.
+	queued  context.Context
+	waiting sync.WaitGroup
 }
 
 // newAccEnv skips the test unless TF_ACC is set, and otherwise returns a
@@ -137,6 +141,12 @@ func newAccEnv(t *testing.T) *accEnv {
 	ns := s3test.New(t)
 	e := &accEnv{ns: ns, bucket: ns.Bucket, leases: newLeaseRegistry()}
 	e.hooks.now = func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
+	var stopQueued context.CancelFunc
+	e.queued, stopQueued = context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		stopQueued()
+		e.waiting.Wait()
+	})
 	// Ephemeral leases renew themselves in the (in-process) provider until
 	// Terraform closes them; release any a failed step left open, as the
 	// provider's main does when Terraform stops it.
@@ -283,6 +293,56 @@ func (e *accEnv) hold(t *testing.T, holder, name string, d time.Duration, opts .
 		}
 	})
 	return l
+}
+
+// queue starts an ordered Acquire of name by holder with the SDK, as another
+// pipeline run would (opts give its order), and returns once it waits in the
+// lock's line. It leaves the line when the test ends; if it is served before,
+// it releases the lock at once. It may be called from any goroutine.
+func (e *accEnv) queue(holder, name string, opts ...s3lock.AcquireOption) error {
+	c, err := s3lock.New(e.ns.Client, e.bucket, s3lock.WithHolder(holder))
+	if err != nil {
+		return err
+	}
+	inLine := make(chan struct{})
+	var once sync.Once
+	observe := s3lock.WithWaitObserver(func(*s3lock.HeldError) { once.Do(func() { close(inLine) }) })
+	done := make(chan error, 1)
+	e.waiting.Go(func() {
+		l, err := c.Acquire(e.queued, name, append(opts, s3lock.WithoutAutoRenew(), observe)...)
+		if err == nil {
+			err = l.Release(context.Background())
+		}
+		done <- err
+	})
+	select {
+	case <-inLine:
+		return nil
+	case err := <-done:
+		return fmt.Errorf("%s never queued for %q: %w", holder, name, err)
+	case <-time.After(time.Minute):
+		return fmt.Errorf("%s did not queue for %q within a minute", holder, name)
+	}
+}
+
+// onceWaiting calls fn, in a goroutine of its own, the first time a provider
+// started from now on reports waiting for holder's lease.
+func (e *accEnv) onceWaiting(holder string, fn func()) {
+	var once sync.Once
+	e.setOnWait(func(h *s3lock.HeldError) {
+		if h.Holder == holder {
+			once.Do(func() { go fn() })
+		}
+	})
+}
+
+// line reads the line of name with the SDK.
+func (e *accEnv) line(name string) ([]s3lock.Waiter, error) {
+	c, err := s3lock.New(e.ns.Client, e.bucket, s3lock.WithHolder("observer"))
+	if err != nil {
+		return nil, err
+	}
+	return c.Line(context.Background(), name)
 }
 
 // waitFor polls cond until it holds or a minute passes.

@@ -54,6 +54,7 @@ type leaseResourceModelV0 struct {
 	LeaseDuration types.String   `tfsdk:"lease_duration"`
 	RenewBefore   types.String   `tfsdk:"renew_before"`
 	Metadata      types.Map      `tfsdk:"metadata"`
+	Order         types.String   `tfsdk:"order"`
 	Epoch         types.Int64    `tfsdk:"epoch"`
 	Key           types.String   `tfsdk:"key"`
 	Holder        types.String   `tfsdk:"holder"`
@@ -86,7 +87,7 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"the next refresh removes it from state with a warning and the next apply acquires the lock again, " +
 			"with a new `epoch`.\n\n" +
 			"Changing `lease_duration` or `metadata` replaces the lease: it is released and acquired again " +
-			"with a new epoch.",
+			"with a new epoch. Changing `order`, `renew_before` or `timeouts` only changes state.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "Identifier of the lease, `" + importIDFormat + "` (the import ID format).",
@@ -140,6 +141,15 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 					mapvalidator.KeysAre(stringvalidator.LengthAtLeast(1)),
 				},
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+			},
+			"order": schema.StringAttribute{
+				MarkdownDescription: orderDescription("`timeouts.create`", " It only matters while `apply` waits "+
+					"for the lock, so changing it is an update in place that leaves the lease alone (it applies to "+
+					"the next acquisition, such as a replacement)."),
+				Optional:   true,
+				Computed:   true,
+				Default:    stringdefault.StaticString(string(defaultOrder)),
+				Validators: []validator.String{orderValidator()},
 			},
 			"epoch": schema.Int64Attribute{
 				MarkdownDescription: "Epoch of the lease: the fencing token. Every acquisition of the lock gets " +
@@ -253,6 +263,10 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if err != nil {
 		resp.Diagnostics.Append(durationNotParsed(path.Root("lease_duration"), lock, err))
 	}
+	order, err := parseOrder(plan.Order)
+	if err != nil {
+		resp.Diagnostics.Append(invalidOrder(path.Root("order"), err))
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -260,7 +274,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if !ok {
 		return
 	}
-	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(dur)}
+	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(dur), s3lock.WithOrder(order)}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
@@ -315,6 +329,12 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	state.Holder = types.StringValue(holder)
+	if state.Order.IsNull() {
+		// State written before order existed: it waited without order, but
+		// order only matters while waiting, so it gets the default that
+		// the configuration has unless it says otherwise (no plan diff).
+		state.Order = types.StringValue(string(defaultOrder))
+	}
 	if renewedSince(until, state.ExpiresAt) {
 		state.ExpiresAt = timeValue(until)
 	}
@@ -356,7 +376,7 @@ func renewedSince(until time.Time, stored types.String) bool {
 }
 
 // Update renews the lease when the plan asks for it (expires_at unknown);
-// other in-place changes (renew_before, timeouts) only change state.
+// other in-place changes (order, renew_before, timeouts) only change state.
 func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state leaseResourceModelV0
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -451,6 +471,9 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	set("name", types.StringValue(name))
 	set("lease_duration", types.StringValue(formatDuration(lease.Duration())))
 	set("metadata", metadataValue(lease.Metadata()))
+	// How the lease was waited for is not recorded in it; order only matters
+	// while waiting, so the import gets the default.
+	set("order", types.StringValue(string(defaultOrder)))
 	set("epoch", types.Int64Value(int64(epoch)))
 	set("key", types.StringValue(lease.Key()))
 	set("holder", types.StringValue(lease.Holder()))

@@ -103,17 +103,18 @@ func renewals(want uint64) func(s3lock.State) error {
 	}
 }
 
-// TestAccLeaseResource_Lifecycle: create, in-place update without renewal,
-// renewal inside renew_before, import, and destroy releasing the lease.
+// TestAccLeaseResource_Lifecycle: create (waiting in order "fifo" unless
+// told otherwise), in-place updates without renewal, renewal inside
+// renew_before, import, and destroy releasing the lease.
 func TestAccLeaseResource_Lifecycle(t *testing.T) {
 	e := newAccEnv(t)
 	name := e.name("deploy/prod")
 	addr := "s3lock_lease.test"
-	cfg := func(renewBefore string) string {
-		return e.providerConfig(nil) + leaseConfig(e.bucket, name,
+	cfg := func(renewBefore string, extra ...string) string {
+		return e.providerConfig(nil) + leaseConfig(e.bucket, name, append([]string{
 			`lease_duration = "1h"`,
 			fmt.Sprintf("renew_before = %q", renewBefore),
-			`metadata = { change = "CHG-1" }`)
+			`metadata = { change = "CHG-1" }`}, extra...)...)
 	}
 	var firstExpiry string
 	tfresource.ParallelTest(t, tfresource.TestCase{
@@ -122,6 +123,9 @@ func TestAccLeaseResource_Lifecycle(t *testing.T) {
 		Steps: []tfresource.TestStep{
 			{
 				Config: cfg("10m"),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("order"), knownvalue.StringExact("fifo")),
+				}},
 				Check: checkLeaseMatchesStore(t, e, addr, name, renewals(0), func(st s3lock.State) error {
 					if st.Metadata["change"] != "CHG-1" || st.LeaseDuration != time.Hour {
 						return fmt.Errorf("lease metadata %v duration %s, want change=CHG-1 and 1h", st.Metadata, st.LeaseDuration)
@@ -132,6 +136,7 @@ func TestAccLeaseResource_Lifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("holder"), knownvalue.StringExact("terraform-test")),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("key"), knownvalue.StringExact(s3lock.Key(name, 1))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("order"), knownvalue.StringExact("fifo")),
 					// Remember the first expiry for the steps below.
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("expires_at"), knownvalue.StringFunc(func(v string) error {
 						firstExpiry = v
@@ -141,15 +146,17 @@ func TestAccLeaseResource_Lifecycle(t *testing.T) {
 				},
 			},
 			{
-				// Changing renew_before is an update in place that does
-				// not touch the lease.
-				Config: cfg("20m"),
+				// Changing renew_before or order is an update in place
+				// that does not touch the lease: order only matters
+				// while apply waits for the lock.
+				Config: cfg("20m", `order = "newest"`),
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
 				}},
 				Check: checkLeaseMatchesStore(t, e, addr, name, renewals(0)),
 				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("order"), knownvalue.StringExact("newest")),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("expires_at"), knownvalue.StringFunc(func(v string) error {
 						if v != firstExpiry {
 							return fmt.Errorf("expires_at %s changed from %s without a renewal", v, firstExpiry)
@@ -285,6 +292,101 @@ func TestAccLeaseResource_SecondWaitsForFirst(t *testing.T) {
 		})
 	}()
 	wg.Wait()
+}
+
+// TestAccLeaseResource_Order: apply waits for a held lock in the order the
+// configuration asks for: in the lock's line with "fifo" (the default) and
+// "newest", racing outside it with "none". A "newest" waiter that a newer
+// one supersedes while it waits fails without taking the lock.
+func TestAccLeaseResource_Order(t *testing.T) {
+	addr := "s3lock_lease.test"
+	cases := []struct {
+		name  string
+		extra []string // arguments of the resource
+		// inLine is the order of the apply's place in the line while it
+		// waits; "" when it waits outside the line.
+		inLine s3lock.Order
+		// supersede queues a newer "newest" waiter while the apply waits;
+		// otherwise the holder releases the lock.
+		supersede bool
+		wantOrder string // the order in state
+	}{
+		{name: "default is fifo", inLine: s3lock.OrderFIFO, wantOrder: "fifo"},
+		{name: "none", extra: []string{`order = "none"`}, wantOrder: "none"},
+		{name: "newest, superseded", extra: []string{`order = "newest"`}, inLine: s3lock.OrderNewest, supersede: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newAccEnv(t)
+			name := e.name("deploy/order")
+			held := e.hold(t, "deployer", name, time.Hour)
+			// What the line looked like once the apply waited.
+			seen := make(chan []s3lock.Waiter, 1)
+			e.onceWaiting("deployer", func() {
+				line, err := e.line(name)
+				if err != nil {
+					t.Errorf("reading the line: %v", err)
+				}
+				seen <- line
+				if tc.supersede {
+					if err := e.queue("pipeline 43", name, s3lock.Supersede()); err != nil {
+						t.Error(err)
+					}
+					return
+				}
+				if err := held.Release(context.Background()); err != nil {
+					t.Errorf("releasing the held lease: %v", err)
+				}
+			})
+			step := tfresource.TestStep{
+				Config: e.providerConfig(nil) + leaseConfig(e.bucket, name, append(tc.extra, `timeouts { create = "1m" }`)...),
+			}
+			if tc.supersede {
+				step.ExpectError = matchError("Superseded by a newer run", `Lock "`+name+`" in bucket "`+e.bucket+`"`,
+					`A newer run, "pipeline 43", queued for the lock with order = "newest"`, "stood down",
+					"nothing that depends on the lock was changed")
+			} else {
+				step.ConfigStateChecks = []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("order"), knownvalue.StringExact(tc.wantOrder)),
+				}
+			}
+			tfresource.ParallelTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: e.protoV6Factories(),
+				Steps:                    []tfresource.TestStep{step},
+			})
+
+			var line []s3lock.Waiter
+			select {
+			case line = <-seen:
+			default:
+				t.Fatal("the apply never reported waiting for the held lock")
+			}
+			var places []string
+			for _, w := range line {
+				places = append(places, fmt.Sprintf("%s (%s)", w.Holder, w.Order))
+			}
+			want := []string{}
+			if tc.inLine != "" {
+				want = []string{fmt.Sprintf("terraform-test (%s)", tc.inLine)}
+			}
+			if strings.Join(places, ", ") != strings.Join(want, ", ") {
+				t.Errorf("while the apply waited, the line was %v; want %v", places, want)
+			}
+			if !tc.supersede {
+				return
+			}
+			// The apply left the line to the newer run; the holder kept
+			// the lock.
+			if st := e.current(t, name); st.Epoch != 1 || !st.Held || st.Holder != "deployer" {
+				t.Errorf("after the apply stood down, the lock is %+v; want epoch 1 still held by deployer", st)
+			}
+			line, err := e.line(name)
+			if err != nil || len(line) != 1 || line[0].Holder != "pipeline 43" {
+				t.Errorf("after the apply stood down, the line is %+v (%v); want only pipeline 43", line, err)
+			}
+		})
+	}
 }
 
 // TestAccLeaseResource_LostLeaseReacquired: a lease lost outside Terraform is
@@ -563,6 +665,11 @@ func TestAccLeaseResource_Validation(t *testing.T) {
 			name:   "bad bucket",
 			config: leaseConfig("Not_A_Bucket", "ok"),
 			want:   matchError("Invalid bucket name", "Not_A_Bucket"),
+		},
+		{
+			name:   "order not an order",
+			config: leaseConfig(bucket, "ok", `order = "lifo"`),
+			want:   matchError("Invalid order", `order "lifo"`, `"fifo"`, `"newest"`, `"none"`),
 		},
 		{
 			name:   "bad timeout",

@@ -83,6 +83,16 @@ func holderValidator() validator.String {
 		report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidHolder(p, err) }}
 }
 
+// orderValidator checks an order with s3lock.ParseOrder.
+func orderValidator() validator.String {
+	return ruleValidator{description: `must be "fifo", "newest" or "none"`,
+		rule: func(s string) error {
+			_, err := s3lock.ParseOrder(s)
+			return err
+		},
+		report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidOrder(p, err) }}
+}
+
 // endpointValidator checks that an endpoint is an http or https URL.
 func endpointValidator() validator.String {
 	return ruleValidator{description: "must be an http:// or https:// URL with a host and no credentials",
@@ -192,4 +202,14 @@ func parseDuration(attr string, v types.String, def time.Duration) (time.Duratio
 		return 0, fmt.Errorf("%s = %q is not a duration: %w", attr, v.ValueString(), err)
 	}
 	return d, nil
+}
+
+// parseOrder parses the order in v, or returns defaultOrder when v is null.
+// The validator has checked the value already; the error is for a value that
+// reaches an operation without it (a bug).
+func parseOrder(v types.String) (s3lock.Order, error) {
+	if v.IsNull() || v.IsUnknown() {
+		return defaultOrder, nil
+	}
+	return s3lock.ParseOrder(v.ValueString())
 }

@@ -43,3 +43,34 @@ func TestPrefixValidator(t *testing.T) {
 		})
 	}
 }
+
+// TestOrderValidator: order accepts exactly what s3lock.ParseOrder does.
+func TestOrderValidator(t *testing.T) {
+	cases := []struct {
+		order string
+		ok    bool
+	}{
+		{order: "fifo", ok: true},
+		{order: "newest", ok: true},
+		{order: "none", ok: true},
+		{order: "FIFO"},
+		{order: "lifo"},
+		{order: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.order, func(t *testing.T) {
+			var resp validator.StringResponse
+			orderValidator().ValidateString(t.Context(), validator.StringRequest{
+				Path: path.Root("order"), ConfigValue: types.StringValue(tc.order),
+			}, &resp)
+			switch {
+			case tc.ok && resp.Diagnostics.HasError():
+				t.Errorf("order %q refused: %v", tc.order, resp.Diagnostics)
+			case !tc.ok && !resp.Diagnostics.HasError():
+				t.Errorf("order %q accepted", tc.order)
+			case !tc.ok && resp.Diagnostics.Errors()[0].Summary() != "Invalid order":
+				t.Errorf("order %q: %v, want \"Invalid order\"", tc.order, resp.Diagnostics)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ output "held_deploy_locks" {
       holder     = l.holder
       epoch      = l.epoch
       expires_at = l.expires_at
+      waiting    = l.waiter_count
     } if l.held
   }
 }

@@ -7,6 +7,8 @@ ephemeral "s3lock_lease" "network" {
   name           = "shared/network"
   lease_duration = "2m"
   wait_timeout   = "15m"
+  # Runs that wait take the lock in the order they queued (the default).
+  order = "fifo"
 
   metadata = {
     root_module = "app-frontend"

@@ -12,6 +12,11 @@ resource "s3lock_lease" "migrations" {
   # in-place renewal.
   renew_before = "30m"
 
+  # Pipelines that wait for the lock take it in the order they queued, so
+  # migrations apply in release order (the default; "newest" would let only
+  # the latest of the waiting pipelines run).
+  order = "fifo"
+
   metadata = {
     pipeline = "release-2024-06"
     owner    = "platform-team"

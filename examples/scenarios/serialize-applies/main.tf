@@ -43,6 +43,9 @@ ephemeral "s3lock_lease" "network" {
   lease_duration = "2m"
   # How long this run waits for another to finish.
   wait_timeout = "20m"
+  # Waiting runs of the different root modules take turns in the order they
+  # queued (the default): each has its own changes to make.
+  order = "fifo"
 
   metadata = {
     root_module = var.root_module

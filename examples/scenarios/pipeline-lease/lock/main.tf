@@ -46,6 +46,10 @@ resource "s3lock_lease" "migrations" {
     pipeline_run = var.pipeline_run
   }
 
+  # Pipelines that wait for the lock run their migrations in the order they
+  # queued, which is release order (the default).
+  order = "fifo"
+
   # Wait up to an hour for another pipeline to finish.
   timeouts {
     create = "1h"
