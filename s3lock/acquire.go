@@ -27,7 +27,18 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOpt
 	if err != nil {
 		return nil, err
 	}
-	return c.tryAcquire(ctx, name, a)
+	lease, err := c.tryAcquire(ctx, name, a)
+	c.observeAcquire(name, lease, err, 0)
+	return lease, err
+}
+
+// observeAcquire reports the end of an acquisition that ran for wait.
+func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.Duration) {
+	if lease != nil {
+		c.observe(Event{Kind: EventAcquired, Lock: name, Key: lease.key, Epoch: lease.epoch, Wait: wait})
+		return
+	}
+	c.observe(Event{Kind: EventAcquireFailed, Lock: name, Key: epochPrefix(name), Wait: wait, Err: err})
 }
 
 // tryAcquire is TryAcquire for a name already checked.

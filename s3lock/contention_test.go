@@ -187,6 +187,7 @@ func TestContention_FaultsFIFO(t *testing.T) {
 // random (responses dropped after the store applied a write, 5xx before and
 // after, 409 conflicts, latency), and checks that each kind was injected.
 func contentionWithFaults(t *testing.T, cfg contention) {
+	t.Helper()
 	var mu sync.Mutex
 	var injectors []*s3test.Faults
 	cfg.faults = func(w int) *s3test.Faults {

@@ -37,6 +37,9 @@ type State struct {
 	LeaseDuration time.Duration
 	Renewals      uint64
 	Metadata      map[string]string
+	// Waiters is how many ordered waiters (FIFO, Supersede) are in the
+	// lock's line; Line says who they are.
+	Waiters int
 	// Err is set, by List only, for a lock whose newest epoch object could
 	// not be read as a lease (a *CorruptLeaseError); the other fields then
 	// only name it. Current returns such an error instead.
@@ -99,7 +102,8 @@ func (s State) Phase() Phase {
 }
 
 // Current reads who holds the lock name now, without acquiring it: one LIST
-// and one GET, bounded by ctx.
+// and one GET, bounded by ctx, and one LIST of the lock's line when someone
+// waits in it (State.Waiters).
 func (c *Client) Current(ctx context.Context, name string) (State, error) {
 	if err := ValidateName(name); err != nil {
 		return State{}, err
@@ -109,7 +113,7 @@ func (c *Client) Current(ctx context.Context, name string) (State, error) {
 
 // current is Current for a name already checked.
 func (c *Client) current(ctx context.Context, name string) (State, error) {
-	newest, found, _, err := c.findNewest(ctx, name)
+	newest, found, page, err := c.findNewest(ctx, name)
 	if err != nil {
 		return State{}, err
 	}
@@ -120,7 +124,19 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	return c.stateOf(name, obs), nil
+	s := c.stateOf(name, obs)
+	if page.line || page.truncated { // someone waits: count the line (one LIST)
+		v, err := c.listLine(ctx, name)
+		if err != nil {
+			return State{}, err
+		}
+		for _, t := range v.tickets {
+			if v.live(t, nil) {
+				s.Waiters++
+			}
+		}
+	}
+	return s, nil
 }
 
 func (c *Client) stateOf(name string, o *observed) State {
@@ -166,7 +182,15 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 		return nil, err
 	}
 	newest := map[string]listedEpoch{}
-	err := c.listKeys(ctx, prefix, func(key string) {
+	waiting := map[string]int{}
+	err := c.listKeys(ctx, prefix, func(k listedKey) {
+		key := k.key
+		if name, ok := ticketOwner(key); ok {
+			if ticketLive(k.lastModified, k.date) {
+				waiting[name]++
+			}
+			return
+		}
 		name, epoch, ok := parseKey(key)
 		if !ok || ValidateName(name) != nil {
 			return
@@ -193,6 +217,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 			return
 		}
 		states[i] = c.stateOf(names[i], obs)
+		states[i].Waiters = waiting[names[i]]
 	})
 	out := states[:0]
 	for i, s := range states {

@@ -106,15 +106,22 @@ type HeldError struct {
 	// line before the caller: for a waiting ordered Acquire's observer,
 	// those still to be served first; for an ordered TryAcquire that found
 	// the lock free but the line not empty, the whole line (Holder is then
-	// empty and Epoch 0). 0 when nobody waits in line or the caller waits
-	// without order.
+	// empty and Epoch 0: Queued). 0 when nobody waits in line or the caller
+	// waits without order. While a waiter is not at the head, Holder and
+	// Epoch are the holder it last saw, which it does not watch (ExpiresIn
+	// is then 0).
 	Ahead int
 
 	obs *observed // what was read, for a waiting Acquire to watch
 }
 
+// Queued reports whether the lock itself was free and only ordered waiters
+// in its line came first (an ordered TryAcquire; a waiter whose turn has not
+// come while nobody holds the lock).
+func (e *HeldError) Queued() bool { return e.Epoch == 0 && e.Ahead > 0 }
+
 func (e *HeldError) Error() string {
-	if e.Epoch == 0 { // free, but others wait in its line
+	if e.Queued() {
 		return fmt.Sprintf("s3lock: lock %q in bucket %s is free, but %d ordered waiters are in line before this one (under %s)",
 			e.Name, e.Bucket, e.Ahead, linePrefix(e.Name))
 	}

@@ -161,10 +161,21 @@ func (l *Lease) endLocked(err error) (ended error, first bool) {
 	return err, true
 }
 
+// logEnd logs and reports how the lease ended, once: called by whoever
+// ended it, with l.mu released.
 func (l *Lease) logEnd(err error) {
-	if errors.Is(err, ErrLeaseLost) {
+	e := Event{Lock: l.name, Key: l.key, Epoch: l.epoch}
+	switch {
+	case errors.Is(err, ErrLeaseLost):
 		l.c.cfg.logger.Warn("s3lock: lease lost", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "err", err)
+		e.Kind, e.Err = EventLost, err
+		e.Reason, _ = LostReason(err)
+	case errors.Is(err, ErrReleased):
+		e.Kind = EventReleased
+	default:
+		return
 	}
+	l.c.observe(e)
 }
 
 // lost ends the lease as lost for reason; detail says what was found.
@@ -278,11 +289,15 @@ func (l *Lease) Renew(ctx context.Context) error {
 		if why := l.untrusted(clk.Now()); why != "" && !errors.Is(err, ErrLeaseLost) {
 			return l.lost(LostLapsed, why+" while the renewal was failing", l.cause(err))
 		}
+		if !errors.Is(err, ErrLeaseLost) {
+			l.c.observe(Event{Kind: EventRenewFailed, Lock: l.name, Key: l.key, Epoch: l.epoch, Err: err})
+		}
 		return err
 	}
 	if err := l.confirm(sent, newEtag, next); err != nil {
 		return err
 	}
+	l.c.observe(Event{Kind: EventRenewed, Lock: l.name, Key: l.key, Epoch: l.epoch})
 	l.c.cfg.logger.Debug("s3lock: renewed", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "renewals", next.Renewals)
 	return nil
 }
@@ -330,9 +345,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	// had already ended as lost and the caller must hear it.
 	l.mu.Lock()
 	l.p = next
-	err, _ := l.endLocked(ErrReleased)
+	err, first := l.endLocked(ErrReleased)
 	l.mu.Unlock()
 	l.bg.Wait() // the deadline timer, now stopped
+	if first {
+		l.logEnd(err)
+	}
 	if !errors.Is(err, ErrReleased) {
 		return err
 	}

@@ -136,7 +136,7 @@ type sighting struct {
 // nil: then every ticket counts as live).
 func (v *lineView) live(t listedTicket, seen sightings) bool {
 	if !v.date.IsZero() && !t.lastModified.IsZero() {
-		return v.date.Sub(t.lastModified) < ticketValidity+serverSlack
+		return ticketLive(t.lastModified, v.date)
 	}
 	if seen == nil {
 		return true
@@ -407,4 +407,11 @@ func (c *Client) Line(ctx context.Context, name string) ([]Waiter, error) {
 		}
 	}
 	return out, nil
+}
+
+// ticketLive reports whether a ticket last written at lastModified is live at
+// date, both by the store's clock: less than ticketValidity + serverSlack
+// old. A store that says neither counts it as live.
+func ticketLive(lastModified, date time.Time) bool {
+	return date.IsZero() || lastModified.IsZero() || date.Sub(lastModified) < ticketValidity+serverSlack
 }

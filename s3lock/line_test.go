@@ -63,6 +63,7 @@ type served struct {
 }
 
 func (s *served) start(ctx context.Context, t *testing.T, c *s3lock.Client, name, who string, opts ...s3lock.AcquireOption) {
+	t.Helper()
 	s.wg.Go(func() {
 		l, err := c.Acquire(ctx, name, opts...)
 		s.mu.Lock()
@@ -94,6 +95,12 @@ func TestLine_ServedInJoiningOrder(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	ws := f.waitLine(t, 10)
+	if st, err := f.viewer.Current(t.Context(), f.name); err != nil || st.Waiters != 10 {
+		t.Errorf("Current = %+v, %v; want 10 waiters", st, err)
+	}
+	if states, err := f.viewer.List(t.Context(), f.ns.Name("")); err != nil || len(states) != 1 || states[0].Waiters != 10 {
+		t.Errorf("List = %+v, %v; want the lock, with 10 waiters", states, err)
+	}
 	for i, w := range ws {
 		if w.Holder != want[i] || w.Position != i+1 || w.Order != s3lock.OrderFIFO || w.JoinedAt.IsZero() {
 			t.Errorf("Line()[%d] = %+v; want %s at position %d, order fifo, with its join time", i, w, want[i], i+1)

@@ -58,13 +58,10 @@ func (w *waiter) turn(ctx context.Context) (standing, error) {
 	p := w.place
 	for range 2 {
 		var err error
-		switch {
-		case p.ref.key == "":
+		if p.ref.key == "" {
 			err = p.join(ctx)
-		default:
-			if err = p.beat(ctx); errors.Is(err, errLostPlace) {
-				err = w.rejoin(ctx)
-			}
+		} else if err = p.beat(ctx); errors.Is(err, errLostPlace) {
+			err = w.rejoin(ctx)
 		}
 		if err != nil {
 			return standing{}, err
@@ -112,14 +109,15 @@ func (w *waiter) headDuty(ctx context.Context) error {
 		return nil
 	}
 	w.nextLineCheck = now.Add(jitter(linePollInterval, pollJitter))
-	st, err := p.stand(ctx)
-	switch {
-	case err != nil:
-		return nil // transient or not, the next check (or the holder's release) tells more
-	case st.newer != nil:
-		return p.superseded(ctx, st.newer)
-	case !st.present, st.ahead > 0:
-		return errNotHead
+	// A failed look changes nothing: the next one (or the holder's
+	// release) tells more; the holder is still the one to watch.
+	if st, err := p.stand(ctx); err == nil {
+		switch {
+		case st.newer != nil:
+			return p.superseded(ctx, st.newer)
+		case !st.present, st.ahead > 0:
+			return errNotHead
+		}
 	}
 	return nil
 }
@@ -147,7 +145,7 @@ func (w *waiter) inLine(ahead int) {
 		h = w.held
 	}
 	cp := *h
-	cp.Ahead = ahead
+	cp.Ahead, cp.ExpiresIn = ahead, 0 // it watches the line, not the holder
 	w.last = &cp
 	w.notify(&cp, time.Time{})
 }

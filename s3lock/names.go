@@ -196,3 +196,16 @@ func isHex(s string) bool {
 	}
 	return true
 }
+
+// ticketOwner returns the lock whose line holds the ticket key, if key is one.
+func ticketOwner(key string) (string, bool) {
+	i := strings.LastIndex(key, "/"+lineSegment+"/")
+	if i <= 0 {
+		return "", false
+	}
+	name := key[:i]
+	if _, ok := parseTicket(name, key); !ok || ValidateName(name) != nil {
+		return "", false
+	}
+	return name, true
+}

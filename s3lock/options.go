@@ -56,6 +56,7 @@ type config struct {
 	pollInterval        time.Duration
 	requestTimeout      time.Duration
 	probePrefix         string
+	observer            Observer
 }
 
 func defaultConfig() config {
@@ -195,6 +196,20 @@ func WithPollInterval(d time.Duration) Option {
 			return invalid("poll interval %s is outside [%s, %s]", d, minPollInterval, maxPollInterval)
 		}
 		c.pollInterval = d
+		return nil
+	}
+}
+
+// WithObserver makes the client report what it does to o: acquisitions and
+// their waits, renewals, lost and released leases, and every S3 request
+// (Observer says how o is called). The package s3lockotel turns the events
+// into OpenTelemetry metrics and spans.
+func WithObserver(o Observer) Option {
+	return func(c *config) error {
+		if o == nil {
+			return invalid("WithObserver needs an observer")
+		}
+		c.observer = o
 		return nil
 	}
 }

@@ -58,10 +58,12 @@ type requester struct {
 	api     S3API
 	bucket  string
 	timeout time.Duration
+	obs     Observer // nil: nobody listens
+	clock   Clock
 }
 
 func (c *Client) requester() requester {
-	return requester{api: c.api, bucket: c.bucket, timeout: c.cfg.requestTimeout}
+	return requester{api: c.api, bucket: c.bucket, timeout: c.cfg.requestTimeout, obs: c.cfg.observer, clock: c.cfg.clock}
 }
 
 // request makes one S3 call: call runs with a context that ends after the
@@ -72,6 +74,10 @@ func (c *Client) requester() requester {
 func request[T any](ctx context.Context, r requester, op, key string, call func(context.Context) (T, error)) (T, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	var start time.Time
+	if r.obs != nil {
+		start = r.clock.Now()
+	}
 	out, err := call(cctx)
 	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
 		err = &requestTimeout{after: r.timeout, err: err}
@@ -80,6 +86,10 @@ func request[T any](ctx context.Context, r requester, op, key string, call func(
 		err = r.opError(op, key, err)
 	}
 	noteAccess(ctx, op, err)
+	if r.obs != nil {
+		r.obs.Observe(Event{Kind: EventRequest, Bucket: r.bucket, Key: key, Op: op, Outcome: outcomeOf(err),
+			Duration: r.clock.Now().Sub(start)})
+	}
 	if err != nil {
 		var zero T
 		return zero, err
@@ -310,8 +320,16 @@ func (c *Client) list(ctx context.Context, prefix string, in *s3.ListObjectsV2In
 	})
 }
 
+// listedKey is one key of a listing, with its page's Date (zero if the store
+// sent none).
+type listedKey struct {
+	key          string
+	lastModified time.Time
+	date         time.Time
+}
+
 // listKeys calls fn with every key under prefix, page by page.
-func (c *Client) listKeys(ctx context.Context, prefix string, fn func(key string)) error {
+func (c *Client) listKeys(ctx context.Context, prefix string, fn func(listedKey)) error {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), ExpectedBucketOwner: c.owner()}
 	if prefix != "" {
 		in.Prefix = aws.String(prefix)
@@ -321,8 +339,9 @@ func (c *Client) listKeys(ctx context.Context, prefix string, fn func(key string
 		if err != nil {
 			return err
 		}
+		date := responseDate(out.ResultMetadata)
 		for _, o := range out.Contents {
-			fn(aws.ToString(o.Key))
+			fn(listedKey{key: aws.ToString(o.Key), lastModified: aws.ToTime(o.LastModified), date: date})
 		}
 		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
 			return nil

@@ -175,7 +175,7 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 	// uses them. Its outcome is read from the access log, not from the
 	// errors. The probe lock's name has the reserved probe segment, so
 	// the calls that check names are bypassed.
-	if err := c.listKeys(rctx, c.cfg.probePrefix, func(string) {}); err == nil {
+	if err := c.listKeys(rctx, c.cfg.probePrefix, func(listedKey) {}); err == nil {
 		name := c.cfg.probePrefix + "permissions"
 		a, _ := c.acquireConfig([]AcquireOption{WithoutAutoRenew(), WithLeaseFor(probeLease)})
 		if lease, err := c.tryAcquire(rctx, name, a); err == nil {

@@ -29,8 +29,10 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	}
 	w := waiter{c: c, name: name, a: a}
 	defer w.stopWaiting()
+	start := c.cfg.clock.Now()
 	lease, err := w.acquire(ctx)
 	w.leaveLine(ctx, err == nil)
+	c.observeAcquire(name, lease, err, c.cfg.clock.Now().Sub(start))
 	return lease, err
 }
 

@@ -22,6 +22,7 @@ type watchEvent struct {
 // startWatch watches name with c until ctx ends, sending each state on the
 // returned channel.
 func startWatch(ctx context.Context, t *testing.T, c *s3lock.Client, name string) <-chan watchEvent {
+	t.Helper()
 	events := make(chan watchEvent, 1000)
 	go func() {
 		defer close(events)

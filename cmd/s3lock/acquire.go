@@ -81,7 +81,7 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	if af.wait == 0 {
 		lease, err := c.TryAcquire(ctx, name, opts...)
 		switch {
-		case errors.As(err, &held) && held.Epoch == 0: // free, but others wait in its line
+		case errors.As(err, &held) && held.Queued(): // free, but others wait in its line
 			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s, who go first (--order %s); use --wait to wait in line",
 				name, waitersText(held.Ahead), af.order))
 		case errors.As(err, &held):

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -97,17 +95,12 @@ func (d *leasesDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		resp.Diagnostics.Append(listFailed(bucket, prefix, err))
 		return
 	}
-	counts, err := waiterCounts(ctx, client, states)
-	if err != nil {
-		resp.Diagnostics.Append(listFailed(bucket, prefix, err))
-		return
-	}
 	entries := make([]leaseEntryModelV0, len(states))
 	for i, st := range states {
 		if st.Phase() == s3lock.PhaseUnreadable {
 			resp.Diagnostics.Append(unreadableLock(bucket, st))
 		}
-		entries[i] = leaseEntryModelV0{Name: types.StringValue(st.Name), WaiterCount: types.Int64Value(int64(counts[i])),
+		entries[i] = leaseEntryModelV0{Name: types.StringValue(st.Name), WaiterCount: types.Int64Value(int64(st.Waiters)),
 			lockStateModelV0: lockStateFrom(st)}
 	}
 	list, diags := types.ListValueFrom(ctx, leaseEntryObject().Type(), entries)
@@ -127,33 +120,9 @@ func leaseEntryObject() schema.NestedAttributeObject {
 	}
 	entry["waiter_count"] = schema.Int64Attribute{
 		MarkdownDescription: "How many runs and processes wait for the lock in its line (order `\"fifo\"` or " +
-			"`\"newest\"`; waiters without order are not counted). `0` when the lock is not held: a free lock's " +
-			"line is served within a moment.",
+			"`\"newest\"`; waiters without order are not counted), counted from the same listing as the locks " +
+			"(no extra request).",
 		Computed: true,
 	}
 	return schema.NestedAttributeObject{Attributes: entry}
-}
-
-// waiterCounts returns the length of the line of each held lock in states
-// (0 for the others: a line whose lock is free is served within a poll, so
-// only held locks are worth a LIST), listing up to lineReadConcurrency lines
-// at a time.
-func waiterCounts(ctx context.Context, c *s3lock.Client, states []s3lock.State) ([]int, error) {
-	counts := make([]int, len(states))
-	errs := make([]error, len(states))
-	sem := make(chan struct{}, lineReadConcurrency)
-	var wg sync.WaitGroup
-	for i, st := range states {
-		if !st.Held {
-			continue
-		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			line, err := c.Line(ctx, st.Name)
-			counts[i], errs[i] = len(line), err
-		})
-	}
-	wg.Wait()
-	return counts, errors.Join(errs...)
 }

@@ -38,11 +38,6 @@ const (
 	// maxWaitTimeout bounds wait_timeout: a day is longer than any run
 	// should wait for another.
 	maxWaitTimeout = 24 * time.Hour
-	// lineReadConcurrency bounds how many lock lines s3lock_leases lists at
-	// once (one LIST each, plus a GET per waiter): enough to read a page of
-	// held locks in a few round trips without a burst that the store
-	// throttles.
-	lineReadConcurrency = 8
 	// renewAtDivisor places Terraform's Renew of an ephemeral lease a third
 	// of the way to its expiry, leaving two thirds of the lease to retry in.
 	renewAtDivisor = 3

@@ -1,0 +1,114 @@
+package s3lock_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// recording is an Observer that keeps every event.
+type recording struct {
+	mu     sync.Mutex
+	events []s3lock.Event
+}
+
+func (r *recording) Observe(e s3lock.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// count returns how many events of kind were seen (requests: of op with
+// outcome, "" for any).
+func (r *recording) count(kind s3lock.EventKind, op string, outcome s3lock.Outcome) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.Kind == kind && (op == "" || e.Op == op) && (outcome == "" || e.Outcome == outcome) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestObserver_HearsWhatTheClientDoes(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("observed")
+	rec := &recording{}
+	counter, withCounter := counting()
+	c := newLockClient(t, ns, "observed", []s3lock.Option{s3lock.WithObserver(rec)}, withCounter)
+	other := newLockClient(t, ns, "other", nil)
+
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew()) // LIST, PUT
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryAcquire(t.Context(), name); !errors.Is(err, s3lock.ErrHeld) { // LIST, GET
+		t.Fatalf("second TryAcquire = %v; want ErrHeld", err)
+	}
+	if err := l.Renew(t.Context()); err != nil { // PUT
+		t.Fatal(err)
+	}
+	if err := l.Release(t.Context()); err != nil { // PUT
+		t.Fatal(err)
+	}
+	// A waiter that waits for a holder, then acquires.
+	held, err := other.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = held.Release(t.Context())
+	}()
+	l2, err := c.Acquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lost: an operator force-releases it; the next renewal finds out.
+	if err := other.ForceRelease(t.Context(), name, l2.Epoch()); err != nil {
+		t.Fatal(err)
+	}
+	_ = l2.Renew(t.Context())
+
+	for _, want := range []struct {
+		kind s3lock.EventKind
+		n    int
+	}{
+		{s3lock.EventAcquired, 2}, {s3lock.EventAcquireFailed, 1}, {s3lock.EventRenewed, 1},
+		{s3lock.EventReleased, 1}, {s3lock.EventLost, 1}, {s3lock.EventRenewFailed, 0},
+	} {
+		if got := rec.count(want.kind, "", ""); got != want.n {
+			t.Errorf("%s events: %d; want %d", want.kind, got, want.n)
+		}
+	}
+	if got, want := rec.count(s3lock.EventRequest, "", ""), counter.Total(); got != want {
+		t.Errorf("request events: %d; the transport saw %d requests", got, want)
+	}
+	if n := rec.count(s3lock.EventRequest, "PutObject", s3lock.OutcomePreconditionFailed); n != 1 {
+		t.Errorf("PutObject precondition-failed events: %d; want 1 (the renewal after the force-release)", n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, e := range rec.events {
+		switch {
+		case e.Kind == s3lock.EventAcquired && e.Epoch == l2.Epoch() && e.Wait < 250*time.Millisecond:
+			t.Errorf("the waiting Acquire reported a wait of %s; it waited about 300 ms", e.Wait)
+		case e.Kind == s3lock.EventLost && e.Reason != s3lock.LostForceReleased:
+			t.Errorf("lost event with reason %s; want force-released", e.Reason)
+		case e.Bucket != ns.Bucket:
+			t.Errorf("event %+v does not name the bucket", e)
+		}
+	}
+}
+
+func TestObserver_NilIsRefused(t *testing.T) {
+	if err := s3lock.ValidateConfig("my-locks", s3lock.WithObserver(nil)); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("WithObserver(nil) = %v; want ErrInvalidConfig", err)
+	}
+}
