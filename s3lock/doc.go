@@ -54,7 +54,8 @@
 // hosts, and Supersede ("newest wins") makes older Supersede waiters give up
 // with ErrSuperseded when a newer one joins; Line shows who waits. Watch
 // follows a lock's changes (leader election: Do leads, Watch follows).
-// Current and List read who holds what (State.Phase: free, held,
+// WithObserver reports what a client does (the module s3lockotel turns it
+// into OpenTelemetry metrics). Current and List read who holds what (State.Phase: free, held,
 // released, lapsed). ForceRelease is the operator's unlock for one epoch. A
 // lease can move between processes with its Token (Detach, Resume), and
 // Lookup checks a token's lease without taking it over. CheckStore reports
