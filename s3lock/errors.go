@@ -82,6 +82,13 @@ var (
 	// ErrNoSuchBucket means the bucket does not exist.
 	ErrNoSuchBucket = errors.New("s3lock: no such bucket")
 
+	// ErrObjectChanged means FencedPut, asked to write only over the state
+	// the caller read (the input's IfMatch or IfNoneMatch), found the object
+	// changed: writing would lose the update made since. Nothing was
+	// written by this call's decision; read again and redo the change. The
+	// error is an *ObjectChangedError.
+	ErrObjectChanged = errors.New("s3lock: object changed since it was read")
+
 	// ErrSuperseded means a Supersede (newest wins) Acquire gave up its place
 	// in line because a newer Supersede waiter joined it. The error is a
 	// *SupersededError naming the newer waiter.
@@ -442,6 +449,32 @@ func (e *IdenticalRewriteError) Error() string {
 		"make the body differ per epoch, for example by including the epoch",
 		e.Bucket, e.Key, by, e.Epoch)
 }
+
+// ObjectChangedError reports that a read-modify-write FencedPut found the
+// object no longer in the state the caller read. It matches
+// ErrObjectChanged.
+type ObjectChangedError struct {
+	Bucket string
+	Key    string
+	// Expected is the ETag the caller read ("" if it read the object
+	// absent); Found what the object has now ("" if it is absent).
+	Expected string
+	Found    string
+}
+
+func (e *ObjectChangedError) Error() string {
+	state := func(etag string) string {
+		if etag == "" {
+			return "absent"
+		}
+		return "ETag " + etag
+	}
+	return fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: the object changed since it was read (read %s, now %s); "+
+		"read it again and redo the change", e.Bucket, e.Key, state(e.Expected), state(e.Found))
+}
+
+// Is makes errors.Is(err, ErrObjectChanged) true.
+func (e *ObjectChangedError) Is(target error) bool { return target == ErrObjectChanged }
 
 // Is makes errors.Is(err, ErrIdenticalRewrite) true.
 func (e *IdenticalRewriteError) Is(target error) bool { return target == ErrIdenticalRewrite }

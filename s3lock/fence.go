@@ -39,6 +39,16 @@ const FenceMetadataKey = "s3lock-epoch"
 //
 // The same epoch may rewrite identical bytes (a retried or re-run write).
 //
+// Read-modify-write: FencedPut conditions its write on the object as its own
+// HEAD finds it, so on its own it does not protect an update computed from
+// an earlier read (a write landing between the read and the HEAD would be
+// overwritten). Set in.IfMatch to the ETag the caller read (or
+// in.IfNoneMatch to "*" if it read the object absent): FencedPut then writes
+// only over that state, and otherwise returns an *ObjectChangedError
+// (ErrObjectChanged) — or a *FencedError when a newer epoch made the change.
+// A write of its own whose answer was lost and that a retry finds landed
+// (the object holds this body under this epoch) counts as written.
+//
 // What it protects: once a write under an epoch succeeded, no FencedPut
 // under an older epoch lands on the object, as long as every writer of the
 // object uses FencedPut, nothing deletes it, and no body written under an
@@ -50,9 +60,9 @@ const FenceMetadataKey = "s3lock-epoch"
 //
 // The body is sent more than once if the object changes under it: an
 // io.ReadSeeker is rewound, any other reader is read into memory first.
-// When the object has an MD5 ETag and an older recorded epoch, the body is
-// also read once to compute its MD5. The caller's in is not modified; it
-// must not set IfMatch or IfNoneMatch. ctx bounds the whole call, and each
+// When the object has an MD5 ETag and an older recorded epoch, or the call
+// is a read-modify-write, the body is also read once to compute its MD5. The
+// caller's in is not modified. ctx bounds the whole call, and each
 // request gives up after DefaultRequestTimeout (a store that never answers
 // fails the call with an error matching ErrUnavailable); a body that takes
 // longer to upload needs Client.FencedPut with a longer WithRequestTimeout. FencedPut needs
@@ -86,13 +96,19 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 	if aws.ToString(in.Bucket) == "" || aws.ToString(in.Key) == "" {
 		return nil, invalid("FencedPut needs an input with Bucket and Key")
 	}
-	if in.IfMatch != nil || in.IfNoneMatch != nil {
-		return nil, invalid("FencedPut sets If-Match / If-None-Match itself; leave them unset in the input")
+	switch {
+	case in.IfMatch != nil && in.IfNoneMatch != nil:
+		return nil, invalid("FencedPut: set IfMatch (the ETag you read) or IfNoneMatch (\"*\": you read it absent), not both")
+	case in.IfNoneMatch != nil && aws.ToString(in.IfNoneMatch) != "*":
+		return nil, invalid("FencedPut: IfNoneMatch may only be \"*\" (you read the object absent), not %q", aws.ToString(in.IfNoneMatch))
+	case in.IfMatch != nil && aws.ToString(in.IfMatch) == "":
+		return nil, invalid("FencedPut: IfMatch is empty; set it to the ETag you read")
 	}
 	if err := validateEpoch(epoch); err != nil {
 		return nil, err
 	}
-	w := &fencedWrite{bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), epoch: epoch}
+	w := &fencedWrite{bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), epoch: epoch,
+		rmw: in.IfMatch != nil || in.IfNoneMatch != nil, expected: aws.ToString(in.IfMatch)}
 	var err error
 	if w.body, w.start, err = rewindable(in.Body); err != nil {
 		return nil, w.bodyError("reading", err)
@@ -106,12 +122,21 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 		put.IfMatch, put.IfNoneMatch = nil, nil
 		switch {
 		case classify(err) == failNotFound:
+			if w.rmw && w.expected != "" {
+				return nil, w.changed("")
+			}
 			put.IfNoneMatch = aws.String("*")
 		case err != nil:
 			return nil, err
 		default:
 			if err := w.admit(head); err != nil {
 				return nil, err
+			}
+			if w.rmw {
+				landed, err := w.expect(head)
+				if landed || err != nil {
+					return &s3.PutObjectOutput{ETag: head.ETag}, err
+				}
 			}
 			put.IfMatch = head.ETag
 		}
@@ -126,6 +151,7 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 			}
 			put.Body = w.body
 		}
+		w.sent = true
 		out, err := request(ctx, r, "PutObject", w.key, func(ctx context.Context) (*s3.PutObjectOutput, error) {
 			return r.api.PutObject(ctx, &put)
 		})
@@ -149,6 +175,37 @@ type fencedWrite struct {
 	body        io.ReadSeeker // nil for an empty body
 	start       int64         // the offset in body where the content starts
 	sum         string        // hex MD5 of the content, once computed
+	// rmw is set for a read-modify-write: write only over the state the
+	// caller read, expected (its ETag; "" if it read the object absent).
+	rmw      bool
+	expected string
+	sent     bool // a PutObject went out: a later HEAD may find it landed
+}
+
+// expect checks a read-modify-write against the object head describes: it
+// reports landed when the object holds this very write (a PutObject whose
+// answer was lost, found by the retry's HEAD), an *ObjectChangedError when
+// the object is not the state the caller read, and neither when the write
+// may go ahead.
+func (w *fencedWrite) expect(head *s3.HeadObjectOutput) (landed bool, err error) {
+	etag := strings.Trim(aws.ToString(head.ETag), `"`)
+	if w.sent && head.Metadata[FenceMetadataKey] == strconv.FormatUint(w.epoch, 10) && isMD5Hex(etag) {
+		sum, err := w.bodyMD5()
+		if err != nil {
+			return false, err
+		}
+		if strings.EqualFold(etag, sum) {
+			return true, nil
+		}
+	}
+	if w.expected == "" || etag != strings.Trim(w.expected, `"`) {
+		return false, w.changed(aws.ToString(head.ETag))
+	}
+	return false, nil
+}
+
+func (w *fencedWrite) changed(found string) error {
+	return &ObjectChangedError{Bucket: w.bucket, Key: w.key, Expected: w.expected, Found: found}
 }
 
 // admit returns why the write must not replace the object head describes:

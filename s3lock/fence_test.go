@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -376,5 +377,78 @@ func TestFencedPut_GivesUpWhenTheStoreNeverAnswers(t *testing.T) {
 	}
 	if oe.Bucket != ns.Bucket || oe.Key != ns.Name("hung.json") {
 		t.Errorf("the error names s3://%s/%s; want the object written", oe.Bucket, oe.Key)
+	}
+}
+
+// TestFencedPut_ReadModifyWrite: with the ETag the caller read as IfMatch
+// (or IfNoneMatch "*" for an object it read absent), FencedPut writes only
+// over that state. Without it, an update computed from a read is lost when
+// another write of a current epoch lands between the read and FencedPut's
+// own HEAD.
+func TestFencedPut_ReadModifyWrite(t *testing.T) {
+	ns := s3test.New(t)
+	key := ns.Name("state.json")
+	put := func(epoch uint64, body string, ifMatch, ifNoneMatch *string) (*s3.PutObjectOutput, error) {
+		return s3lock.FencedPut(t.Context(), ns.Client, epoch, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+			Key: aws.String(key), Body: strings.NewReader(body), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch})
+	}
+	first, err := put(1, `{"n":1}`, nil, aws.String("*"))
+	if err != nil {
+		t.Fatalf("create, read absent: %v", err)
+	}
+	if _, err := put(1, `{"n":1,"again":true}`, nil, aws.String("*")); !errors.Is(err, s3lock.ErrObjectChanged) {
+		t.Errorf("create over an existing object, read absent: %v; want ErrObjectChanged", err)
+	}
+	// Someone else's write lands after our read of `first`.
+	second, err := put(1, `{"n":2}`, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed *s3lock.ObjectChangedError
+	_, err = put(1, `{"n":2,"from":"first"}`, first.ETag, nil)
+	if !errors.Is(err, s3lock.ErrObjectChanged) || !errors.As(err, &changed) ||
+		changed.Expected != aws.ToString(first.ETag) || changed.Found != aws.ToString(second.ETag) ||
+		!strings.Contains(err.Error(), key) {
+		t.Fatalf("write over a state changed since the read: %v; want ErrObjectChanged naming both ETags and the key", err)
+	}
+	if _, err := put(1, `{"n":3}`, second.ETag, nil); err != nil {
+		t.Fatalf("write over the state read: %v", err)
+	}
+	// A newer epoch's change is reported as such: the caller's lease is over.
+	newer, err := put(2, `{"n":4}`, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put(1, `{"n":5}`, newer.ETag, nil); !errors.Is(err, s3lock.ErrFenced) {
+		t.Errorf("an older epoch over a newer epoch's state: %v; want ErrFenced", err)
+	}
+	for _, bad := range []struct{ ifMatch, ifNoneMatch *string }{
+		{aws.String(`"x"`), aws.String("*")}, {nil, aws.String(`"x"`)}, {aws.String(""), nil},
+	} {
+		if _, err := put(2, `{}`, bad.ifMatch, bad.ifNoneMatch); !errors.Is(err, s3lock.ErrInvalidConfig) {
+			t.Errorf("IfMatch %v, IfNoneMatch %v: %v; want ErrInvalidConfig", aws.ToString(bad.ifMatch), aws.ToString(bad.ifNoneMatch), err)
+		}
+	}
+}
+
+// TestFencedPut_ReadModifyWriteWhoseAnswerWasLost: the store applies the
+// write and the answer is lost; the SDK's retry gets 412 (the ETag moved).
+// FencedPut's next HEAD finds its own body under its own epoch: written.
+func TestFencedPut_ReadModifyWriteWhoseAnswerWasLost(t *testing.T) {
+	ns := s3test.New(t)
+	key := ns.Name("state.json")
+	f := s3test.NewFaults(1, s3test.Rule{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
+	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+	out, err := s3lock.FencedPut(t.Context(), api, 3, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key),
+		Body: strings.NewReader(`{"n":1}`), IfNoneMatch: aws.String("*")})
+	if err != nil {
+		t.Fatalf("FencedPut whose answer was lost: %v; want it written", err)
+	}
+	if f.Injected()[s3test.DropResponse] != 1 {
+		t.Fatal("no answer was dropped: the test did not exercise the lost answer")
+	}
+	head, err := ns.Client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
+	if err != nil || aws.ToString(head.ETag) != aws.ToString(out.ETag) {
+		t.Errorf("object ETag %v (%v); FencedPut returned %v", aws.ToString(head.ETag), err, aws.ToString(out.ETag))
 	}
 }

@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -144,63 +141,34 @@ func (w *worker) write(ctx context.Context, epoch uint64, value int64, etag stri
 		}
 		return record.OK, nil
 	}
-	sum := md5.Sum(body)
-	cas := &casAPI{S3API: w.api, readETag: etag, ownETag: hex.EncodeToString(sum[:])}
-	_, err = s3lock.FencedPut(ctx, cas, epoch, in)
+	// A compare-and-swap on the state the read saw: FencedPut alone
+	// conditions on its own HEAD, which would let value+1 overwrite a write
+	// that landed between the read and that HEAD.
+	if etag == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(etag)
+	}
+	api := &sentAPI{S3API: w.api}
+	_, err = s3lock.FencedPut(ctx, api, epoch, in)
 	switch {
-	case err == nil || errors.Is(err, errOwnWriteLanded):
+	case err == nil:
 		return record.OK, nil
-	case !cas.sent.Load():
+	case !api.sent.Load():
 		return record.Failed, err
 	}
 	return record.Unknown, err
 }
 
-var (
-	// errChangedSinceRead: the register is not the state the critical
-	// section read, so writing value+1 would lose an update.
-	errChangedSinceRead = errors.New("the register changed since it was read")
-	// errOwnWriteLanded: the register holds this very write (its answer
-	// was lost and a retry found the write done).
-	errOwnWriteLanded = errors.New("the register holds this write")
-)
-
-// casAPI turns FencedPut into a compare-and-swap on the state the critical
-// section read: FencedPut conditions its write on the ETag of its own HEAD,
-// so a write that landed between the read and that HEAD (a stale holder's,
-// which the fence lets through as long as no newer epoch has written) would
-// otherwise be overwritten by value+1 computed from the older state. The
-// HEAD is refused unless it finds the ETag the read saw.
-type casAPI struct {
+// sentAPI notes whether FencedPut sent a PutObject: until it has, a failed
+// write certainly did not happen.
+type sentAPI struct {
 	s3lock.S3API
-	readETag string      // "" if the register did not exist
-	ownETag  string      // the MD5 of this write's body
-	sent     atomic.Bool // a PutObject was attempted: the outcome may be a write
-}
-
-// HeadObject lets FencedPut go on only against the state that was read.
-func (c *casAPI) HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
-	out, err := c.S3API.HeadObject(ctx, in, opts...)
-	switch {
-	case notFound(err) && c.readETag == "":
-		return out, err // still absent: FencedPut creates it
-	case notFound(err):
-		return nil, errChangedSinceRead
-	case err != nil:
-		return out, err
-	}
-	etag := strings.Trim(aws.ToString(out.ETag), `"`)
-	switch {
-	case c.sent.Load() && strings.EqualFold(etag, c.ownETag):
-		return nil, errOwnWriteLanded
-	case etag != strings.Trim(c.readETag, `"`):
-		return nil, errChangedSinceRead
-	}
-	return out, nil
+	sent atomic.Bool
 }
 
 // PutObject notes that the write may have happened from here on.
-func (c *casAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+func (c *sentAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	c.sent.Store(true)
 	return c.S3API.PutObject(ctx, in, opts...)
 }
