@@ -16,7 +16,10 @@ var errRetry = errors.New("s3lock: state changed during the attempt; retry")
 // otherwise: with an error matching ErrHeld (a *HeldError saying who holds
 // it) when it is held, and with other errors (matching ErrUnavailable for
 // failures that may pass) when the store could not be read. It costs one
-// LIST, one GET (unless the lock never existed) and one conditional PUT.
+// LIST, one GET (unless the lock never existed) and one conditional PUT. With
+// an order (FIFO, Supersede) it does not take a free lock while others wait
+// in its line: a *HeldError whose Queued is true says how many (one LIST of
+// the line more).
 // If ctx ends during the attempt, TryAcquire makes sure it leaves no lease
 // behind and returns ctx's error.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
@@ -46,8 +49,15 @@ func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (
 	h := &hints{}
 	for i := 0; ; i++ {
 		lease, err := c.attempt(ctx, name, a, h)
-		if errors.Is(err, errLineBusy) {
+		var held *HeldError
+		switch {
+		case errors.Is(err, errLineBusy):
 			err = c.lineHeld(ctx, name, h)
+		case errors.As(err, &held) && held.line && a.order.ordered():
+			// Say how many wait in line too (one LIST of it).
+			if st, lerr := (&place{c: c, name: name}).stand(ctx); lerr == nil {
+				held.Ahead = st.ahead
+			}
 		}
 		if errors.Is(err, errRetry) && i < maxQuickRetries && ctx.Err() == nil {
 			continue
@@ -120,7 +130,9 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 		case err != nil:
 			return nil, err
 		case !free(prev) && !sameObject(prev, h.lapsed):
-			return nil, c.heldError(name, prev)
+			he := c.heldError(name, prev)
+			he.line = page.line
+			return nil, he
 		case busy:
 			return nil, errLineBusy
 		case newest.epoch >= MaxEpoch:

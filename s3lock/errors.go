@@ -119,7 +119,8 @@ type HeldError struct {
 	// is then 0).
 	Ahead int
 
-	obs *observed // what was read, for a waiting Acquire to watch
+	obs  *observed // what was read, for a waiting Acquire to watch
+	line bool      // the attempt's LIST showed the lock's line
 }
 
 // Queued reports whether the lock itself was free and only ordered waiters
@@ -129,15 +130,24 @@ func (e *HeldError) Queued() bool { return e.Epoch == 0 && e.Ahead > 0 }
 
 func (e *HeldError) Error() string {
 	if e.Queued() {
-		return fmt.Sprintf("s3lock: lock %q in bucket %s is free, but %d ordered waiters are in line before this one (under %s)",
-			e.Name, e.Bucket, e.Ahead, linePrefix(e.Name))
+		return fmt.Sprintf("s3lock: lock %q in bucket %s is free, but %s in its line (under %s) before this one; "+
+			"an ordered Acquire waits its turn, one without order may take the lock", e.Name, e.Bucket,
+			waitersAre(e.Ahead), linePrefix(e.Name))
 	}
 	msg := fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
 		e.Name, e.Bucket, e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
 	if e.Ahead > 0 {
-		msg += fmt.Sprintf(", and %d ordered waiters are in line before this one", e.Ahead)
+		msg += fmt.Sprintf(", and %s in line before this one", waitersAre(e.Ahead))
 	}
 	return msg
+}
+
+// waitersAre says "1 ordered waiter is" or "n ordered waiters are".
+func waitersAre(n int) string {
+	if n == 1 {
+		return "1 ordered waiter is"
+	}
+	return fmt.Sprintf("%d ordered waiters are", n)
 }
 
 // Is makes errors.Is(err, ErrHeld) true.
@@ -161,8 +171,8 @@ func (e *SupersededError) Error() string {
 	if by == "" {
 		by = "another waiter"
 	}
-	return fmt.Sprintf("s3lock: stopped waiting for lock %q in bucket %s: superseded by the newer run %q (ticket %s)",
-		e.Name, e.Bucket, by, e.NewerKey)
+	return fmt.Sprintf("s3lock: stopped waiting for lock %q in bucket %s: superseded by the newer run %q (ticket %s; "+
+		"this one's was %s); nothing was acquired", e.Name, e.Bucket, by, e.NewerKey, e.Key)
 }
 
 // Is makes errors.Is(err, ErrSuperseded) true.

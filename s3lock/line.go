@@ -160,9 +160,13 @@ type place struct {
 	ref          ticketRef
 	body         ticketBody
 	etag         string
+	trustFrom    time.Time // when the last confirmed write was sent
 	trustedUntil time.Time // this client's clock
 	nextBeat     time.Time
 	seen         sightings
+	// unsettled holds the write ids (and send times) of heartbeats given
+	// up with their outcome unknown.
+	unsettled map[string]time.Time
 }
 
 // standing is where a waiter stands in one listing of the line.
@@ -234,7 +238,7 @@ func (p *place) join(ctx context.Context) error {
 
 // hold records a ticket as this waiter's.
 func (p *place) hold(ref ticketRef, body ticketBody, etag string, sent time.Time) {
-	p.ref, p.body, p.etag = ref, body, etag
+	p.ref, p.body, p.etag, p.unsettled = ref, body, etag, nil
 	p.trust(sent)
 	p.c.cfg.logger.Info("s3lock: waiting in line", "bucket", p.c.bucket, "lock", p.name, "ticket", ref.key,
 		"order", string(p.order))
@@ -242,6 +246,7 @@ func (p *place) hold(ref ticketRef, body ticketBody, etag string, sent time.Time
 
 // trust extends the place's trust from a write sent at sent.
 func (p *place) trust(sent time.Time) {
+	p.trustFrom = sent
 	p.trustedUntil = sent.Add(ticketValidity - safetyMargin(ticketValidity))
 	p.nextBeat = sent.Add(ticketRenewEvery)
 }
@@ -267,14 +272,21 @@ func (p *place) beat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sent := now
 	etag, err := c.putEpoch(ctx, p.ref.key, p.etag, data)
 	if err != nil {
 		obs, rerr := p.readBack(ctx, p.ref.key)
+		earlier, ours := p.unsettled[obsWrite(obs)]
 		switch {
 		case rerr == nil && obs.body.Write == b.Write:
 			etag = obs.etag // it landed
+		case rerr == nil && ours:
+			// An earlier heartbeat that did not seem to land did, since:
+			// the ticket is still ours. Count it, and write again soon.
+			b, etag, sent = *obs.body, obs.etag, earlier
 		case rerr == nil && obs.etag == p.etag, rerr != nil && classify(rerr) != failNotFound:
-			p.nextBeat = now.Add(ticketRenewEvery / renewRetryDivisor) // did not land (yet): again soon
+			p.unsettle(b.Write, sent) // it may still land
+			p.nextBeat = now.Add(ticketRenewEvery / renewRetryDivisor)
 			return nil
 		default:
 			return errLostPlace // deleted as lapsed, or rewritten
@@ -284,8 +296,27 @@ func (p *place) beat(ctx context.Context) error {
 		return errLostPlace // confirmed too late: someone may have skipped it
 	}
 	p.body, p.etag = b, etag
-	p.trust(now)
+	if sent.After(p.trustFrom) {
+		p.trust(sent)
+	}
 	return nil
+}
+
+// unsettle remembers a heartbeat whose outcome is unknown: if a later
+// read-back finds it, it landed late, and the ticket is still ours.
+func (p *place) unsettle(write string, sent time.Time) {
+	if p.unsettled == nil {
+		p.unsettled = map[string]time.Time{}
+	}
+	p.unsettled[write] = sent
+}
+
+// obsWrite is the write id of a read-back ("" if there is none).
+func obsWrite(o *ticketObs) string {
+	if o == nil || o.body == nil {
+		return ""
+	}
+	return o.body.Write
 }
 
 // stand lists the line and says where this waiter stands. Lapsed tickets
@@ -298,14 +329,16 @@ func (p *place) stand(ctx context.Context) (standing, error) {
 	var st standing
 	var lapsed []string
 	for i, t := range v.tickets {
+		// Compared by key, so that a waiter whose ticket is gone (lapsed
+		// and deleted by others) still learns who came before and after it.
 		switch {
 		case t.key == p.ref.key:
 			st.present = true
 		case !v.live(t, p.seen):
-			if !st.present {
+			if t.key < p.ref.key || p.ref.key == "" {
 				lapsed = append(lapsed, t.key)
 			}
-		case !st.present:
+		case t.key < p.ref.key || p.ref.key == "":
 			st.ahead++
 		case t.order == OrderNewest && st.newer == nil:
 			st.newer = &v.tickets[i]
@@ -367,8 +400,10 @@ type Waiter struct {
 
 // Line returns the ordered waiters in the line of the lock name, in the order
 // they will be served: one LIST of the line and one GET per live ticket
-// (tickets whose waiter stopped renewing them are left out). Waiters without
-// order are not in the line and not shown.
+// (tickets whose waiter stopped renewing them are left out), all bounded by
+// ctx. Waiters without order are not in the line and not shown. A ticket that
+// cannot be read is listed with Err set; a waiter that left between the LIST
+// and its GET is left out.
 func (c *Client) Line(ctx context.Context, name string) ([]Waiter, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -401,7 +436,7 @@ func (c *Client) Line(ctx context.Context, name string) ([]Waiter, error) {
 		case classify(w.Err) == failNotFound:
 			// Served or left between the LIST and the GET.
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("s3lock: reading the line of lock %q in bucket %s: %w", name, c.bucket, ctx.Err())
 		default:
 			return nil, w.Err
 		}

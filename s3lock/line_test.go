@@ -1,12 +1,16 @@
 package s3lock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,8 +110,6 @@ func TestLine_ServedInJoiningOrder(t *testing.T) {
 			t.Errorf("Line()[%d] = %+v; want %s at position %d, order fifo, with its join time", i, w, want[i], i+1)
 		}
 	}
-	// A waiter without order may still take a free lock; an ordered
-	// newcomer finds the line and queues behind it.
 	if err := f.holder.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -333,4 +335,226 @@ func TestLine_WaitersKeepTheirPlaceLongerThanATicketLives(t *testing.T) {
 	if !slices.Equal(s.order, want) || len(s.errs) > 0 {
 		t.Errorf("served %v (errors %v); want %v", s.order, s.errs, want)
 	}
+}
+
+func TestLine_ServedWaiterLeavesTheLineBeforeAcquireReturns(t *testing.T) {
+	f := newLineFixture(t, "leave")
+	c := newLockClient(t, f.ns, "short-lived", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+	got := make(chan *s3lock.Lease, 1)
+	go func() {
+		l, err := c.Acquire(t.Context(), f.name, s3lock.FIFO())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	f.waitLine(t, 1)
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	mustRelease(t, l)
+	// A process that exits right after acquiring (s3lock acquire) must not
+	// leave its ticket to hold up the line until it lapses.
+	if keys := s3test.Keys(t, f.ns.Client, f.ns.Bucket, f.name+"/lock-line/"); len(keys) != 0 {
+		t.Errorf("tickets left when Acquire returned: %v", keys)
+	}
+}
+
+func TestLine_SupersedeHeadLooksBeforeItTakesTheLock(t *testing.T) {
+	f := newLineFixture(t, "newest-head")
+	var s served
+	fast := []s3lock.Option{s3lock.WithPollInterval(20 * time.Millisecond)}
+	s.start(t.Context(), t, newLockClient(t, f.ns, "old", fast), f.name, "old", s3lock.Supersede())
+	f.waitLine(t, 1)
+	s.start(t.Context(), t, newLockClient(t, f.ns, "new", fast), f.name, "new", s3lock.Supersede())
+	eventually(t, "new to join", func() bool {
+		ws, err := f.viewer.Line(t.Context(), f.name)
+		return err == nil && len(ws) > 0 && ws[len(ws)-1].Holder == "new"
+	})
+	// Released at once: the head sees the release before its next
+	// once-a-second look at the line, and must look before it attempts.
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Wait()
+	if !slices.Equal(s.order, []string{"new"}) || !errors.Is(s.errs["old"], s3lock.ErrSuperseded) {
+		t.Errorf("served %v, errors %v; want only new served and old superseded", s.order, s.errs)
+	}
+}
+
+// flaky fails every request while down is set, as a network that is gone.
+type flaky struct {
+	next http.RoundTripper
+	down atomic.Bool
+}
+
+func (f *flaky) RoundTrip(req *http.Request) (*http.Response, error) {
+	if f.down.Load() {
+		return nil, errors.New("flaky: network is down")
+	}
+	return f.next.RoundTrip(req)
+}
+
+// TestLine_SupersedeWaiterThatLostItsPlaceGivesWay: an older Supersede
+// waiter cut off for longer than its place is trusted must not come back
+// behind a newer one as "the newest" and supersede it.
+func TestLine_SupersedeWaiterThatLostItsPlaceGivesWay(t *testing.T) {
+	f := newLineFixture(t, "newest-rejoin")
+	var s served
+	net := &flaky{}
+	old := newLockClient(t, f.ns, "old", []s3lock.Option{s3lock.WithRequestTimeout(time.Second)},
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { net.next = next; return net }))
+	s.start(t.Context(), t, old, f.name, "old", s3lock.Supersede())
+	f.waitLine(t, 1)
+	net.down.Store(true)
+	s.start(t.Context(), t, newLockClient(t, f.ns, "new", nil), f.name, "new", s3lock.Supersede())
+	time.Sleep(7 * time.Second) // old's place is no longer trusted (6 s less the margin)
+	net.down.Store(false)
+	eventually(t, "old to give way", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.errs["old"] != nil
+	})
+	var se *s3lock.SupersededError
+	if err := s.errs["old"]; !errors.As(err, &se) || se.By != "new" {
+		t.Errorf("old: %v; want ErrSuperseded by new", err)
+	}
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Wait()
+	if !slices.Equal(s.order, []string{"new"}) || s.errs["new"] != nil {
+		t.Errorf("served %v, errors %v; want new served", s.order, s.errs)
+	}
+}
+
+// lateBeat holds back a waiter's first heartbeat (a PUT with If-Match of a
+// ticket) until the client gives up on it, and lands it after the client's
+// read-back, as a slow network does.
+type lateBeat struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	held   *http.Request
+	body   []byte
+	landed chan struct{}
+}
+
+func (lb *lateBeat) RoundTrip(req *http.Request) (*http.Response, error) {
+	isBeat := req.Method == http.MethodPut && req.Header.Get("If-Match") != "" && strings.Contains(req.URL.Path, "/lock-line/")
+	lb.mu.Lock()
+	first := isBeat && lb.landed == nil
+	if first {
+		lb.body, _ = io.ReadAll(req.Body)
+		lb.held, lb.landed = req.Clone(context.Background()), make(chan struct{})
+	}
+	landed := lb.landed
+	lb.mu.Unlock()
+	if first {
+		<-req.Context().Done() // the request timeout
+		return nil, req.Context().Err()
+	}
+	resp, err := lb.next.RoundTrip(req)
+	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/lock-line/") && landed != nil {
+		lb.mu.Lock()
+		held := lb.held
+		lb.held = nil
+		lb.mu.Unlock()
+		if held != nil { // after the read-back: land it now
+			held.Body = io.NopCloser(bytes.NewReader(lb.body))
+			if r, err := lb.next.RoundTrip(held); err == nil {
+				r.Body.Close()
+			}
+			close(landed)
+		}
+	}
+	return resp, err
+}
+
+// TestLine_LateHeartbeatKeepsThePlace: a heartbeat that lands after its
+// read-back found the ticket unchanged is still the waiter's own write: the
+// next heartbeat's read-back must count it, not take the ticket for someone
+// else's and give up the place.
+func TestLine_LateHeartbeatKeepsThePlace(t *testing.T) {
+	f := newLineFixture(t, "late-beat")
+	lb := &lateBeat{}
+	var s served
+	first := newLockClient(t, f.ns, "first", []s3lock.Option{s3lock.WithRequestTimeout(500 * time.Millisecond)},
+		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { lb.next = next; return lb }))
+	s.start(t.Context(), t, first, f.name, "first", s3lock.FIFO())
+	f.waitLine(t, 1)
+	s.start(t.Context(), t, newLockClient(t, f.ns, "second", nil), f.name, "second", s3lock.FIFO())
+	f.waitLine(t, 2)
+	time.Sleep(4 * time.Second) // the first heartbeat (2 s), held back, and the next
+	select {
+	case <-lb.landed:
+	default:
+		t.Fatal("the held-back heartbeat never landed: the test did not exercise it")
+	}
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Wait()
+	if want := []string{"first", "second"}; !slices.Equal(s.order, want) || len(s.errs) > 0 {
+		t.Errorf("served %v (errors %v); want %v", s.order, s.errs, want)
+	}
+}
+
+// TestLine_AmbiguousJoinKeepsOneTicket: the store creates a waiter's ticket
+// and the answer is lost; the SDK's retry gets 412. The waiter reads the
+// ticket back, finds its nonce, and holds that one ticket — no second
+// ticket, no error.
+func TestLine_AmbiguousJoinKeepsOneTicket(t *testing.T) {
+	f := newLineFixture(t, "ambiguous-join")
+	faults := s3test.NewFaults(1, s3test.Rule{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
+	c := newLockClient(t, f.ns, "waiter", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return faults.Wrap(next)
+	}))
+	var s served
+	s.start(t.Context(), t, c, f.name, "waiter", s3lock.FIFO()) // its first PUT is the ticket's create
+	ws := f.waitLine(t, 1)
+	if faults.Injected()[s3test.DropResponse] != 1 || ws[0].Holder != "waiter" {
+		t.Fatalf("line %+v after %v faults; want the waiter's ticket after a dropped answer", ws, faults.Injected())
+	}
+	time.Sleep(500 * time.Millisecond)
+	if keys := s3test.Keys(t, f.ns.Client, f.ns.Bucket, f.name+"/lock-line/"); len(keys) != 1 {
+		t.Errorf("tickets %v; want exactly one", keys)
+	}
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Wait()
+	if !slices.Equal(s.order, []string{"waiter"}) {
+		t.Errorf("served %v, errors %v; want the waiter", s.order, s.errs)
+	}
+}
+
+// TestLine_OrderedAcquireLeavesAFreeLockToTheLine: an ordered Acquire that
+// finds the lock free while someone waits in line queues behind them, even
+// if the head is slow to notice the release.
+func TestLine_OrderedAcquireLeavesAFreeLockToTheLine(t *testing.T) {
+	f := newLineFixture(t, "free-acquire")
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var s served
+	slow := newLockClient(t, f.ns, "slow-head", []s3lock.Option{s3lock.WithPollInterval(time.Minute)})
+	s.start(ctx, t, slow, f.name, "slow-head", s3lock.FIFO())
+	f.waitLine(t, 1)
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := newLockClient(t, f.ns, "newcomer", nil)
+	_, err := c.Acquire(t.Context(), f.name, s3lock.FIFO(), s3lock.WithWaitTimeout(time.Second))
+	var held *s3lock.HeldError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || !held.Queued() {
+		t.Errorf("ordered Acquire of a free lock behind a waiter: %v; want it to wait its turn (and time out)", err)
+	}
+	if st, err := f.viewer.Current(t.Context(), f.name); err != nil || st.Held {
+		t.Errorf("Current = %+v, %v; want the lock left free for the head of the line", st, err)
+	}
+	stop()
+	s.wg.Wait()
 }

@@ -67,22 +67,36 @@ func (w *waiter) turn(ctx context.Context) (standing, error) {
 			return standing{}, err
 		}
 		st, err := p.stand(ctx)
-		if err != nil || st.present {
-			return st, err
+		if err != nil || st.present || st.newer != nil && w.a.order == OrderNewest {
+			return st, err // (a Supersede waiter gives way to a newer one, in line or not)
 		}
 		w.c.cfg.logger.Warn("s3lock: this waiter's ticket is gone (it lapsed, or was deleted); joining the line again",
 			"bucket", w.c.bucket, "lock", w.name, "ticket", p.ref.key)
+		p.forget(ctx, p.ref.key) // if a listing missed it, it must not stay in line
 		p.ref = ticketRef{}
 	}
 	return standing{}, &OpError{Op: "Acquire", Bucket: w.c.bucket, Key: linePrefix(w.name), Kind: ErrUnavailable,
-		Err: errors.New("the waiter's ticket vanished from the line right after it joined")}
+		Err: errors.New("the waiter's ticket vanished from the line right after it joined; the store's listing may " +
+			"not show its own writes at once: check it with `s3lock verify`")}
 }
 
 // rejoin gives up a place that is no longer trusted and joins at the back.
+// A Supersede waiter first looks whether a newer Supersede waiter joined
+// after its old ticket: then it gives way (a *SupersededError) rather than
+// come back behind it as the newest.
 func (w *waiter) rejoin(ctx context.Context) error {
 	p := w.place
 	w.c.cfg.logger.Warn("s3lock: lost its place in the line (its heartbeat was not confirmed in time); joining again at the back",
 		"bucket", w.c.bucket, "lock", w.name, "ticket", p.ref.key)
+	if w.a.order == OrderNewest {
+		st, err := p.stand(ctx)
+		switch {
+		case err != nil:
+			return err
+		case st.newer != nil:
+			return p.superseded(ctx, st.newer)
+		}
+	}
 	p.forget(ctx, p.ref.key)
 	p.ref = ticketRef{}
 	return p.join(ctx)
@@ -90,22 +104,26 @@ func (w *waiter) rejoin(ctx context.Context) error {
 
 // headDuty is what the head of the line does while it watches the holder:
 // heartbeats, and for a Supersede head a look at the line once every
-// linePollInterval. It returns errNotHead when the waiter must wait for its
+// linePollInterval, and (force) right before it attempts the lock. It returns errNotHead when the waiter must wait for its
 // turn again (it lost its place and joined again), and a *SupersededError
 // when a newer Supersede waiter joined.
-func (w *waiter) headDuty(ctx context.Context) error {
+func (w *waiter) headDuty(ctx context.Context, force bool) error {
 	p := w.place
 	if p == nil {
 		return nil
 	}
 	if err := p.beat(ctx); errors.Is(err, errLostPlace) {
-		if err := w.rejoin(ctx); err != nil {
+		err := w.rejoin(ctx)
+		if errors.Is(err, ErrSuperseded) {
+			return err
+		}
+		if err != nil {
 			w.last = err // takeTurn joins again
 		}
 		return errNotHead
 	}
 	now := w.c.cfg.clock.Now()
-	if w.a.order != OrderNewest || now.Before(w.nextLineCheck) {
+	if w.a.order != OrderNewest || now.Before(w.nextLineCheck) && !force {
 		return nil
 	}
 	w.nextLineCheck = now.Add(jitter(linePollInterval, pollJitter))
@@ -150,24 +168,17 @@ func (w *waiter) inLine(ahead int) {
 	w.notify(&cp, time.Time{})
 }
 
-// leaveLine deletes the waiter's ticket: in the background once it acquired
-// (the lease must not wait for it), at once otherwise. A ticket that cannot
-// be deleted lapses.
-func (w *waiter) leaveLine(ctx context.Context, acquired bool) {
+// leaveLine deletes the waiter's ticket, before Acquire returns (one
+// request, with a context that outlives the caller's): a process that exits
+// right after acquiring, such as `s3lock acquire`, must not leave a ticket
+// that holds up the line until it lapses. A ticket that cannot be deleted
+// lapses.
+func (w *waiter) leaveLine(ctx context.Context) {
 	p := w.place
 	if p == nil || p.ref.key == "" {
 		return
 	}
 	key := p.ref.key
 	p.ref = ticketRef{}
-	if !acquired {
-		p.forget(ctx, key)
-		return
-	}
-	w.c.startCleanup(func(ctx context.Context) {
-		if err := w.c.deleteKey(ctx, key); err != nil {
-			w.c.cfg.logger.Warn("s3lock: could not delete the ticket of a served waiter; it will lapse",
-				"bucket", w.c.bucket, "key", key, "err", err)
-		}
-	})
+	p.forget(ctx, key)
 }

@@ -15,6 +15,12 @@ import (
 // denied, a missing bucket, an unreadable lease object, invalid arguments)
 // are returned at once.
 //
+// With an order (FIFO, Supersede) it waits in the lock's line instead
+// (PROTOCOL.md §13): it is served in the order the ordered waiters joined,
+// polls the holder only once it is at the head, takes a free lock only when
+// nobody is ahead of it, and a Supersede waiter returns a *SupersededError
+// (ErrSuperseded) when a newer Supersede waiter joins.
+//
 // When ctx ends (or WithWaitTimeout passes), Acquire returns a *WaitError
 // that matches ctx's error and wraps the last reason it could not acquire: a
 // *HeldError (errors.Is(err, ErrHeld)) or the last transient failure. With
@@ -31,7 +37,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	defer w.stopWaiting()
 	start := c.cfg.clock.Now()
 	lease, err := w.acquire(ctx)
-	w.leaveLine(ctx, err == nil)
+	w.leaveLine(ctx)
 	c.observeAcquire(name, lease, err, c.cfg.clock.Now().Sub(start))
 	return lease, err
 }
@@ -70,6 +76,11 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 				}
 			}
 			werr := w.watch(ctx, held)
+			if werr == nil {
+				// About to attempt: a Supersede head looks whether a newer
+				// Supersede waiter joined since its last look.
+				werr = w.headDuty(ctx, true)
+			}
 			if errors.Is(werr, errNotHead) {
 				w.hints.head = false
 			} else if werr != nil {
@@ -166,7 +177,7 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 			return w.gaveUp(ctx)
 		case <-clk.After(wait):
 		}
-		if err := w.headDuty(ctx); err != nil {
+		if err := w.headDuty(ctx, false); err != nil {
 			return err
 		}
 		if !clk.Now().Before(deadline) {

@@ -20,8 +20,10 @@ import (
 // poll interval or two, and a lapse within a poll interval of its lapsing by
 // the store's clock.
 //
-// Transient failures (ErrUnavailable) are retried with backoff and not
-// yielded; other errors (access denied, no such bucket, an unreadable epoch
+// On a store that sends no Date header it cannot judge a lapse, and reports
+// none. Transient failures (ErrUnavailable) are retried with backoff and not
+// yielded (so a store that cannot be reached at all yields nothing: read
+// the lock once with Current first to fail fast); other errors (access denied, no such bucket, an unreadable epoch
 // object, an invalid name) are yielded once, with a zero State, and end the
 // sequence. The sequence ends when ctx ends or the loop stops.
 func (c *Client) Watch(ctx context.Context, name string) iter.Seq2[State, error] {
