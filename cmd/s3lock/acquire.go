@@ -82,7 +82,7 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 		lease, err := c.TryAcquire(ctx, name, opts...)
 		switch {
 		case errors.As(err, &held) && held.Queued(): // free, but others wait in its line
-			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s, who go first (--order %s); use --wait to wait in line",
+			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s ahead of you (--order %s); use --wait to wait your turn, or --order none to take it now",
 				name, waitersText(held.Ahead), af.order))
 		case errors.As(err, &held):
 			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more%s; use --wait to wait for it",
@@ -104,7 +104,7 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	case ctx.Err() != nil:
 		return nil, err // interrupted
 	case errors.As(err, &held) && held.Ahead > 0:
-		return nil, exitWith(exitHeld, fmt.Errorf("lock %q still had %s ahead in its line after waiting %s (--wait)",
+		return nil, exitWith(exitHeld, fmt.Errorf("lock %q still had %s ahead in its line after waiting %s (--wait); wait longer, or use --order none",
 			name, waitersText(held.Ahead), af.wait))
 	case errors.As(err, &held):
 		return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",

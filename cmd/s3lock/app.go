@@ -89,6 +89,9 @@ type app struct {
 	profile     string
 	bucketOwner string
 	debug       bool
+	statsOn     bool
+
+	stats *stats // --stats: counts what the client does; nil without
 
 	ran bool // a command's RunE started: its errors are not usage errors
 
@@ -118,6 +121,8 @@ func (a *app) execute(args []string) int {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	// The summary comes before the error, which stays the last line.
+	a.printStats()
 	if err == nil {
 		return exitOK
 	}
@@ -142,6 +147,13 @@ func (a *app) execute(args []string) int {
 	}
 	fmt.Fprintln(a.stderr, msg)
 	return code
+}
+
+// printStats prints the --stats summary, if asked for.
+func (a *app) printStats() {
+	if a.stats != nil {
+		a.stats.print(a.stderr, time.Now())
+	}
 }
 
 // trapSignals routes SIGINT, SIGTERM and SIGHUP to the current handler: by
@@ -206,7 +218,9 @@ AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), the shared credentials and config
 files (SSO and assumed-role profiles included), web identity, ECS and EC2 roles.
 
 Progress goes to stderr; stdout carries only machine-readable output (tokens,
-JSON, tables), so it can be captured.
+JSON, tables), so it can be captured. With --stats, s3lock also prints a
+summary on stderr when it exits: how long it waited, the epoch it acquired,
+renewals, how the lease ended, and its S3 requests by operation and outcome.
 
 ` + exitCodesHelp
 
@@ -232,6 +246,9 @@ func (a *app) rootCommand() *cobra.Command {
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			a.ran = true
+			if a.statsOn {
+				a.stats = newStats(time.Now())
+			}
 			return a.resolveEnv(cmd)
 		},
 	}
@@ -247,6 +264,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.profile, "profile", "", "profile of the shared AWS config files (env AWS_PROFILE)")
 	pf.StringVar(&a.bucketOwner, "expected-bucket-owner", "", "fail unless the bucket belongs to this AWS account id (env "+envBucketOwner+")")
 	pf.BoolVar(&a.debug, "debug", false, "log the SDK's lock events (acquired, renewed, released, waiting, cleanup) to stderr")
+	pf.BoolVar(&a.statsOn, "stats", false, "on exit, print a summary on stderr: how long s3lock waited, the epoch it acquired, renewals, how the lease ended, and the S3 requests by operation and outcome")
 
 	root.AddCommand(
 		a.runCommand(),
@@ -254,6 +272,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.renewCommand(),
 		a.releaseCommand(),
 		a.statusCommand(),
+		a.watchCommand(),
 		a.forceReleaseCommand(),
 		a.verifyCommand(),
 	)
@@ -343,6 +362,9 @@ func (a *app) lockOptions(lc lockConfig) []s3lock.Option {
 	}
 	if a.debug {
 		opts = append(opts, s3lock.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	}
+	if a.stats != nil {
+		opts = append(opts, s3lock.WithObserver(a.stats))
 	}
 	return opts
 }

@@ -42,6 +42,12 @@ func TestBadInput(t *testing.T) {
 		{"missing name", nil, []string{"run", "--", "true"}, exitUsage, "NAME"},
 		{"two names", nil, []string{"acquire", name, name}, exitUsage, "one lock NAME"},
 		{"bad output", nil, []string{"status", "-o", "yaml"}, exitUsage, "--output"},
+		{"invalid name for watch", nil, []string{"watch", "bad//name"}, exitUsage, "invalid lock name"},
+		{"missing name for watch", nil, []string{"watch"}, exitUsage, "NAME"},
+		{"missing bucket for watch", c.without("S3LOCK_BUCKET"), []string{"watch", name}, exitUsage, "--bucket"},
+		{"unknown state for watch --until", nil, []string{"watch", name, "--until", "held,gone"}, exitUsage, `"gone" is not a state: use not-held, free, held, released or lapsed`},
+		{"bad output for watch", nil, []string{"watch", name, "-o", "table"}, exitUsage, "--output"},
+		{"unreachable endpoint for watch", nil, []string{"watch", "--endpoint", "http://127.0.0.1:1", name}, exitError, "127.0.0.1:1"},
 		{"bad prefix for status", nil, []string{"status", "--prefix", "/abs"}, exitUsage, "--prefix"},
 		{"probe prefix for status", nil, []string{"status", "--prefix", "a/s3lock-probe/"}, exitUsage, "--prefix"},
 		{"bad prefix for verify", nil, []string{"verify", "--prefix", "a//b"}, exitUsage, "--prefix"},
@@ -99,7 +105,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	c := newCLI(t)
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"acquire", "--help"}, {"renew", "--help"}, {"release", "--help"},
-		{"status", "--help"}, {"force-release", "--help"}, {"verify", "--help"}, {"help", "run"},
+		{"status", "--help"}, {"watch", "--help"}, {"force-release", "--help"}, {"verify", "--help"}, {"help", "run"},
 	} {
 		r := c.run(args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, "Exit codes:") {

@@ -48,7 +48,8 @@ const exitCodesHelp = `Exit codes:
        killed?); s3lock killed the command and everything it started,
        then released the lease
   126  run: the command could not be started; 127: it was not found
-  128+N  stopped by signal N while waiting (130 for SIGINT, 143 for SIGTERM)
+  128+N  stopped by signal N while waiting (130 for SIGINT, 143 for SIGTERM),
+       or while watch --until waited (a watch without --until exits 0)
   s3lock run otherwise exits with its command's exit code (128+N if the
   command was killed by signal N).`
 

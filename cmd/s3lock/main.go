@@ -1,7 +1,8 @@
 // Command s3lock holds locks in an S3 bucket from the shell: it runs a
 // command while holding a lock (s3lock run), hands a lease from one pipeline
-// step to the next (acquire, renew, release), and inspects and repairs locks
-// (status, force-release, verify). See README.md beside this file, or
+// step to the next (acquire, renew, release), follows a lock as it changes
+// hands (watch), and inspects and repairs locks (status, force-release,
+// verify). See README.md beside this file, or
 // `s3lock --help`.
 package main
 

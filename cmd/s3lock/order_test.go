@@ -140,7 +140,7 @@ func TestRun_OrderNewestOnlyTheNewestRuns(t *testing.T) {
 	var runs []*queued
 	for i := 1; i <= 3; i++ {
 		who := fmt.Sprintf("commit-%d", i)
-		runs = append(runs, c.startQueued(name, who, log, "--order", "newest"))
+		runs = append(runs, c.startQueued(name, who, log, "--order", "newest", "--stats"))
 		c.waitInLine(name, who)
 	}
 	newest := time.Now()
@@ -172,6 +172,7 @@ func TestRun_OrderNewestOnlyTheNewestRuns(t *testing.T) {
 		if !names || strings.Contains(last, "--help") {
 			t.Errorf("%s's last line does not name a newer run (%s): %q", runs[i].who, strings.Join(newer, " or "), last)
 		}
+		statsNotAcquired(t, runs[i].stderr.String(), name)
 	}
 	if st := c.current(name); !st.Held || st.Epoch != holder.Epoch() || holder.Err() != nil {
 		t.Fatalf("the lock is %+v (holder: %v); the older runs must give way while it is held", st, holder.Err())

@@ -45,9 +45,9 @@ func newProgress(w io.Writer, name string, limit time.Duration, quiet bool) *pro
 		events: make(chan s3lock.HeldError, 1), done: make(chan struct{})}
 	if quiet {
 		p.w = io.Discard
-	} else if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	} else if isTerminal(w) {
 		p.tty = true
-		if width, _, err := term.GetSize(int(f.Fd())); err == nil {
+		if width, _, err := term.GetSize(int(w.(*os.File).Fd())); err == nil {
 			p.width = width
 		}
 	}
@@ -132,6 +132,12 @@ func (p *progress) waited() time.Duration {
 		return 0
 	}
 	return time.Since(p.start)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // roundUp rounds a positive duration up to whole seconds, so "lapses in 0s"

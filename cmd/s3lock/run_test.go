@@ -151,7 +151,7 @@ func TestRun_ForceReleasedLeaseKillsCommand(t *testing.T) {
 	marker := filepath.Join(c.dir, "marker")
 	var stderr syncBuffer
 	script := `trap 'echo terminated >> "$0"; exit 0' TERM; echo ready >> "$0"; while :; do sleep 0.1; done`
-	cmd := c.command(t.Context(), "run", "--lease", "3s", name, "--", "sh", "-c", script, marker)
+	cmd := c.command(t.Context(), "run", "--stats", "--lease", "3s", name, "--", "sh", "-c", script, marker)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -168,6 +168,9 @@ func TestRun_ForceReleasedLeaseKillsCommand(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "force-released") || !strings.Contains(stderr.String(), "killing the command") {
 		t.Fatalf("stderr does not explain the lost lease: %s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `s3lock: stats: lock "`+name+`": waited `) || !strings.Contains(stderr.String(), "; lost (force-released)\n") {
+		t.Fatalf("--stats does not report the lost lease: %s", stderr.String())
 	}
 }
 
@@ -279,7 +282,7 @@ func TestRun_InterruptedWhileWaiting(t *testing.T) {
 	}
 	defer func() { _ = lease.Release(context.Background()) }()
 	var stderr syncBuffer
-	cmd := c.command(t.Context(), "run", "--wait", "10m", name, "--", "true")
+	cmd := c.command(t.Context(), "run", "--stats", "--wait", "10m", name, "--", "true")
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -291,6 +294,7 @@ func TestRun_InterruptedWhileWaiting(t *testing.T) {
 	if code := waitExit(t, cmd); code != 128+int(syscall.SIGINT) {
 		t.Fatalf("s3lock exited %d, want %d; stderr: %s", code, 128+int(syscall.SIGINT), stderr.String())
 	}
+	statsNotAcquired(t, stderr.String(), name)
 	if st := c.current(name); st.Epoch != lease.Epoch() || !st.Held {
 		t.Fatalf("the lock changed: %+v", st)
 	}
