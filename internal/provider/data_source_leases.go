@@ -46,8 +46,8 @@ func (d *leasesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists every lock whose name starts with a prefix, with who holds it now: for " +
 			"dashboards and policy checks (\"who holds what right now\"). It lists the keys under the prefix " +
-			"and reads each lock's newest epoch object, and lists the line of each lock that is held (to count " +
-			"its waiters). The `s3lock_lease` data source tells who waits for one lock.",
+			"and reads each lock's newest epoch object; `waiter_count` comes from the same listing. The " +
+			"`s3lock_lease` data source tells who waits for one lock.",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the locks.",
