@@ -31,17 +31,18 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOpt
 		return nil, err
 	}
 	lease, err := c.tryAcquire(ctx, name, a)
-	c.observeAcquire(name, lease, err, 0)
+	c.observeAcquire(name, lease, err, 0, true)
 	return lease, err
 }
 
-// observeAcquire reports the end of an acquisition that ran for wait.
-func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.Duration) {
+// observeAcquire reports the end of an acquisition that ran for wait (try:
+// a TryAcquire).
+func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.Duration, try bool) {
 	if lease != nil {
-		c.observe(Event{Kind: EventAcquired, Lock: name, Key: lease.key, Epoch: lease.epoch, Wait: wait})
+		c.observe(Event{Kind: EventAcquired, Lock: name, Key: lease.key, Epoch: lease.epoch, Wait: wait, Try: try})
 		return
 	}
-	c.observe(Event{Kind: EventAcquireFailed, Lock: name, Key: epochPrefix(name), Wait: wait, Err: err})
+	c.observe(Event{Kind: EventAcquireFailed, Lock: name, Key: epochPrefix(name), Wait: wait, Try: try, Err: err})
 }
 
 // tryAcquire is TryAcquire for a name already checked.

@@ -85,8 +85,9 @@ var (
 	// ErrObjectChanged means FencedPut, asked to write only over the state
 	// the caller read (the input's IfMatch or IfNoneMatch), found the object
 	// changed: writing would lose the update made since. Nothing was
-	// written by this call's decision; read again and redo the change. The
-	// error is an *ObjectChangedError.
+	// written over the changed state; read again and redo the change (see
+	// ObjectChangedError.MayHaveWritten). The error is an
+	// *ObjectChangedError.
 	ErrObjectChanged = errors.New("s3lock: object changed since it was read")
 
 	// ErrSuperseded means a Supersede (newest wins) Acquire gave up its place
@@ -470,6 +471,11 @@ type ObjectChangedError struct {
 	// absent); Found what the object has now ("" if it is absent).
 	Expected string
 	Found    string
+	// MayHaveWritten is set when a PUT of this call went out before the
+	// change was seen: its answer may have been lost after it landed, and
+	// the change may be on top of it. Read the object before redoing an
+	// update that must not apply twice.
+	MayHaveWritten bool
 }
 
 func (e *ObjectChangedError) Error() string {

@@ -19,6 +19,12 @@ import (
 // FencedPut records the epoch that last wrote an object.
 const FenceMetadataKey = "s3lock-epoch"
 
+// fenceWriteKey is the user-metadata key (x-amz-meta-s3lock-write) in which
+// FencedPut records a random id of the call that wrote the object: a HEAD
+// that finds its own id knows its write landed, whoever else wrote the same
+// bytes under the same epoch.
+const fenceWriteKey = "s3lock-write"
+
 // FencedPut writes the object described by in only if no newer epoch has
 // written it: it reads the epoch recorded in the object's metadata
 // (FenceMetadataKey) and its ETag, and writes with the caller's epoch
@@ -46,8 +52,10 @@ const FenceMetadataKey = "s3lock-epoch"
 // in.IfNoneMatch to "*" if it read the object absent): FencedPut then writes
 // only over that state, and otherwise returns an *ObjectChangedError
 // (ErrObjectChanged) — or a *FencedError when a newer epoch made the change.
-// A write of its own whose answer was lost and that a retry finds landed
-// (the object holds this body under this epoch) counts as written.
+// A PUT of this call whose answer was lost (a timeout, a 5xx, a 412 to the
+// SDK's retry of it) is looked for with a HEAD: each write records a random
+// id of its call in the object's metadata (x-amz-meta-s3lock-write), and a
+// HEAD that finds it knows the write landed.
 //
 // What it protects: once a write under an epoch succeeded, no FencedPut
 // under an older epoch lands on the object, as long as every writer of the
@@ -107,12 +115,13 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 	if err := validateEpoch(epoch); err != nil {
 		return nil, err
 	}
-	w := &fencedWrite{bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), epoch: epoch,
+	w := &fencedWrite{bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), epoch: epoch, id: randomHex(8),
 		rmw: in.IfMatch != nil || in.IfNoneMatch != nil, expected: aws.ToString(in.IfMatch)}
 	var err error
 	if w.body, w.start, err = rewindable(in.Body); err != nil {
 		return nil, w.bodyError("reading", err)
 	}
+	var lastErr error // a transient failure of the last PUT
 	for range maxFenceAttempts {
 		headIn := &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner}
 		head, err := request(ctx, r, "HeadObject", w.key, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
@@ -128,15 +137,14 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 			put.IfNoneMatch = aws.String("*")
 		case err != nil:
 			return nil, err
+		case w.sent && head.Metadata[fenceWriteKey] == w.id:
+			return &s3.PutObjectOutput{ETag: head.ETag}, nil // an earlier attempt of this call landed
 		default:
 			if err := w.admit(head); err != nil {
 				return nil, err
 			}
-			if w.rmw {
-				landed, err := w.expect(head)
-				if landed || err != nil {
-					return &s3.PutObjectOutput{ETag: head.ETag}, err
-				}
+			if w.rmw && !sameETag(head.ETag, w.expected) {
+				return nil, w.changed(aws.ToString(head.ETag))
 			}
 			put.IfMatch = head.ETag
 		}
@@ -145,6 +153,7 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 			put.Metadata[k] = v
 		}
 		put.Metadata[FenceMetadataKey] = strconv.FormatUint(epoch, 10)
+		put.Metadata[fenceWriteKey] = w.id
 		if w.body != nil {
 			if _, err := w.body.Seek(w.start, io.SeekStart); err != nil {
 				return nil, w.bodyError("rewinding", err)
@@ -160,9 +169,16 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 			return out, nil
 		case f == failPrecondition, f == failConflict, f == failNotFound:
 			continue // written or deleted meanwhile: decide again
+		case f == failTransient:
+			// It may have landed: the next HEAD tells (by this call's id).
+			lastErr = err
+			continue
 		default:
 			return nil, err
 		}
+	}
+	if lastErr != nil {
+		return nil, lastErr
 	}
 	return nil, &OpError{Op: "FencedPut", Bucket: w.bucket, Key: w.key, Kind: ErrUnavailable,
 		Err: errors.New("the object kept changing while writing it")}
@@ -179,33 +195,17 @@ type fencedWrite struct {
 	// caller read, expected (its ETag; "" if it read the object absent).
 	rmw      bool
 	expected string
-	sent     bool // a PutObject went out: a later HEAD may find it landed
+	id       string // this call's write id (fenceWriteKey)
+	sent     bool   // a PutObject went out: a later HEAD may find it landed
 }
 
-// expect checks a read-modify-write against the object head describes: it
-// reports landed when the object holds this very write (a PutObject whose
-// answer was lost, found by the retry's HEAD), an *ObjectChangedError when
-// the object is not the state the caller read, and neither when the write
-// may go ahead.
-func (w *fencedWrite) expect(head *s3.HeadObjectOutput) (landed bool, err error) {
-	etag := strings.Trim(aws.ToString(head.ETag), `"`)
-	if w.sent && head.Metadata[FenceMetadataKey] == strconv.FormatUint(w.epoch, 10) && isMD5Hex(etag) {
-		sum, err := w.bodyMD5()
-		if err != nil {
-			return false, err
-		}
-		if strings.EqualFold(etag, sum) {
-			return true, nil
-		}
-	}
-	if w.expected == "" || etag != strings.Trim(w.expected, `"`) {
-		return false, w.changed(aws.ToString(head.ETag))
-	}
-	return false, nil
+// sameETag compares two ETags, quoted or not.
+func sameETag(a *string, b string) bool {
+	return strings.Trim(aws.ToString(a), `"`) == strings.Trim(b, `"`)
 }
 
 func (w *fencedWrite) changed(found string) error {
-	return &ObjectChangedError{Bucket: w.bucket, Key: w.key, Expected: w.expected, Found: found}
+	return &ObjectChangedError{Bucket: w.bucket, Key: w.key, Expected: w.expected, Found: found, MayHaveWritten: w.sent}
 }
 
 // admit returns why the write must not replace the object head describes:

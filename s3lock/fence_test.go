@@ -3,6 +3,7 @@ package s3lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -434,21 +435,71 @@ func TestFencedPut_ReadModifyWrite(t *testing.T) {
 // TestFencedPut_ReadModifyWriteWhoseAnswerWasLost: the store applies the
 // write and the answer is lost; the SDK's retry gets 412 (the ETag moved).
 // FencedPut's next HEAD finds its own body under its own epoch: written.
+// With the SDK's retries the retry gets 412; without them FencedPut itself
+// sees the failure. Either way it must not report the write as failed (a
+// caller would redo it) nor as changed.
 func TestFencedPut_ReadModifyWriteWhoseAnswerWasLost(t *testing.T) {
 	ns := s3test.New(t)
-	key := ns.Name("state.json")
-	f := s3test.NewFaults(1, s3test.Rule{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
-	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
-	out, err := s3lock.FencedPut(t.Context(), api, 3, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key),
-		Body: strings.NewReader(`{"n":1}`), IfNoneMatch: aws.String("*")})
-	if err != nil {
-		t.Fatalf("FencedPut whose answer was lost: %v; want it written", err)
-	}
-	if f.Injected()[s3test.DropResponse] != 1 {
-		t.Fatal("no answer was dropped: the test did not exercise the lost answer")
-	}
-	head, err := ns.Client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
-	if err != nil || aws.ToString(head.ETag) != aws.ToString(out.ETag) {
-		t.Errorf("object ETag %v (%v); FencedPut returned %v", aws.ToString(head.ETag), err, aws.ToString(out.ETag))
+	for i, retries := range []bool{true, false} {
+		key := ns.Name(fmt.Sprintf("state-%d.json", i))
+		f := s3test.NewFaults(1, s3test.Rule{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
+		opts := []s3test.Option{s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) })}
+		if !retries {
+			opts = append(opts, s3test.WithoutRetries())
+		}
+		out, err := s3lock.FencedPut(t.Context(), ns.NewClient(t, opts...), 3, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+			Key: aws.String(key), Body: strings.NewReader(`{"n":1}`), IfNoneMatch: aws.String("*")})
+		if err != nil {
+			t.Fatalf("SDK retries %v: FencedPut whose answer was lost: %v; want it written", retries, err)
+		}
+		if f.Injected()[s3test.DropResponse] != 1 {
+			t.Fatal("no answer was dropped: the test did not exercise the lost answer")
+		}
+		head, err := ns.Client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
+		if err != nil || aws.ToString(head.ETag) != aws.ToString(out.ETag) {
+			t.Errorf("object ETag %v (%v); FencedPut returned %v", aws.ToString(head.ETag), err, aws.ToString(out.ETag))
+		}
 	}
 }
+
+// TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne: two
+// writers of the same epoch read the same state and compute the same bytes
+// (two increments of a counter, say). One lands; the other must not take
+// that write for its own, or an increment is lost without an error.
+func TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.T) {
+	ns := s3test.New(t)
+	key := ns.Name("counter.json")
+	put := func(body string, ifMatch *string, ifNoneMatch *string) (*s3.PutObjectOutput, error) {
+		return s3lock.FencedPut(t.Context(), ns.Client, 7, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+			Key: aws.String(key), Body: strings.NewReader(body), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch})
+	}
+	read, err := put(`{"n":5}`, nil, aws.String("*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A 412 on the second's first PUT (the first writer got there first)
+	// makes it HEAD again: it finds the same bytes under the same epoch,
+	// written by the other call.
+	var once sync.Once
+	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPut {
+				once.Do(func() { _, _ = put(`{"n":6}`, read.ETag, nil) }) // the other writer lands first
+			}
+			return next.RoundTrip(req)
+		})
+	}))
+	_, err = s3lock.FencedPut(t.Context(), api, 7, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+		Key: aws.String(key), Body: strings.NewReader(`{"n":6}`), IfMatch: read.ETag})
+	var changed *s3lock.ObjectChangedError
+	if !errors.Is(err, s3lock.ErrObjectChanged) || !errors.As(err, &changed) || !changed.MayHaveWritten {
+		t.Errorf("the second identical increment: %v; want ErrObjectChanged (it must read again), MayHaveWritten", err)
+	}
+	if _, err := put(`{"n":7}`, aws.String(`"not-there"`), nil); !errors.Is(err, s3lock.ErrObjectChanged) {
+		t.Errorf("IfMatch of an ETag the object never had: %v; want ErrObjectChanged", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

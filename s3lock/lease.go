@@ -289,9 +289,6 @@ func (l *Lease) Renew(ctx context.Context) error {
 		if why := l.untrusted(clk.Now()); why != "" && !errors.Is(err, ErrLeaseLost) {
 			return l.lost(LostLapsed, why+" while the renewal was failing", l.cause(err))
 		}
-		if !errors.Is(err, ErrLeaseLost) {
-			l.c.observe(Event{Kind: EventRenewFailed, Lock: l.name, Key: l.key, Epoch: l.epoch, Err: err})
-		}
 		return err
 	}
 	if err := l.confirm(sent, newEtag, next); err != nil {
@@ -400,6 +397,7 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		}
 		switch f := classify(err); {
 		case f.refused():
+			l.renewFailed(ctx, next, err)
 			return "", sent, err
 		case f == failNotFound:
 			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", err)
@@ -437,6 +435,7 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		case classify(rerr) == failNotFound:
 			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", err)
 		}
+		l.renewFailed(ctx, next, err)
 		select {
 		case <-ctx.Done():
 			l.unsettle(next.Write) // it may still land
@@ -444,6 +443,16 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		case <-l.c.cfg.clock.After(bo.next()):
 		}
 	}
+}
+
+// renewFailed reports a renewal attempt that failed and will be retried (or
+// was refused): not a release's, and not one the caller cancelled (Release
+// stopping the background renewal).
+func (l *Lease) renewFailed(ctx context.Context, next *payload, err error) {
+	if next.Released || ctx.Err() != nil {
+		return
+	}
+	l.c.observe(Event{Kind: EventRenewFailed, Lock: l.name, Key: l.key, Epoch: l.epoch, Err: err})
 }
 
 // unsettle notes a write of this handle whose outcome stays unknown. The

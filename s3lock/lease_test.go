@@ -200,8 +200,9 @@ func (lr *lateRenewal) land() {
 func TestRelease_RecognisesItsOwnLateRenewal(t *testing.T) {
 	ns := s3test.New(t)
 	lr := &lateRenewal{held: make(chan struct{})}
+	rec := &recording{}
 	c := newLockClient(t, ns, "holder", []s3lock.Option{s3lock.WithLeaseDuration(3 * time.Second),
-		s3lock.WithRenewInterval(200 * time.Millisecond)},
+		s3lock.WithRenewInterval(200 * time.Millisecond), s3lock.WithObserver(rec)},
 		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { lr.next = next; return lr }))
 	name := ns.Name("late-renewal")
 	l, err := c.TryAcquire(t.Context(), name)
@@ -220,5 +221,10 @@ func TestRelease_RecognisesItsOwnLateRenewal(t *testing.T) {
 	st, err := newLockClient(t, ns, "viewer", nil).Current(t.Context(), name)
 	if err != nil || st.Held || !st.Released {
 		t.Errorf("after Release: %+v, %v; want the lock released at once", st, err)
+	}
+	// The cancelled renewal is no failed renewal; the lease was released.
+	if f, r, lost := rec.count(s3lock.EventRenewFailed, "", ""), rec.count(s3lock.EventReleased, "", ""),
+		rec.count(s3lock.EventLost, "", ""); f != 0 || r != 1 || lost != 0 {
+		t.Errorf("events: %d renew-failed, %d released, %d lost; want 0, 1, 0", f, r, lost)
 	}
 }

@@ -489,8 +489,11 @@ func TestLine_LateHeartbeatKeepsThePlace(t *testing.T) {
 	s.start(t.Context(), t, newLockClient(t, f.ns, "second", nil), f.name, "second", s3lock.FIFO())
 	f.waitLine(t, 2)
 	time.Sleep(4 * time.Second) // the first heartbeat (2 s), held back, and the next
+	lb.mu.Lock()
+	landed := lb.landed
+	lb.mu.Unlock()
 	select {
-	case <-lb.landed:
+	case <-landed: // (a nil channel: never held back, never landed)
 	default:
 		t.Fatal("the held-back heartbeat never landed: the test did not exercise it")
 	}

@@ -1,6 +1,7 @@
 package s3lock
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -8,9 +9,11 @@ import (
 // Observer hears what a Client does (WithObserver), for metrics, traces or a
 // summary: each acquisition and how long it waited, each renewal and failed
 // renewal, each lease lost or released, and each S3 request with its
-// outcome. Observe is called synchronously by the goroutine doing the work,
-// from several goroutines at once: it must be safe for concurrent use, quick,
-// and must not call the Client. The package s3lockotel adapts it to
+// outcome. Observe is called synchronously by the goroutine doing the work
+// (sometimes while a Lease holds its internal locks), from several goroutines
+// at once: it must be safe for concurrent use, quick, and must call neither
+// the Client nor its Leases (hand the event to another goroutine to act on
+// it). The package s3lockotel adapts it to
 // OpenTelemetry.
 type Observer interface {
 	Observe(Event)
@@ -31,14 +34,17 @@ const (
 	// EventAcquired: an acquisition succeeded (Epoch, Key; Wait is how long
 	// Acquire took, 0 for TryAcquire).
 	EventAcquired EventKind = iota + 1
-	// EventAcquireFailed: an Acquire or TryAcquire returned an error (Err;
-	// Wait). A held lock for TryAcquire, a wait that timed out or was
-	// cancelled, a superseded waiter and a failing store all count.
+	// EventAcquireFailed: an Acquire or TryAcquire whose arguments were
+	// accepted returned an error (Err; Wait). A held lock for TryAcquire, a
+	// wait that timed out or was cancelled, a superseded waiter and a
+	// failing store all count.
 	EventAcquireFailed
 	// EventRenewed: a renewal was confirmed.
 	EventRenewed
-	// EventRenewFailed: a renewal attempt failed without the lease being
-	// lost (Err); it is retried while the lease is trusted.
+	// EventRenewFailed: one attempt of a renewal failed (Err: a 5xx, a
+	// timeout, a refusal) without the lease being lost by it; a renewal
+	// retries while the lease is trusted, so one renewal can fail several
+	// times before it is confirmed (EventRenewed) or the lease is lost.
 	EventRenewFailed
 	// EventLost: the lease ended without this handle releasing it (Err is
 	// the *LeaseLostError, Reason its reason).
@@ -78,8 +84,10 @@ type Event struct {
 	Lock   string // the lock's name ("" for requests: see Key)
 	Key    string // the object concerned
 	Epoch  uint64
-	// Wait is how long an Acquire ran before it acquired or gave up.
+	// Wait is how long an Acquire ran before it acquired or gave up; Try
+	// marks a TryAcquire (which does not wait: Wait is 0).
 	Wait time.Duration
+	Try  bool
 	// Reason is a lost lease's reason.
 	Reason LossReason
 	// Op, Outcome and Duration describe a request: the S3 operation
@@ -114,6 +122,9 @@ const (
 func outcomeOf(err error) Outcome {
 	if err == nil {
 		return OutcomeOK
+	}
+	if errors.Is(err, ErrCorruptLease) {
+		return OutcomeError // answered, but not a lease (or ticket) s3lock can read
 	}
 	switch classify(err) {
 	case failNotModified:

@@ -2,7 +2,11 @@ package s3lock_test
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,5 +114,40 @@ func TestObserver_HearsWhatTheClientDoes(t *testing.T) {
 func TestObserver_NilIsRefused(t *testing.T) {
 	if err := s3lock.ValidateConfig("my-locks", s3lock.WithObserver(nil)); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("WithObserver(nil) = %v; want ErrInvalidConfig", err)
+	}
+}
+
+// TestObserver_CountsFailedRenewalAttempts: a renewal whose first attempt
+// gets a 503 is retried and confirmed: one renew-failed, one renewed. A
+// Release that cancels a renewal in flight is no failed renewal.
+func TestObserver_CountsFailedRenewalAttempts(t *testing.T) {
+	ns := s3test.New(t)
+	rec := &recording{}
+	var failed atomic.Bool
+	c := newLockClient(t, ns, "observed", []s3lock.Option{s3lock.WithObserver(rec)},
+		s3test.WithoutRetries(), s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Header.Get("If-Match") != "" && failed.CompareAndSwap(false, true) {
+					return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
+						Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+				}
+				return next.RoundTrip(req)
+			})
+		}))
+	l, err := c.TryAcquire(t.Context(), ns.Name("renewed"), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(t.Context()); err != nil {
+		t.Fatalf("Renew through one 503: %v", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := rec.count(s3lock.EventRenewFailed, "", ""), rec.count(s3lock.EventRenewed, "", ""); f != 1 || ok != 1 {
+		t.Errorf("renew-failed %d, renewed %d; want 1 and 1", f, ok)
+	}
+	if n := rec.count(s3lock.EventRequest, "PutObject", s3lock.OutcomeUnavailable); n != 1 {
+		t.Errorf("PutObject unavailable events: %d; want 1", n)
 	}
 }

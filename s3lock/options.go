@@ -206,7 +206,7 @@ func WithPollInterval(d time.Duration) Option {
 // into OpenTelemetry metrics and spans.
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
-		if o == nil {
+		if f, ok := o.(ObserverFunc); o == nil || ok && f == nil {
 			return invalid("WithObserver needs an observer")
 		}
 		c.observer = o

@@ -38,7 +38,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	start := c.cfg.clock.Now()
 	lease, err := w.acquire(ctx)
 	w.leaveLine(ctx)
-	c.observeAcquire(name, lease, err, c.cfg.clock.Now().Sub(start))
+	c.observeAcquire(name, lease, err, c.cfg.clock.Now().Sub(start), false)
 	return lease, err
 }
 

@@ -14,9 +14,10 @@ import (
 //
 // Watching costs what waiting does: while the lock is held, a conditional GET
 // of the holder's epoch object every poll interval (WithPollInterval,
-// jittered); while it is free, a GET of the key the next epoch will have; a
-// LIST only at the start, after failures, and every watchResync while the
-// lock is free. So it sees every epoch as long as each lasts longer than a
+// jittered); while it is free, a GET of the key the next epoch will have
+// (alternating, while the newest lease has lapsed, with a conditional GET of
+// it, which an operator may still release); a LIST at the start, after a
+// failure once the lock is free, and every watchResync while it is free. So it sees every epoch as long as each lasts longer than a
 // poll interval or two, and a lapse within a poll interval of its lapsing by
 // the store's clock.
 //
@@ -51,6 +52,7 @@ type watcher struct {
 	last     State     // the last state yielded
 	yielded  bool
 	resyncAt time.Time // when to list again (zero: now)
+	flip     bool      // alternates, while the newest epoch is lapsed, between it and the next key
 }
 
 func (w *watcher) run(ctx context.Context) {
@@ -92,6 +94,14 @@ func (w *watcher) step(ctx context.Context) error {
 	held := w.cur != nil && !free(w.cur)
 	if !held && !now.Before(w.resyncAt) {
 		return w.resync(ctx)
+	}
+	if !held && w.cur != nil && !w.cur.body.Released {
+		// Lapsed: it may still be released (an operator's ForceRelease)
+		// or renewed late; look at it every other poll (a 304 when not).
+		w.flip = !w.flip
+		if w.flip {
+			return w.reread(ctx, w.cur.etag)
+		}
 	}
 	if !held {
 		next := uint64(1)
@@ -187,5 +197,5 @@ func (w *watcher) pause() time.Duration {
 	if w.cur == nil || free(w.cur) {
 		return wait
 	}
-	return max(0, min(wait, w.lapseAt().Sub(w.c.cfg.clock.Now())))
+	return max(minPollInterval, min(wait, w.lapseAt().Sub(w.c.cfg.clock.Now())))
 }

@@ -8,8 +8,8 @@
 //
 // Metrics (attributes in brackets):
 //
-//	s3lock.acquisitions      counter    acquisitions ended [s3lock.bucket, s3lock.lock, s3lock.outcome, error.type]
-//	s3lock.acquire.wait      histogram  seconds an Acquire ran before it acquired or gave up [same]
+//	s3lock.acquisitions      counter    acquisitions ended [s3lock.bucket, s3lock.lock, s3lock.outcome, error.type, s3lock.call: acquire, try]
+//	s3lock.acquire.wait      histogram  seconds an Acquire (not TryAcquire) ran before it acquired or gave up [same]
 //	s3lock.renewals          counter    renewals [s3lock.bucket, s3lock.lock, s3lock.outcome: ok, failed]
 //	s3lock.leases.lost       counter    leases lost [s3lock.bucket, s3lock.lock, s3lock.loss_reason]
 //	s3lock.releases          counter    leases released [s3lock.bucket, s3lock.lock]
@@ -22,8 +22,8 @@
 // answers, not errors. Lock names can be many: WithoutLockNames leaves them
 // out.
 //
-// With WithTracerProvider, every acquisition is a span "s3lock.acquire" from
-// the start of its wait to its end, and every S3 request a client span
+// With WithTracerProvider, every Acquire is a span "s3lock.acquire" from the
+// start of its wait to its end, and every S3 request a client span
 // "S3 <operation>"; the spans have no parent (the observer hears events, not
 // contexts).
 package s3lockotel
@@ -45,6 +45,16 @@ import (
 
 // ScopeName is the instrumentation scope of the meter and tracer.
 const ScopeName = "github.com/s3lock/terraform-provider-s3lock/s3lockotel"
+
+// The histograms' bucket boundaries, in seconds: requests from a few
+// milliseconds to the SDK's request timeout (OpenTelemetry's HTTP
+// convention), waits from a free lock to an hour behind a long apply.
+var (
+	requestBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30}
+	waitBuckets    = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+)
+
+var _ s3lock.Observer = (*Observer)(nil)
 
 // Option configures New.
 type Option func(*config)
@@ -102,18 +112,19 @@ func New(opts ...Option) (*Observer, error) {
 		errs = append(errs, err)
 		return c
 	}
-	seconds := func(name, desc string) metric.Float64Histogram {
-		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
+	seconds := func(name, desc string, bounds []float64) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(bounds...))
 		errs = append(errs, err)
 		return h
 	}
 	o.acquisitions = counter("s3lock.acquisitions", "{acquisition}", "Acquisitions of s3lock locks that ended, by outcome.")
-	o.wait = seconds("s3lock.acquire.wait", "How long an acquisition ran before it acquired the lock or gave up.")
+	o.wait = seconds("s3lock.acquire.wait", "How long an Acquire ran before it acquired the lock or gave up.", waitBuckets)
 	o.renewals = counter("s3lock.renewals", "{renewal}", "Renewals of s3lock leases, confirmed or failed.")
 	o.lost = counter("s3lock.leases.lost", "{lease}", "s3lock leases that ended without being released, by reason.")
 	o.releases = counter("s3lock.releases", "{lease}", "s3lock leases released.")
 	o.requests = counter("s3lock.requests", "{request}", "S3 requests made by s3lock, by operation and outcome.")
-	o.requestDuration = seconds("s3lock.request.duration", "How long each S3 request of s3lock took.")
+	o.requestDuration = seconds("s3lock.request.duration", "How long each S3 request of s3lock took.", requestBuckets)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("s3lockotel: creating instruments: %w", err)
 	}
@@ -129,10 +140,17 @@ func (o *Observer) Observe(e s3lock.Event) {
 		if e.Err != nil {
 			attrs = append(attrs, attribute.String("error.type", errorType(e.Err)))
 		}
+		call := "acquire"
+		if e.Try {
+			call = "try"
+		}
+		attrs = append(attrs, attribute.String("s3lock.call", call))
 		set := metric.WithAttributes(attrs...)
 		o.acquisitions.Add(ctx, 1, set)
-		o.wait.Record(ctx, e.Wait.Seconds(), set)
-		o.span("s3lock.acquire", trace.SpanKindInternal, e.Wait, e.Err, attrs)
+		if !e.Try { // a TryAcquire does not wait: its zeros would skew the waits
+			o.wait.Record(ctx, e.Wait.Seconds(), set)
+			o.span("s3lock.acquire", trace.SpanKindInternal, e.Wait, e.Err, attrs)
+		}
 	case s3lock.EventRenewed, s3lock.EventRenewFailed:
 		outcome := "ok"
 		if e.Kind == s3lock.EventRenewFailed {

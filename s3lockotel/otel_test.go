@@ -144,7 +144,8 @@ func TestObserver_RecordsAKnownScenario(t *testing.T) {
 			t.Errorf("%s %v = %d; want %d", want.metric, want.attrs, got, want.n)
 		}
 	}
-	// The wait histogram: three acquisitions, one of which waited ~300 ms.
+	// The wait histogram: the one Acquire (the TryAcquires do not wait), which
+	// waited ~300 ms.
 	h, ok := m["s3lock.acquire.wait"].(metricdata.Histogram[float64])
 	if !ok {
 		t.Fatalf("s3lock.acquire.wait is %T; want a float64 histogram", m["s3lock.acquire.wait"])
@@ -155,8 +156,11 @@ func TestObserver_RecordsAKnownScenario(t *testing.T) {
 		count += p.Count
 		total += p.Sum
 	}
-	if count != 3 || total < 0.25 {
-		t.Errorf("s3lock.acquire.wait: %d acquisitions, %.3f s in all; want 3, at least 0.25 s", count, total)
+	if count != 1 || total < 0.25 {
+		t.Errorf("s3lock.acquire.wait: %d acquisitions, %.3f s in all; want 1, at least 0.25 s", count, total)
+	}
+	if got := sum(t, m["s3lock.acquisitions"], attribute.String("s3lock.call", "try")); got != 2 {
+		t.Errorf("TryAcquire acquisitions: %d; want 2", got)
 	}
 	// Spans: one per acquisition, one per request.
 	var acquireSpans, requestSpans int
@@ -168,8 +172,8 @@ func TestObserver_RecordsAKnownScenario(t *testing.T) {
 			requestSpans++
 		}
 	}
-	if acquireSpans != 3 || requestSpans != int(sum(t, m["s3lock.requests"])) {
-		t.Errorf("spans: %d acquisitions, %d requests; want 3 and one per request (%d)",
+	if acquireSpans != 1 || requestSpans != int(sum(t, m["s3lock.requests"])) {
+		t.Errorf("spans: %d acquisitions, %d requests; want 1 (the Acquire) and one per request (%d)",
 			acquireSpans, requestSpans, sum(t, m["s3lock.requests"]))
 	}
 }
