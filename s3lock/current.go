@@ -38,7 +38,8 @@ type State struct {
 	Renewals      uint64
 	Metadata      map[string]string
 	// Waiters is how many ordered waiters (FIFO, Supersede) are in the
-	// lock's line; Line says who they are.
+	// lock's line, as Current and List count them (Watch leaves it 0); Line
+	// says who they are.
 	Waiters int
 	// Err is set, by List only, for a lock whose newest epoch object could
 	// not be read as a lease (a *CorruptLeaseError); the other fields then

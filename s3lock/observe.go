@@ -32,7 +32,9 @@ type EventKind int
 // they do not know.
 const (
 	// EventAcquired: an acquisition succeeded (Epoch, Key; Wait is how long
-	// Acquire took, 0 for TryAcquire).
+	// Acquire took, 0 for TryAcquire). A lease taken over with Resume or
+	// Adopt is no acquisition: its release or loss is reported all the same,
+	// so releases and losses can outnumber acquisitions.
 	EventAcquired EventKind = iota + 1
 	// EventAcquireFailed: an Acquire or TryAcquire whose arguments were
 	// accepted returned an error (Err; Wait). A held lock for TryAcquire, a

@@ -89,13 +89,13 @@ func TestRun_KilledWaiterLeavesTheLine(t *testing.T) {
 	}
 	defer func() { _ = holder.Release(context.Background()) }()
 	var runs []*queued
-	for i := range 4 {
+	for i := range 10 {
 		who := fmt.Sprintf("run-%d", i)
 		runs = append(runs, c.startQueued(name, who, log))
 		c.waitInLine(name, who)
 		time.Sleep(100 * time.Millisecond)
 	}
-	killed := runs[1]
+	killed := runs[4]
 	if err := killed.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,23 +103,27 @@ func TestRun_KilledWaiterLeavesTheLine(t *testing.T) {
 	if err := holder.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	released := time.Now()
-	runs[0].mustSucceed(t)
-	// The killed run's ticket heads the line now: the lock stays free
-	// until it lapses, then the next in line takes it.
-	eventually(t, time.Minute, "run-2 to be served", func() bool { return slices.Contains(served(t, log), "run-2") })
-	took := time.Since(released)
-	t.Logf("the line moved past the killed run %s after the release", took.Round(time.Millisecond))
+	// The runs ahead of the killed one are served; then its ticket heads
+	// the line: the lock stays free until it lapses, then the next in line
+	// takes it.
+	for _, q := range runs[:4] {
+		q.mustSucceed(t)
+	}
+	reached := time.Now()
+	eventually(t, time.Minute, "run-5 to be served", func() bool { return slices.Contains(served(t, log), "run-5") })
+	took := time.Since(reached)
+	t.Logf("the line moved past the killed run %s after it reached the head", took.Round(time.Millisecond))
 	// The bound: 8 s after its last heartbeat (sent before the kill) by
 	// the store's clock, whose one-second resolution can add a second,
 	// plus a poll of the line; generously.
 	if limit := 12 * time.Second; took > limit {
-		t.Errorf("the line moved on %s after the release; want within %s", took.Round(time.Millisecond), limit)
+		t.Errorf("the line moved on %s after the killed run reached its head; want within %s", took.Round(time.Millisecond), limit)
 	}
-	for _, q := range []*queued{runs[2], runs[3]} {
+	for _, q := range runs[5:] {
 		q.mustSucceed(t)
 	}
-	if got, want := served(t, log), []string{"run-0", "run-2", "run-3"}; !slices.Equal(got, want) {
+	want := []string{"run-0", "run-1", "run-2", "run-3", "run-5", "run-6", "run-7", "run-8", "run-9"}
+	if got := served(t, log); !slices.Equal(got, want) {
 		t.Errorf("served in order %v; want %v", got, want)
 	}
 }
