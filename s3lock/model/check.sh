@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # check.sh: model-check the s3lock protocol with Spin (`make model`).
 #
-# The model (s3lock.pml) must verify with no errors over its whole state
-# space; every mutant (the same file with one -D define removing one
-# mechanism) and every boundary run (one timing constant a tick short) must
-# yield a counterexample to the property it breaks, checked alone. Each run
-# generates the verifier with `spin -a`, compiles it with gcc and runs ./pan
-# in a temporary directory. One line per run, then each counterexample as
-# the trail replay prints it. Exits non-zero if any run is not as expected.
+# Two models: s3lock.pml (the lock, §5-§7) and line.pml (ordered waiting,
+# §13). Each must verify with no errors over its whole state space; every
+# mutant (the same file with one -D define removing one mechanism) and every
+# boundary run (one timing constant a tick short) must yield a counterexample
+# to the property it breaks, checked alone; every variant of line.pml (a
+# mechanism that (f) turns out not to need, removed) must verify, and its
+# claim CLAIM_ONE_HEAD (not a property of §13) must have a counterexample.
+# Each run generates the verifier with `spin -a`, compiles it with gcc and
+# runs ./pan in a temporary directory. One line per run, then each
+# counterexample as the trail replay prints it. Exits non-zero if any run is
+# not as expected.
 #
 # Environment: CC (gcc), JOBS (runs at a time, 2), KEEP=1 keeps the
 # temporary directory (and prints it).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-model=$here/s3lock.pml
 cc=${CC:-gcc}
 jobs=${JOBS:-2}
 
@@ -35,17 +38,41 @@ else
 	trap 'rm -rf "$work"' EXIT
 fi
 
-# name | expected: pass, or the property whose assertion must fail (a, b, c)
-# | pan options | spin -D defines
-runs='model|pass||
-MUTANT_NO_LAPSE_CHECK|a|-i|-DMUTANT_NO_LAPSE_CHECK -DPROPERTY=1
-MUTANT_NO_READBACK|c|-i|-DMUTANT_NO_READBACK -DPROPERTY=3
-MUTANT_NO_RELIST|a|-i|-DMUTANT_NO_RELIST -DPROPERTY=1
-MUTANT_NO_RELIST|b|-i|-DMUTANT_NO_RELIST -DPROPERTY=2
-MUTANT_NO_CLEANUP_AGE|b|-i|-DMUTANT_NO_CLEANUP_AGE -DPROPERTY=2
-MUTANT_ABANDON_NO_CREATE|c|-i|-DMUTANT_ABANDON_NO_CREATE -DPROPERTY=3
-boundary MARGIN=0|a|-i|-DMARGIN=0 -DPROPERTY=1
-boundary SLACK=0 CA=2|a|-i|-DSLACK=0 -DCA=2 -DPROPERTY=1'
+# model | name | expected: pass, or the property whose assertion must fail
+# (a, b, c of s3lock.pml; f, h, and the claim one-head of line.pml) | gcc
+# defines for pan | pan options | spin -D defines
+#
+# s3lock.pml's mutants search depth-first and then for shorter and shorter
+# counterexamples (-i); line.pml's breadth-first (-DBFS), which stops at a
+# shortest one, and whose few states make an unoptimised pan (-O0) quicker
+# to build than to run. line.pml's runs are capped at 2 GB (-DMEMLIM; a run
+# that hits the cap reports "out of memory"). Its variants check the smaller
+# configuration of one ordered Acquire per waiter (-DACQUIRES=1).
+lm='-DMEMLIM=2048'
+runs="s3lock|model|pass|||
+line|model|pass|-DNOBOUNDCHECK $lm|-m3000000 -w25|
+s3lock|MUTANT_NO_LAPSE_CHECK|a||-i|-DMUTANT_NO_LAPSE_CHECK -DPROPERTY=1
+s3lock|MUTANT_NO_READBACK|c||-i|-DMUTANT_NO_READBACK -DPROPERTY=3
+s3lock|MUTANT_NO_RELIST|a||-i|-DMUTANT_NO_RELIST -DPROPERTY=1
+s3lock|MUTANT_NO_RELIST|b||-i|-DMUTANT_NO_RELIST -DPROPERTY=2
+s3lock|MUTANT_NO_CLEANUP_AGE|b||-i|-DMUTANT_NO_CLEANUP_AGE -DPROPERTY=2
+s3lock|MUTANT_ABANDON_NO_CREATE|c||-i|-DMUTANT_ABANDON_NO_CREATE -DPROPERTY=3
+s3lock|boundary MARGIN=0|a||-i|-DMARGIN=0 -DPROPERTY=1
+s3lock|boundary SLACK=0 CA=2|a||-i|-DSLACK=0 -DCA=2 -DPROPERTY=1
+line|MUTANT_NO_LINE_CHECK|f|-DBFS -O0 $lm|-w23|-DMUTANT_NO_LINE_CHECK -DPROPERTY=1
+line|MUTANT_EARLY_LAPSE|f|-DBFS -O0 $lm|-w23|-DMUTANT_EARLY_LAPSE -DPROPERTY=1
+line|MUTANT_NO_LIST_NUMBER|f|-DBFS -O0 $lm|-w23|-DMUTANT_NO_LIST_NUMBER -DPROPERTY=1
+line|MUTANT_TRUST_FROM_ANSWER|f|-DBFS -O0 $lm|-w23|-DMUTANT_TRUST_FROM_ANSWER -DPROPERTY=1
+line|MUTANT_TRUST_FROM_RESEND|f|-DBFS -O0 $lm|-w23|-DMUTANT_TRUST_FROM_RESEND -DMAXTRY=1 -DNT=2 -DNO_UNORDERED -DPROPERTY=1
+line|MUTANT_NO_READBACK|f|-DBFS -O0 $lm|-w23|-DMUTANT_NO_READBACK -DPROPERTY=1
+line|MUTANT_EARLY_DELETE|f|-DBFS -O0 $lm|-w23|-DMUTANT_EARLY_DELETE -DPROPERTY=1
+line|MUTANT_NO_TURN|f|-DBFS -O0 $lm|-w23|-DMUTANT_NO_TURN -DPROPERTY=1
+line|MUTANT_EARLY_LAPSE|h|-DBFS -O0 $lm|-w23|-DMUTANT_EARLY_LAPSE -DPROPERTY=2
+line|boundary MARGIN=0|f|-DBFS -O0 $lm|-w23|-DMARGIN=0 -DPROPERTY=1
+line|CLAIM_ONE_HEAD|one-head|-DBFS -O0 $lm|-w23|-DCLAIM_ONE_HEAD
+line|VARIANT_LIVE_NUMBER|pass|$lm|-m3000000 -w24|-DVARIANT_LIVE_NUMBER -DACQUIRES=1
+line|VARIANT_NO_TIE_BREAK|pass|$lm|-m3000000 -w24|-DVARIANT_NO_TIE_BREAK -DACQUIRES=1
+line|VARIANT_NO_LAPSE_DELETE|pass|$lm|-m3000000 -w24|-DVARIANT_NO_LAPSE_DELETE -DACQUIRES=1"
 
 # The assertion text pan reports for each property.
 assertion() {
@@ -53,29 +80,34 @@ assertion() {
 	a) echo 'trusted_leases<=1' ;;
 	b) echo 'e>last_acquired' ;;
 	c) echo '!(orphaned)' ;;
+	f) echo 'overtaken==0' ;;
+	h) echo 'jumped==0' ;;
+	one-head) echo 'heads<=1' ;;
 	esac
 }
 
 now() { echo "${EPOCHREALTIME:-$(date +%s)}"; }
 
-# run N NAME EXPECT PANOPTS DEFINES: one run, in $work/N; writes $work/N/line
-# (the report line) and $work/N/ok (if as expected).
+# run N MODEL NAME EXPECT CCOPTS PANOPTS DEFINES: one run, in $work/N;
+# writes $work/N/line (the report line) and $work/N/ok (if as expected).
 run() {
-	n=$1 name=$2 expect=$3 panopts=$4 defines=$5
+	n=$1 model=$2 name=$3 expect=$4 ccopts=$5 panopts=$6 defines=$7
+	file=$model.pml
 	dir=$work/$n
 	mkdir -p "$dir"
-	cp "$model" "$dir/s3lock.pml"
+	cp "$here/$file" "$dir/$file"
 	cd "$dir"
 	start=$(now)
 	result=
-	# shellcheck disable=SC2086 # defines and panopts are word lists
-	if ! spin -a $defines s3lock.pml >spin.out 2>&1; then
+	# shellcheck disable=SC2086 # defines, ccopts and panopts are word lists
+	if ! spin -a $defines "$file" >spin.out 2>&1; then
 		result="spin -a failed: $(head -n 3 spin.out | tr '\n' ' ')"
-	elif ! "$cc" -O2 -DSAFETY -w -o pan pan.c >cc.out 2>&1; then
+	elif ! "$cc" -O2 -DSAFETY $ccopts -w -o pan pan.c >cc.out 2>&1; then
 		result="gcc failed: $(head -n 3 cc.out | tr '\n' ' ')"
 	else
 		# Exhaustive search (no bitstate); -m: a depth the model never
 		# reaches, so the search is complete; -w26: a 64M-slot hash table.
+		# (A run's own options come after these and win.)
 		./pan -m1000000 -w26 $panopts >pan.out 2>&1 || true
 	fi
 	secs=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
@@ -88,12 +120,14 @@ run() {
 		result="no verdict: $(tail -n 2 pan.out | tr '\n' ' ')"
 	elif grep -q 'max search depth too small' pan.out; then
 		result="INCOMPLETE: max search depth too small (raise -m)"
-	elif grep -q 'out of memory' pan.out; then
+	elif grep -q -e 'out of memory' -e 'MEMLIM bound' pan.out; then
 		result="INCOMPLETE: out of memory"
 	elif ! grep -q 'Full statespace search' pan.out; then
 		result="INCOMPLETE: not a full state-space search"
 	elif [ "$expect" = pass ]; then
-		if [ "$errors" = 0 ]; then
+		if [ "$errors" = 0 ] && grep -q 'Search not completed' pan.out; then
+			result="INCOMPLETE: search not completed"
+		elif [ "$errors" = 0 ]; then
 			result="verified, errors: 0"
 			ok=1
 		else
@@ -102,7 +136,7 @@ run() {
 	else
 		want=$(assertion "$expect")
 		got=$(grep -m1 'assertion violated' pan.out || true)
-		if [ "$errors" -ge 1 ] && [ -f s3lock.pml.trail ] && [ "${got#*"$want"}" != "$got" ]; then
+		if [ "$errors" -ge 1 ] && [ -f "$file.trail" ] && [ "${got#*"$want"}" != "$got" ]; then
 			result="counterexample to ($expect), errors: $errors"
 			ok=1
 		elif [ "$errors" -ge 1 ]; then
@@ -111,20 +145,21 @@ run() {
 			result="FAILED: no counterexample to ($expect), errors: 0"
 		fi
 	fi
-	label=$name
-	[ "$expect" = pass ] || label="$name ($expect)"
-	printf '%-32s %10s states  %-38s %6ss\n' "$label" "${states:-?}" "$result" "$secs" >line
+	label="$file $name"
+	[ "$expect" = pass ] || label="$label ($expect)"
+	mem=$(awk '/total actual memory usage/ { printf "%d", $1; exit }' pan.out 2>/dev/null || true)
+	printf '%-44s %10s states %6s MB  %-40s %6ss\n' "$label" "${states:-?}" "${mem:-?}" "$result" "$secs" >line
 	if [ -n "$ok" ]; then
 		: >ok
 	fi
 	if [ -n "$ok" ] && [ "$expect" != pass ]; then
 		# The counterexample, one protocol step a line (the model's printf),
 		# runs of ticks folded.
-		echo "counterexample, $label: spin -T -t $defines s3lock.pml" >trail
+		echo "counterexample, $label: spin -T -t $defines $file" >trail
 		# shellcheck disable=SC2086
-		spin -T -t $defines s3lock.pml 2>&1 |
+		spin -T -t $defines "$file" 2>&1 |
 			sed -n '/^#processes/q;p' |
-			grep -v -e '^Starting ' -e '^[[:space:]]*$' -e '^spin: text of failed' |
+			grep -v -e '^Starting ' -e '^[[:space:]]*$' -e '^spin: text of failed' -e 'is newer than' |
 			awk '$0 == "tick" { t++; next }
 			     { if (t) print "  " (t > 1 ? "tick x" t : "tick"); t = 0; print "  " $0 }' |
 			head -n 40 >>trail
@@ -134,9 +169,9 @@ run() {
 echo "s3lock model check: spin $(spin -V 2>/dev/null | sed -n 's/^Spin Version \([^ ]*\).*/\1/p'), $jobs at a time"
 n=0
 running=0
-while IFS='|' read -r name expect panopts defines; do
+while IFS='|' read -r model name expect ccopts panopts defines; do
 	n=$((n + 1))
-	(run "$n" "$name" "$expect" "$panopts" "$defines") &
+	(run "$n" "$model" "$name" "$expect" "$ccopts" "$panopts" "$defines") &
 	running=$((running + 1))
 	if [ "$running" -ge "$jobs" ]; then
 		wait -n || true
@@ -164,7 +199,7 @@ while [ "$i" -le "$n" ]; do
 done
 echo
 if [ "$status" = 0 ]; then
-	echo "check.sh: as expected: the model verifies; every mutant and boundary run has its counterexample"
+	echo "check.sh: as expected: both models and the variants verify; every mutant, boundary run and claim has its counterexample"
 else
 	echo "check.sh: NOT as expected (lines without 'verified' or 'counterexample')" >&2
 fi
