@@ -61,22 +61,7 @@ func TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly(t *testing.T) {
 
 			work := filepath.Join(t.TempDir(), "work")
 			tg := ns.Target
-			writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf(`terraform {
-  required_providers {
-    s3lock = { source = "s3lock/s3lock" }
-  }
-}
-
-provider "s3lock" {
-  region                      = %q
-  access_key                  = %q
-  secret_key                  = %q
-  endpoints                   = { s3 = %q }
-  use_path_style              = %t
-  skip_credentials_validation = true
-  holder                      = "e2e"
-}
-
+			writeFile(t, filepath.Join(work, "main.tf"), providerHCL(tg, "e2e")+fmt.Sprintf(`
 ephemeral "s3lock_lease" "run" {
   bucket = %q
   name   = %q
@@ -91,7 +76,7 @@ resource "s3lock_lease" "blocked" {
     create = %q
   }
 }
-`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, run, ns.Bucket, blocked, tc.createTimeout))
+`, ns.Bucket, run, ns.Bucket, blocked, tc.createTimeout))
 
 			if out, err := h.Init(t.Context(), work); err != nil {
 				t.Fatalf("%v\n%s", err, out)
@@ -169,22 +154,7 @@ func TestAccMain_EphemeralLeaseSupersededForRun(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "work")
 	deployed := filepath.Join(t.TempDir(), "deployed")
 	tg := ns.Target
-	writeFile(t, filepath.Join(work, "main.tf"), fmt.Sprintf(`terraform {
-  required_providers {
-    s3lock = { source = "s3lock/s3lock" }
-  }
-}
-
-provider "s3lock" {
-  region                      = %q
-  access_key                  = %q
-  secret_key                  = %q
-  endpoints                   = { s3 = %q }
-  use_path_style              = %t
-  skip_credentials_validation = true
-  holder                      = "commit-42"
-}
-
+	writeFile(t, filepath.Join(work, "main.tf"), providerHCL(tg, "commit-42")+fmt.Sprintf(`
 ephemeral "s3lock_lease" "deploy" {
   bucket       = %q
   name         = %q
@@ -198,7 +168,7 @@ resource "terraform_data" "deploy" {
   }
   depends_on = [ephemeral.s3lock_lease.deploy]
 }
-`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, ns.Bucket, lock, deployed))
+`, ns.Bucket, lock, deployed))
 	if out, err := h.Init(t.Context(), work); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -458,4 +428,25 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// providerHCL is the terraform and provider blocks of a root module that
+// uses the provider, through the filesystem mirror, against tg, as holder.
+func providerHCL(tg s3test.Target, holder string) string {
+	return fmt.Sprintf(`terraform {
+  required_providers {
+    s3lock = { source = "s3lock/s3lock" }
+  }
+}
+
+provider "s3lock" {
+  region                      = %q
+  access_key                  = %q
+  secret_key                  = %q
+  endpoints                   = { s3 = %q }
+  use_path_style              = %t
+  skip_credentials_validation = true
+  holder                      = %q
+}
+`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, holder)
 }

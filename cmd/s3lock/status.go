@@ -34,6 +34,8 @@ type lockStatus struct {
 	Renewals         uint64            `json:"renewals"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	Error            string            `json:"error,omitempty"`
+	// Waiters counts the ordered waiters in the lock's line.
+	Waiters int `json:"waiters"`
 	// Waiting is the lock's line, in the order its waiters will be served
 	// (status NAME only; left out when no one waits in line).
 	Waiting []waiterStatus `json:"waiting,omitempty"`
@@ -43,7 +45,7 @@ func statusOf(s s3lock.State, now time.Time) lockStatus {
 	ls := lockStatus{
 		Name: s.Name, State: s.Phase().String(), Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
 		AcquiredAt: s.AcquiredAt.UTC(), ReleasedAt: s.ReleasedAt.UTC(), ReleasedBy: s.ReleasedBy,
-		Renewals: s.Renewals, Metadata: s.Metadata,
+		Renewals: s.Renewals, Metadata: s.Metadata, Waiters: s.Waiters,
 	}
 	if s.Err != nil {
 		ls.Error = oneLine(s.Err.Error())
@@ -161,6 +163,7 @@ func (a *app) statusOfLock(ctx context.Context, c *s3lock.Client, name, output s
 	}
 	ls := statusOf(st, time.Now())
 	ls.Waiting = waitersOf(line)
+	ls.Waiters = len(ls.Waiting)
 	if output == "json" {
 		return a.printJSON(ls)
 	}
@@ -173,7 +176,7 @@ func (a *app) statusOfLock(ctx context.Context, c *s3lock.Client, name, output s
 // printLocks prints locks as a table.
 func printLocks(w io.Writer, out []lockStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tEPOCH\tHOLDER\tEXPIRES\tACQUIRED")
+	fmt.Fprintln(tw, "NAME\tSTATE\tEPOCH\tHOLDER\tEXPIRES\tACQUIRED\tWAITING")
 	for _, s := range out {
 		epoch, holder, expires, acquired := "-", "-", "-", "-"
 		if s.Epoch > 0 {
@@ -195,7 +198,7 @@ func printLocks(w io.Writer, out []lockStatus) error {
 		if s.Error != "" {
 			holder = s.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, state, epoch, holder, expires, acquired)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Name, state, epoch, holder, expires, acquired, s.Waiters)
 	}
 	return tw.Flush()
 }

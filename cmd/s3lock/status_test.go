@@ -193,16 +193,16 @@ func TestStatus_ShowsTheLine(t *testing.T) {
 	t.Run("prefix", func(t *testing.T) {
 		r := c.mustRun("status", "--prefix", c.name("line/"))
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-		if len(lines) != 2 || strings.Fields(lines[1])[0] != name {
-			t.Fatalf("want the one lock, without its line:\n%s", r.stdout)
+		if f := strings.Fields(lines[len(lines)-1]); len(lines) != 2 || f[0] != name || f[len(f)-1] != strconv.Itoa(len(runs)) {
+			t.Fatalf("want the one lock, with its waiters counted but not listed:\n%s", r.stdout)
 		}
 		r = c.mustRun("status", "--prefix", c.name("line/"), "-o", "json")
 		var got []lockStatus
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 			t.Fatalf("%v: %s", err, r.stdout)
 		}
-		if len(got) != 1 || got[0].Name != name || got[0].Waiting != nil {
-			t.Fatalf("got %+v; want the one lock, without its line", got)
+		if len(got) != 1 || got[0].Name != name || got[0].Waiting != nil || got[0].Waiters != len(runs) {
+			t.Fatalf("got %+v; want the one lock, %d waiters counted, its line not listed", got, len(runs))
 		}
 	})
 
