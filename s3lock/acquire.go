@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -198,7 +199,9 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		if err == nil {
 			return c.established(ctx, name, epoch, p, etag, sent, start, a)
 		}
-		if f := classify(err); f.refused() || f == failNotFound {
+		if f := classify(err); f == failCollision {
+			return nil, c.collision(ctx, name, err)
+		} else if f.refused() || f == failNotFound {
 			return nil, err
 		}
 		// 412 (someone else's create, or the SDK's retry of our own
@@ -234,6 +237,46 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		case <-c.cfg.clock.After(bo.next()):
 		}
 	}
+}
+
+// collision is the error of an acquisition whose write the store refused
+// (err) because an object sits at the lock's name or a parent path: it names
+// that object when it can find it.
+func (c *Client) collision(ctx context.Context, name string, err error) error {
+	if cerr := c.collidingObject(ctx, "Acquire", name); errors.Is(cerr, ErrNameCollision) {
+		return cerr
+	}
+	return err
+}
+
+// collidingObject returns an ErrNameCollision error (for op) if an object
+// exists at name or at a parent path of it. Only a store that refused a key
+// makes that a collision: S3 itself holds "deploy" and "deploy/prod/..." side
+// by side.
+func (c *Client) collidingObject(ctx context.Context, op, name string) error {
+	key, err := c.collidingKey(ctx, name)
+	if err != nil || key == "" {
+		return err
+	}
+	return &OpError{Op: op, Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
+		Err: fmt.Errorf("the object s3://%s/%s exists where lock %q needs a prefix of its own", c.bucket, key, name)}
+}
+
+// collidingKey returns the first of name and its parent paths that exists as
+// an object ("" if none does): one HEAD per path segment, at most.
+func (c *Client) collidingKey(ctx context.Context, name string) (string, error) {
+	segs := strings.Split(name, "/")
+	for i := range segs {
+		key := strings.Join(segs[:i+1], "/")
+		_, err := c.headKey(ctx, key)
+		switch {
+		case err == nil:
+			return key, nil
+		case classify(err) != failNotFound && classify(err) != failCollision:
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // readBack reads an epoch object with a context that survives the caller's

@@ -36,7 +36,18 @@ const (
 	failCanceled             // the caller's context ended
 	failUnsupported          // 501: the store does not implement the request (e.g. conditional writes)
 	failCredentials          // the SDK could not sign the request: no usable credentials
+	failCollision            // the key cannot exist: an object sits at a parent path (or a "directory" at the key)
 )
+
+// collisionCodes are the error codes with which stores refuse a key whose
+// parent path is an object, or that is itself a "directory" of other keys:
+// versitygw's posix backend (409), MinIO (400 / 409).
+var collisionCodes = map[string]bool{
+	"ObjectParentIsFile":            true,
+	"ExistingObjectIsDirectory":     true,
+	"XMinioParentIsObject":          true,
+	"XMinioObjectExistsAsDirectory": true,
+}
 
 func classify(err error) failure {
 	if err == nil {
@@ -54,6 +65,8 @@ func classify(err error) failure {
 	}
 	code, status := errorCode(err)
 	switch {
+	case collisionCodes[code]:
+		return failCollision
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
 		return failPrecondition
 	case status == http.StatusNotImplemented || code == "NotImplemented":
@@ -109,7 +122,7 @@ func credentialsFailure(err error) bool {
 // not happen if retried as is: the store or the SDK refused it outright.
 func (f failure) refused() bool {
 	switch f {
-	case failAccessDenied, failCredentials, failNoSuchBucket, failUnsupported, failOther:
+	case failAccessDenied, failCredentials, failNoSuchBucket, failUnsupported, failCollision, failOther:
 		return true
 	}
 	return false
@@ -138,6 +151,8 @@ func kindOf(f failure) error {
 		return ErrNoSuchBucket
 	case failUnsupported:
 		return ErrConditionalWritesUnsupported
+	case failCollision:
+		return ErrNameCollision
 	}
 	return nil
 }

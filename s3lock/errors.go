@@ -90,6 +90,14 @@ var (
 	// *ObjectChangedError.
 	ErrObjectChanged = errors.New("s3lock: object changed since it was read")
 
+	// ErrNameCollision means the store cannot hold a lock's objects at their
+	// keys: an object exists at the lock's name or at a parent path of it
+	// (an object "deploy" and a lock "deploy/prod"), which stores with a
+	// file-system backend (versitygw's posix, MinIO) refuse. Waiting does
+	// not help: rename the lock or remove the object. The error is an
+	// *OpError, and Acquire's names the colliding key when it can find it.
+	ErrNameCollision = errors.New("s3lock: lock name collides with an object")
+
 	// ErrSuperseded means a Supersede (newest wins) Acquire gave up its place
 	// in line because a newer Supersede waiter joined it. The error is a
 	// *SupersededError naming the newer waiter.
@@ -385,6 +393,9 @@ func (e *OpError) hint() string {
 			"addressing for most S3-compatible stores) and that the bucket exists"
 	case errors.Is(e.Kind, ErrConditionalWritesUnsupported):
 		return "the store does not implement a request s3lock needs; it cannot hold locks on this store"
+	case errors.Is(e.Kind, ErrNameCollision):
+		return "an object exists at the lock's name or at a parent path of it, so the store cannot put the " +
+			"lock's objects there: rename the lock, or remove that object"
 	}
 	return ""
 }

@@ -1,9 +1,13 @@
 package s3lock_test
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -111,4 +115,70 @@ func TestBadNames_RejectedByEveryCall(t *testing.T) {
 	if keys := s3test.Keys(t, ns.Client, ns.Bucket, ""); len(keys) != 0 {
 		t.Errorf("invalid names wrote %v", keys)
 	}
+}
+
+// TestNameCollision_IsAClearPermanentError: on a store whose keys are files
+// (versitygw's posix backend, MinIO), an object at a lock's name or at a
+// parent path of it keeps the lock's epoch objects from existing. Acquiring
+// then fails at once, naming that object — not retried as "overloaded".
+func TestNameCollision_IsAClearPermanentError(t *testing.T) {
+	ns := s3test.New(t)
+	putRaw(t, ns, ns.Name("deploy"), []byte("an object, not a lock"))
+	counter, withCounter := counting()
+	c := newLockClient(t, ns, "x", nil, withCounter)
+	for _, name := range []string{ns.Name("deploy/prod"), ns.Name("deploy")} {
+		counter.Reset()
+		l, err := c.TryAcquire(t.Context(), name)
+		if err == nil {
+			mustRelease(t, l)
+			t.Skip("this store holds keys under an object's name, as S3 does: nothing collides")
+		}
+		if !errors.Is(err, s3lock.ErrNameCollision) || errors.Is(err, s3lock.ErrUnavailable) ||
+			!strings.Contains(err.Error(), ns.Name("deploy")+" exists") {
+			t.Errorf("TryAcquire(%s) = %v; want ErrNameCollision naming the object", name, err)
+		}
+		if n := counter.Total(); n > 4 {
+			t.Errorf("TryAcquire(%s) took %d requests (%s); want a few", name, n, counter)
+		}
+		counter.Reset()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		_, err = c.Acquire(ctx, name)
+		waitedOut := ctx.Err() != nil
+		cancel()
+		if !errors.Is(err, s3lock.ErrNameCollision) || waitedOut || counter.Total() > 4 {
+			t.Errorf("Acquire(%s) = %v after %d requests; want ErrNameCollision at once", name, err, counter.Total())
+		}
+	}
+}
+
+// TestAcquire_BacksOffWhenTheLockKeepsChanging: a store whose listing shows
+// an epoch object that its GET never finds (what a hidden or collided name
+// looks like on some stores) makes every attempt start over. A waiting
+// Acquire must back off, not spin.
+func TestAcquire_BacksOffWhenTheLockKeepsChanging(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("flapping")
+	putRaw(t, ns, s3lock.Key(name, 1), s3lock.EncodeReleasedForTest("old", 1, time.Minute))
+	counter := &s3test.Counter{}
+	c := newLockClient(t, ns, "x", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return counter.Wrap(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/lock-0") {
+				return &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
+					Header: http.Header{"Content-Type": {"application/xml"}},
+					Body: io.NopCloser(strings.NewReader(`<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>`))}, nil
+			}
+			return next.RoundTrip(req)
+		}))
+	}))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := c.Acquire(ctx, name); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire = %v; want it to keep trying until its deadline", err)
+	}
+	// With a backoff from 10 ms up to 2 s: a handful of attempts of two
+	// requests each, where a fixed 10 ms pause made about 200 in 2 s.
+	if n := counter.Total(); n > 40 {
+		t.Errorf("Acquire spent %d requests (%s) in 2 s on a state that never settles; want it to back off", n, counter)
+	}
+	t.Logf("2 s of a state that never settles: %s", counter)
 }

@@ -393,6 +393,14 @@ func (e *keyError) ErrorCode() string             { return e.code }
 func (e *keyError) ErrorMessage() string          { return e.message }
 func (e *keyError) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }
 
+// headKey reads one object's metadata.
+func (c *Client) headKey(ctx context.Context, key string) (*s3.HeadObjectOutput, error) {
+	in := &s3.HeadObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
+	return request(ctx, c.requester(), "HeadObject", key, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
+		return c.api.HeadObject(ctx, in)
+	})
+}
+
 // deleteKey deletes one object.
 func (c *Client) deleteKey(ctx context.Context, key string) error {
 	in := &s3.DeleteObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}

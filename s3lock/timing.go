@@ -83,11 +83,12 @@ const (
 	acquireRetryBase = 50 * time.Millisecond
 	acquireRetryMax  = 2 * time.Second
 
-	// changedRetry is how soon a waiting Acquire looks again when the lock
-	// changed under its attempt (jittered by half): someone else just
-	// acted, so the state settles within a round trip.
-	changedRetry       = 10 * time.Millisecond
-	changedRetryJitter = 0.5
+	// changedRetry is the first pause of a waiting Acquire after the lock
+	// changed under its attempt (someone else just acted, so the state
+	// settles within a round trip); the pauses then grow as a backoff up to
+	// acquireRetryMax, so a state that never settles costs about a request
+	// a second, not a hundred.
+	changedRetry = 10 * time.Millisecond
 
 	// pollJitter spreads a waiter's polls by ±20% so that many waiters do
 	// not poll in step.

@@ -47,6 +47,10 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 	c, a := w.c, w.a
 	bo := newBackoff(acquireRetryBase, acquireRetryMax)
+	// Retries after the lock changed under an attempt back off too: a store
+	// whose listing and reads disagree for good (a name that collides with
+	// an object, on some stores) must not be spun on.
+	changed := newBackoff(changedRetry, acquireRetryMax)
 	for {
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
@@ -61,6 +65,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 				ctx = w.startWaiting(ctx)
 			}
 			bo.reset()
+			changed.reset()
 			w.sawHeld = true
 			if held != nil {
 				w.last, w.held = err, held
@@ -90,7 +95,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 			w.last = err
 			select { // the lock moved under the attempt: look again shortly
 			case <-ctx.Done():
-			case <-c.cfg.clock.After(jitter(changedRetry, changedRetryJitter)):
+			case <-c.cfg.clock.After(changed.next()):
 			}
 		case a.failFast && !w.sawHeld && ctx.Err() == nil:
 			return nil, err // not held (yet): report it rather than wait
