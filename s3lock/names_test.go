@@ -165,7 +165,7 @@ func TestAcquire_BacksOffWhenTheLockKeepsChanging(t *testing.T) {
 			if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/lock-0") {
 				return &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
 					Header: http.Header{"Content-Type": {"application/xml"}},
-					Body: io.NopCloser(strings.NewReader(`<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>`))}, nil
+					Body:   io.NopCloser(strings.NewReader(`<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>`))}, nil
 			}
 			return next.RoundTrip(req)
 		}))
