@@ -30,9 +30,9 @@ func (w *waiter) takeTurn(ctx context.Context) (waited bool, err error) {
 		case err == nil:
 			bo.reset()
 			w.inLine(st.ahead)
-			pause = jitter(linePollInterval, pollJitter)
+			pause = jitter(linePollInterval)
 			if st.ahead == 1 { // next after the head: be quick to take its place
-				pause = jitter(w.c.cfg.pollInterval, pollJitter)
+				pause = jitter(w.c.cfg.pollInterval)
 			}
 		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
 			w.last = err
@@ -126,7 +126,7 @@ func (w *waiter) headDuty(ctx context.Context, force bool) error {
 	if w.a.order != OrderNewest || now.Before(w.nextLineCheck) && !force {
 		return nil
 	}
-	w.nextLineCheck = now.Add(jitter(linePollInterval, pollJitter))
+	w.nextLineCheck = now.Add(jitter(linePollInterval))
 	// A failed look changes nothing: the next one (or the holder's
 	// release) tells more; the holder is still the one to watch.
 	if st, err := p.stand(ctx); err == nil {

@@ -183,9 +183,10 @@ func free(o *observed) bool {
 	return ok && left <= 0
 }
 
-// jitter returns d scaled by a random factor in [1-f, 1+f].
-func jitter(d time.Duration, f float64) time.Duration {
-	return time.Duration(float64(d) * (1 - f + 2*f*rand.Float64()))
+// jitter returns d scaled by a random factor in [1-pollJitter, 1+pollJitter],
+// so that many waiters do not poll in step.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (1 - pollJitter + 2*pollJitter*rand.Float64()))
 }
 
 // backoff is a capped exponential backoff with full jitter.

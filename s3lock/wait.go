@@ -176,7 +176,7 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 	deadline := w.deadline(obs)
 	w.notify(held, deadline)
 	for {
-		wait := min(jitter(w.c.cfg.pollInterval, pollJitter), max(0, deadline.Sub(clk.Now())), w.untilLineDuty())
+		wait := min(jitter(w.c.cfg.pollInterval), max(0, deadline.Sub(clk.Now())), w.untilLineDuty())
 		select {
 		case <-ctx.Done():
 			return w.gaveUp(ctx)

@@ -193,7 +193,7 @@ func (w *watcher) report() bool {
 // pause is how long to wait before the next step: a poll interval, or less
 // when the holder's lease may lapse sooner.
 func (w *watcher) pause() time.Duration {
-	wait := jitter(w.c.cfg.pollInterval, pollJitter)
+	wait := jitter(w.c.cfg.pollInterval)
 	if w.cur == nil || free(w.cur) {
 		return wait
 	}
