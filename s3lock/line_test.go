@@ -561,3 +561,46 @@ func TestLine_OrderedAcquireLeavesAFreeLockToTheLine(t *testing.T) {
 	stop()
 	s.wg.Wait()
 }
+
+// TestLine_CrashedWaiterLeavesTheLineWithoutADate: on a store that sends no
+// Date header, waiters judge a ticket lapsed once they have seen it
+// unchanged for its validity plus slack on their own clocks.
+func TestLine_CrashedWaiterLeavesTheLineWithoutADate(t *testing.T) {
+	f := newLineFixture(t, "no-date")
+	// The crashed waiter: a ticket nobody renews, as a waiter SIGKILLed
+	// right after it joined leaves.
+	crashed := newLockClient(t, f.ns, "crashed", nil)
+	ctx, crash := context.WithCancel(t.Context())
+	go func() { _, _ = crashed.Acquire(ctx, f.name, s3lock.FIFO()) }()
+	ws := f.waitLine(t, 1)
+	crash() // it deletes its ticket as it leaves: put one back, unrenewed
+	eventually(t, "the crashed waiter to leave", func() bool {
+		ws, err := f.viewer.Line(t.Context(), f.name)
+		return err == nil && len(ws) == 0
+	})
+	putRaw(t, f.ns, ws[0].Key, []byte(`{"leaderId":"crashed","validityMs":6000,"s3lock":1,"line":true,"order":"fifo","nonce":"n","write":"w","renewals":0}`))
+
+	var s served
+	c := newLockClient(t, f.ns, "next", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return noDate{next} }))
+	s.start(t.Context(), t, c, f.name, "next", s3lock.FIFO())
+	time.Sleep(500 * time.Millisecond)
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter still waits behind a ticket nobody renews, 30 s after the release")
+	}
+	if !slices.Equal(s.order, []string{"next"}) {
+		t.Fatalf("served %v, errors %v; want next", s.order, s.errs)
+	}
+	// Its own clock: validity plus slack after it first saw the ticket,
+	// which was before the release.
+	if took := time.Since(released); took < 5*time.Second {
+		t.Errorf("served %s after the release: it cannot have judged the ticket lapsed (8 s unchanged) so soon", took)
+	}
+}
