@@ -85,16 +85,20 @@ func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInp
 // FencedPut is the package's FencedPut with this client's S3 client and
 // request timeout (WithRequestTimeout: raise it for large or slow bodies).
 // The object may be in any bucket; in the client's own bucket, an input
-// without ExpectedBucketOwner gets the client's (WithExpectedBucketOwner).
+// without ExpectedBucketOwner gets the client's (WithExpectedBucketOwner). An
+// input that sets no encryption gets the client's (WithServerSideEncryption,
+// WithSSECustomerKey), and one without an ACL the client's (WithACL); its HEAD
+// carries the input's SSE-C key.
 func (c *Client) FencedPut(ctx context.Context, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
 	if in == nil {
 		return nil, invalid("FencedPut needs an input")
 	}
+	cp := *in
 	if aws.ToString(in.Bucket) == c.bucket && in.ExpectedBucketOwner == nil {
-		cp := *in
 		cp.ExpectedBucketOwner = c.owner()
-		in = &cp
 	}
+	c.cfg.objects.onFencedPut(&cp) // the client's encryption and ACL, unless in sets its own
+	in = &cp
 	r := c.requester()
 	r.bucket = aws.ToString(in.Bucket)
 	return fencedPut(ctx, r, epoch, in)
@@ -123,7 +127,9 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 	}
 	var lastErr error // a transient failure of the last PUT
 	for range maxFenceAttempts {
-		headIn := &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner}
+		// SSE-C objects can only be read with their key: the HEAD carries the write's.
+		headIn := &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner,
+			SSECustomerAlgorithm: in.SSECustomerAlgorithm, SSECustomerKey: in.SSECustomerKey, SSECustomerKeyMD5: in.SSECustomerKeyMD5}
 		head, err := request(ctx, r, "HeadObject", w.key, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
 			return r.api.HeadObject(ctx, headIn)
 		})

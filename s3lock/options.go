@@ -57,6 +57,7 @@ type config struct {
 	requestTimeout      time.Duration
 	probePrefix         string
 	observer            Observer
+	objects             objectSettings
 }
 
 func defaultConfig() config {

@@ -119,6 +119,7 @@ func (c *Client) owner() *string {
 // *CorruptLeaseError.
 func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneMatch string) (*observed, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
+	c.cfg.objects.onGet(in)
 	if ifNoneMatch != "" {
 		in.IfNoneMatch = aws.String(ifNoneMatch)
 	}
@@ -167,6 +168,7 @@ func (c *Client) putEpoch(ctx context.Context, key, etag string, body []byte) (s
 		CacheControl:        aws.String("no-store"),
 		ExpectedBucketOwner: c.owner(),
 	}
+	c.cfg.objects.onPut(in)
 	if etag == "" {
 		in.IfNoneMatch = aws.String("*")
 	} else {
@@ -291,6 +293,7 @@ func (c *Client) listLine(ctx context.Context, name string) (*lineView, error) {
 // *CorruptLeaseError.
 func (c *Client) getTicket(ctx context.Context, key string) (*ticketObs, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
+	c.cfg.objects.onGet(in)
 	return request(ctx, c.requester(), "GetObject", key, func(ctx context.Context) (*ticketObs, error) {
 		out, err := c.api.GetObject(ctx, in)
 		if err != nil {
@@ -396,6 +399,7 @@ func (e *keyError) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }
 // headKey reads one object's metadata.
 func (c *Client) headKey(ctx context.Context, key string) (*s3.HeadObjectOutput, error) {
 	in := &s3.HeadObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
+	c.cfg.objects.onHead(in)
 	return request(ctx, c.requester(), "HeadObject", key, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
 		return c.api.HeadObject(ctx, in)
 	})
