@@ -3,11 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -449,4 +455,88 @@ provider "s3lock" {
   holder                      = %q
 }
 `, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, tg.PathStyle, holder)
+}
+
+// TestAccMain_EncryptedBucketWholeRun: with encrypt = true, a whole run's
+// ephemeral lease is renewed by the run guard with its own client; behind a
+// bucket policy that denies unencrypted PUTs, those renewals must be
+// encrypted too, or the lease is lost mid-run.
+func TestAccMain_EncryptedBucketWholeRun(t *testing.T) {
+	h := harness(t)
+	t.Parallel()
+	ns := s3test.New(t)
+	if !ns.Target.Local {
+		t.Skip("needs the local server behind a proxy of the test's own")
+	}
+	target, err := url.Parse(ns.Target.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var denied atomic.Int32
+	rp := httputil.NewSingleHostReverseProxy(target)
+	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.Header.Get("X-Amz-Server-Side-Encryption") == "" {
+			denied.Add(1)
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>unencrypted PUT denied by bucket policy</Message></Error>`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(policy.Close)
+	tg := ns.Target
+	tg.Endpoint = policy.URL
+	lock := ns.Name("encrypted/run")
+	work := filepath.Join(t.TempDir(), "work")
+	// A 6 s lease renewed (every 2 s) while a 7 s step runs: the guard renews it.
+	writeFile(t, filepath.Join(work, "main.tf"), strings.Replace(providerHCL(tg, "encrypted"),
+		"  holder ", "  encrypt                     = true\n  holder ", 1)+fmt.Sprintf(`
+ephemeral "s3lock_lease" "run" {
+  bucket         = %q
+  name           = %q
+  lease_duration = "6s"
+}
+
+resource "terraform_data" "work" {
+  provisioner "local-exec" {
+    command = "sleep 7"
+  }
+  depends_on = [ephemeral.s3lock_lease.run]
+}
+`, ns.Bucket, lock))
+	if out, err := h.Init(t.Context(), work); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err := h.Run(t.Context(), work, "apply", "-auto-approve", "-input=false", "-no-color")
+	if err != nil {
+		t.Fatalf("apply through a policy that requires encryption: %v\n%s", err, out)
+	}
+	if n := denied.Load(); n != 0 {
+		t.Errorf("%d unencrypted PUTs were denied", n)
+	}
+	// The guard releases the lease as terraform exits (it watches it go).
+	observer := s3lockClient(t, ns)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err := observer.Current(t.Context(), lock)
+		if err == nil && st.Released {
+			if st.Epoch != 1 || st.Renewals < 2 {
+				t.Errorf("the run's lease: %+v; want epoch 1, renewed during the step", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's lease after terraform exited: %+v (%v); want it released", st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func s3lockClient(t *testing.T, ns *s3test.Namespace) *s3lock.Client {
+	t.Helper()
+	c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("observer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

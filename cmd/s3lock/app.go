@@ -31,6 +31,10 @@ const (
 	envToken        = "S3LOCK_TOKEN"
 	envBucketOwner  = "S3LOCK_EXPECTED_BUCKET_OWNER"
 	envRegionS3Lock = "S3LOCK_REGION"
+	envEncrypt      = "S3LOCK_ENCRYPT"
+	envKMSKeyID     = "S3LOCK_KMS_KEY_ID"
+	envSSECKey      = "S3LOCK_SSE_CUSTOMER_KEY"
+	envACL          = "S3LOCK_ACL"
 )
 
 // Defaults and timing of the command-line tool. The SDK's defaults are for
@@ -88,6 +92,7 @@ type app struct {
 	region      string
 	profile     string
 	bucketOwner string
+	objects     awsclient.ObjectSettings // encryption and ACL of the objects written
 	debug       bool
 	statsOn     bool
 
@@ -213,6 +218,13 @@ Configuration comes from flags, else from the environment:
   --profile                AWS_PROFILE
   --expected-bucket-owner  S3LOCK_EXPECTED_BUCKET_OWNER
   --holder                 S3LOCK_HOLDER (else user@host:pid plus a random suffix)
+  --encrypt                S3LOCK_ENCRYPT (true/false)
+  --kms-key-id             S3LOCK_KMS_KEY_ID
+  --sse-customer-key       S3LOCK_SSE_CUSTOMER_KEY (better there: a flag shows in ps)
+  --acl                    S3LOCK_ACL
+The last four are Terraform's S3 backend settings encrypt, kms_key_id,
+sse_customer_key and acl: for buckets whose policy denies unencrypted writes
+or requires an ACL such as bucket-owner-full-control.
 Credentials come from the standard AWS chain: AWS_ACCESS_KEY_ID and
 AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), the shared credentials and config
 files (SSO and assumed-role profiles included), web identity, ECS and EC2 roles.
@@ -263,6 +275,11 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.region, "region", "", "AWS region of the bucket (env "+envRegionS3Lock+", AWS_REGION)")
 	pf.StringVar(&a.profile, "profile", "", "profile of the shared AWS config files (env AWS_PROFILE)")
 	pf.StringVar(&a.bucketOwner, "expected-bucket-owner", "", "fail unless the bucket belongs to this AWS account id (env "+envBucketOwner+")")
+	pf.BoolVar(&a.objects.Encrypt, "encrypt", false, "encrypt the objects s3lock writes: SSE-S3, or SSE-KMS with --kms-key-id (env "+envEncrypt+")")
+	pf.StringVar(&a.objects.KMSKeyID, "kms-key-id", "", "KMS key (ID, ARN or alias) for SSE-KMS; needs --encrypt (env "+envKMSKeyID+")")
+	pf.StringVar(&a.objects.SSECustomerKey, "sse-customer-key", "", "SSE-C key, the base64 of 32 bytes, sent with every write and read; "+
+		"prefer env "+envSSECKey+": a flag's value shows in ps (excludes --encrypt)")
+	pf.StringVar(&a.objects.ACL, "acl", "", "canned ACL for the objects s3lock writes, e.g. bucket-owner-full-control (env "+envACL+")")
 	pf.BoolVar(&a.debug, "debug", false, "log the SDK's lock events (acquired, renewed, released, waiting, cleanup) to stderr")
 	pf.BoolVar(&a.statsOn, "stats", false, "on exit, print a summary on stderr: how long s3lock waited, the epoch it acquired, renewals, how the lease ended, and the S3 requests by operation and outcome")
 
@@ -298,14 +315,27 @@ func (a *app) resolveEnv(cmd *cobra.Command) error {
 	str(&a.endpoint, "endpoint", envEndpoint)
 	str(&a.region, "region", envRegionS3Lock) // AWS_REGION is read by the SDK
 	str(&a.bucketOwner, "expected-bucket-owner", envBucketOwner)
-	if !flags.Changed("use-path-style") {
-		if v := os.Getenv(envPathStyle); v != "" {
+	str(&a.objects.KMSKeyID, "kms-key-id", envKMSKeyID)
+	str(&a.objects.SSECustomerKey, "sse-customer-key", envSSECKey)
+	str(&a.objects.ACL, "acl", envACL)
+	boolean := func(p *bool, flag, env string) error {
+		if flags.Changed(flag) {
+			return nil
+		}
+		if v := os.Getenv(env); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return usagef("%s=%q is not true or false", envPathStyle, v)
+				return usagef("%s=%q is not true or false", env, v)
 			}
-			a.pathStyle = b
+			*p = b
 		}
+		return nil
+	}
+	if err := boolean(&a.pathStyle, "use-path-style", envPathStyle); err != nil {
+		return err
+	}
+	if err := boolean(&a.objects.Encrypt, "encrypt", envEncrypt); err != nil {
+		return err
 	}
 	if f := flags.Lookup("holder"); f != nil && !f.Changed {
 		if v := os.Getenv(envHolder); v != "" {
@@ -335,7 +365,13 @@ func (a *app) needBucket() error {
 // the global flags plus extra. It validates everything it can before making
 // any request.
 func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ...s3lock.Option) (*s3lock.Client, error) {
+	objects, err := a.objects.Options()
+	if err != nil {
+		// The error never contains the customer key.
+		return nil, fmt.Errorf("--encrypt, --kms-key-id, --sse-customer-key, --acl: %w", err)
+	}
 	opts := append(a.lockOptions(lc), extra...)
+	opts = append(opts, objects...)
 	// Check the bucket and the lock options before the AWS configuration,
 	// whose loading may read files.
 	if err := s3lock.ValidateConfig(bucket, opts...); err != nil {

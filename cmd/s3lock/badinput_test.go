@@ -56,6 +56,14 @@ func TestBadInput(t *testing.T) {
 		{"missing token", nil, []string{"renew"}, exitUsage, envToken},
 		{"token file missing", nil, []string{"release", "--token", "@/nonexistent/token"}, exitUsage, "token"},
 		{"bad path-style setting", append(c.without(envPathStyle), envPathStyle+"=maybe"), []string{"status"}, exitUsage, envPathStyle},
+		{"unknown ACL", nil, []string{"run", "--acl", "owner-only", name, "--", "true"}, exitUsage, `unknown canned ACL "owner-only"`},
+		{"unknown ACL from the environment", append(c.without(envACL), envACL+"=owner-only"), []string{"status"}, exitUsage, "--acl"},
+		{"KMS key without --encrypt", nil, []string{"run", "--kms-key-id", "alias/locks", name, "--", "true"}, exitUsage, "encryption is not turned on"},
+		{"customer key not base64", append(c.without(envSSECKey), envSSECKey+"=not*base64!"), []string{"status"}, exitUsage, "not valid base64"},
+		{"customer key of 16 bytes", append(c.without(envSSECKey), envSSECKey+"=c2l4dGVlbi1ieXRlLWtleQ=="), []string{"status"}, exitUsage, "32 bytes"},
+		{"customer key with --encrypt", append(c.without(envSSECKey), envSSECKey+"=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
+			[]string{"run", "--encrypt", name, "--", "true"}, exitUsage, "exclude each other"},
+		{"bad encrypt setting", append(c.without(envEncrypt), envEncrypt+"=yes"), []string{"status"}, exitUsage, envEncrypt},
 		{"bad epoch", nil, []string{"force-release", name, "--epoch", "x"}, exitUsage, "--epoch"},
 		{"epoch zero", nil, []string{"force-release", name, "--epoch", "0"}, exitUsage, "epoch"},
 	} {
@@ -74,6 +82,11 @@ func TestBadInput(t *testing.T) {
 			}
 			if !strings.Contains(line, "--help'") || !strings.Contains(line, tc.says) {
 				t.Fatalf("stderr %q lacks %q or the --help hint", line, tc.says)
+			}
+			for _, kv := range env {
+				if key, ok := strings.CutPrefix(kv, envSSECKey+"="); ok && strings.Contains(line, key) {
+					t.Fatalf("stderr %q shows the SSE-C key", line)
+				}
 			}
 			if strings.Contains(line, "panic") || r.stdout != "" {
 				t.Fatalf("stdout %q, stderr %q", r.stdout, line)

@@ -33,6 +33,18 @@ provider "s3lock" {
   }
 }
 
+# A bucket whose policy denies unencrypted writes, in another account that
+# must own the objects. For SSE-C instead, set AWS_SSE_CUSTOMER_KEY (the
+# base64 of 32 bytes) and leave encrypt unset.
+provider "s3lock" {
+  alias = "encrypted"
+
+  region     = "eu-west-1"
+  encrypt    = true
+  kms_key_id = "alias/terraform-locks"
+  acl        = "bucket-owner-full-control"
+}
+
 variable "minio_access_key" {
   type = string
 }

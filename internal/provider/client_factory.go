@@ -49,6 +49,11 @@ type testHooks struct {
 // AWS configuration (checking the credentials with STS unless told not to),
 // the S3 client and the s3lock options.
 func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvider) (*clientFactory, diag.Diagnostic) {
+	objects := objectSettings(cfg)
+	objectOpts, err := objects.Options()
+	if err != nil {
+		return nil, invalidObjectSettings(err)
+	}
 	awsOpts := awsOptions(cfg)
 	awsCfg, err := awsclient.LoadConfig(ctx, awsOpts)
 	if errors.Is(err, awsclient.ErrNoRegion) {
@@ -73,11 +78,16 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 	if owner != "" {
 		opts = append(opts, s3lock.WithExpectedBucketOwner(owner))
 	}
+	opts = append(opts, objectOpts...)
 	f := &clientFactory{api: awsclient.S3Client(awsCfg, awsOpts), options: opts, holder: holder,
 		hooks: p.hooks, leases: p.leases, run: p.run,
-		guardConfig: runguard.ClientConfig{AWS: awsOpts, Holder: holder, ExpectedBucketOwner: owner}}
+		// The run guard renews the run's leases with its own client: it
+		// needs the same encryption and ACL.
+		guardConfig: runguard.ClientConfig{AWS: awsOpts, Holder: holder, ExpectedBucketOwner: owner, Objects: objects}}
+	// Never the customer key: only whether one is set.
 	tflog.Debug(ctx, "configured the s3lock provider", map[string]any{
 		"region": awsCfg.Region, "endpoint": endpointName(cfg), "holder": holder,
+		"encrypt": objects.Encrypt, "kms_key_id": objects.KMSKeyID, "sse_c": objects.SSECustomerKey != "", "acl": objects.ACL,
 	})
 	return f, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -273,7 +274,33 @@ func invalidAWSCredentials(err error) diag.Diagnostic {
 			"\n\nFor an S3-compatible store without STS, set skip_credentials_validation = true.")
 }
 
+// invalidObjectSettings is object settings (encryption, ACL) that awsclient
+// or the SDK refused as a whole, such as a KMS key without encrypt, or
+// SSE-C with encrypt. The error never contains the customer key.
+func invalidObjectSettings(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid encryption or ACL settings", objectSettingsReason(err)+
+		"\n\nIn the provider block, encrypt = true is SSE-S3, or SSE-KMS with kms_key_id; sse_customer_key "+
+		"(or "+envSSECustomerKey+") is SSE-C and excludes both; acl is a canned ACL.")
+}
+
 // Attribute validators.
+
+// invalidObjectSetting is one object setting that awsclient or the SDK
+// refused (an SSE-C key that is not the base64 of 32 bytes, an unknown
+// ACL). The error never contains the value.
+func invalidObjectSetting(p path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid "+p.String(), objectSettingsReason(err))
+}
+
+// objectSettingsReason is the rule an object setting broke, without the
+// error's package prefix.
+func objectSettingsReason(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{s3lock.ErrInvalidConfig.Error() + ": ", awsclient.ErrInvalidOptions.Error() + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg + "."
+}
 
 // invalidBucket is a bucket name s3lock.ValidateBucket refused.
 func invalidBucket(p path.Path, err error) diag.Diagnostic {

@@ -199,6 +199,9 @@ func (p *s3lockProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			},
 		},
 	}
+	for name, attr := range objectAttributes() {
+		resp.Schema.Attributes[name] = attr
+	}
 }
 
 func (p *s3lockProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {

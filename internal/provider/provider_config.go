@@ -26,6 +26,10 @@ type providerModelV0 struct {
 	MaxRetries                types.Int64      `tfsdk:"max_retries"`
 	Holder                    types.String     `tfsdk:"holder"`
 	ExpectedBucketOwner       types.String     `tfsdk:"expected_bucket_owner"`
+	Encrypt                   types.Bool       `tfsdk:"encrypt"`
+	KMSKeyID                  types.String     `tfsdk:"kms_key_id"`
+	SSECustomerKey            types.String     `tfsdk:"sse_customer_key"`
+	ACL                       types.String     `tfsdk:"acl"`
 }
 
 type endpointsModel struct {
@@ -57,6 +61,10 @@ func (m providerModelV0) unknowns() []path.Path {
 	check(path.Root("max_retries"), m.MaxRetries.IsUnknown())
 	check(path.Root("holder"), m.Holder.IsUnknown())
 	check(path.Root("expected_bucket_owner"), m.ExpectedBucketOwner.IsUnknown())
+	check(path.Root("encrypt"), m.Encrypt.IsUnknown())
+	check(path.Root("kms_key_id"), m.KMSKeyID.IsUnknown())
+	check(path.Root("sse_customer_key"), m.SSECustomerKey.IsUnknown())
+	check(path.Root("acl"), m.ACL.IsUnknown())
 	if m.Endpoints != nil {
 		check(path.Root("endpoints").AtName("s3"), m.Endpoints.S3.IsUnknown())
 		check(path.Root("endpoints").AtName("sts"), m.Endpoints.STS.IsUnknown())

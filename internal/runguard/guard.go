@@ -334,6 +334,11 @@ func (g *guard) resume(ctx context.Context, token s3lock.Token, cfg ClientConfig
 	if cfg.ExpectedBucketOwner != "" {
 		opts = append(opts, s3lock.WithExpectedBucketOwner(cfg.ExpectedBucketOwner))
 	}
+	objects, err := cfg.Objects.Options()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, objects...)
 	client, err := s3lock.New(awsclient.S3Client(awsCfg, cfg.AWS), token.Bucket, opts...)
 	if err != nil {
 		return nil, err

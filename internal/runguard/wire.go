@@ -18,6 +18,9 @@ type ClientConfig struct {
 	AWS                 awsclient.Options `json:"aws"`
 	Holder              string            `json:"holder"`
 	ExpectedBucketOwner string            `json:"expected_bucket_owner,omitempty"`
+	// Objects are the encryption and ACL every write needs on this bucket
+	// (the SSE-C key too: it crosses only the guard's private socket).
+	Objects awsclient.ObjectSettings `json:"objects,omitzero"`
 }
 
 // Lease is what the guard tells about a lease it holds for the run.
