@@ -31,7 +31,7 @@ type objectSettings struct {
 func WithServerSideEncryption(kmsKeyID string) Option {
 	return func(c *config) error {
 		if c.objects.ssecKey != "" {
-			return invalid("WithServerSideEncryption and WithSSECustomerKey exclude each other: choose one encryption")
+			return invalid("server-side encryption (SSE-S3 or SSE-KMS) and a customer-provided key (SSE-C) exclude each other: choose one")
 		}
 		if kmsKeyID == "" {
 			c.objects.sse = types.ServerSideEncryptionAes256
@@ -52,7 +52,7 @@ func WithSSECustomerKey(key []byte) Option {
 		case len(key) != 32:
 			return invalid("WithSSECustomerKey needs a 256-bit key (32 bytes), not %d bytes", len(key))
 		case c.objects.sse != "":
-			return invalid("WithServerSideEncryption and WithSSECustomerKey exclude each other: choose one encryption")
+			return invalid("server-side encryption (SSE-S3 or SSE-KMS) and a customer-provided key (SSE-C) exclude each other: choose one")
 		}
 		sum := md5.Sum(key)
 		c.objects.ssecKey = base64.StdEncoding.EncodeToString(key)
