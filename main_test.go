@@ -3,17 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -468,22 +462,7 @@ func TestAccMain_EncryptedBucketWholeRun(t *testing.T) {
 	if !ns.Target.Local {
 		t.Skip("needs the local server behind a proxy of the test's own")
 	}
-	target, err := url.Parse(ns.Target.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var denied atomic.Int32
-	rp := httputil.NewSingleHostReverseProxy(target)
-	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("X-Amz-Server-Side-Encryption") == "" {
-			denied.Add(1)
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>unencrypted PUT denied by bucket policy</Message></Error>`)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(policy.Close)
+	policy := s3test.NewEncryptionPolicy(t, ns.Target.Endpoint)
 	tg := ns.Target
 	tg.Endpoint = policy.URL
 	lock := ns.Name("encrypted/run")
@@ -511,7 +490,7 @@ resource "terraform_data" "work" {
 	if err != nil {
 		t.Fatalf("apply through a policy that requires encryption: %v\n%s", err, out)
 	}
-	if n := denied.Load(); n != 0 {
+	if n := policy.Denied.Load(); n != 0 {
 		t.Errorf("%d unencrypted PUTs were denied", n)
 	}
 	// The guard releases the lease as terraform exits (it watches it go).

@@ -3,48 +3,11 @@
 package main
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
-)
 
-// newEncryptionPolicy starts a bucket policy in front of the test store, as
-// a reverse proxy: it answers 403 AccessDenied to every PUT without
-// x-amz-server-side-encryption, as AWS does for a policy that denies
-// unencrypted uploads. It returns the proxy's endpoint and the count of PUTs
-// it denied.
-func newEncryptionPolicy(t *testing.T, target string) (endpoint string, denied *atomic.Int64) {
-	t.Helper()
-	if target == "" {
-		t.Skip("needs a custom endpoint to put the policy proxy in front of")
-	}
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(u)
-		r.Out.Host = r.In.Host // the request is signed for the client's Host header
-	}}
-	denied = new(atomic.Int64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("X-Amz-Server-Side-Encryption") == "" {
-			denied.Add(1)
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>unencrypted PUT denied by bucket policy</Message></Error>`)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, denied
-}
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+)
 
 // A bucket whose policy denies unencrypted PUTs: `s3lock run --encrypt` (or
 // S3LOCK_ENCRYPT) takes and releases the lock; without it, s3lock exits 1
@@ -52,7 +15,8 @@ func newEncryptionPolicy(t *testing.T, target string) (endpoint string, denied *
 func TestRun_EncryptedBucket(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	endpoint, denied := newEncryptionPolicy(t, c.ns.Target.Endpoint)
+	policy := s3test.NewEncryptionPolicy(t, c.ns.Target.Endpoint)
+	endpoint, denied := policy.URL, &policy.Denied
 
 	t.Run("--encrypt", func(t *testing.T) {
 		name := c.name("encrypted/flag")

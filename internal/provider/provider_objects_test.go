@@ -3,13 +3,7 @@ package provider
 import (
 	"encoding/base64"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -21,48 +15,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 )
 
 // testSSECKey is the base64 of a 32-byte SSE-C key.
 var testSSECKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
-
-// encryptionPolicy is a bucket policy in front of the store, as a reverse
-// proxy: it answers 403 AccessDenied to every PutObject without
-// x-amz-server-side-encryption, as AWS does for a policy that denies
-// unencrypted uploads, and counts the PUTs it let through and denied.
-type encryptionPolicy struct {
-	proxy          *httputil.ReverseProxy
-	passed, denied atomic.Int64
-}
-
-func newEncryptionPolicy(t *testing.T, target string) (*encryptionPolicy, string) {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &encryptionPolicy{proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(u)
-		r.Out.Host = r.In.Host // the request is signed for the client's Host header
-	}}}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return p, srv.URL
-}
-
-func (p *encryptionPolicy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPut {
-		if r.Header.Get("X-Amz-Server-Side-Encryption") == "" {
-			p.denied.Add(1)
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = io.WriteString(w, `<Error><Code>AccessDenied</Code><Message>unencrypted PUT denied by bucket policy</Message></Error>`)
-			return
-		}
-		p.passed.Add(1)
-	}
-	p.proxy.ServeHTTP(w, r)
-}
 
 // TestAccProvider_EncryptedBucket: a bucket whose policy denies unencrypted
 // PUTs accepts every write of a provider with encrypt = true (the lease is
@@ -70,7 +27,8 @@ func (p *encryptionPolicy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // access was denied.
 func TestAccProvider_EncryptedBucket(t *testing.T) {
 	e := newAccEnv(t)
-	policy, endpoint := newEncryptionPolicy(t, e.ns.Target.Endpoint)
+	policy := s3test.NewEncryptionPolicy(t, e.ns.Target.Endpoint)
+	endpoint := policy.URL
 	behind := fmt.Sprintf("{ s3 = %q }", endpoint)
 
 	t.Run("encrypt = true", func(t *testing.T) {
@@ -78,7 +36,7 @@ func TestAccProvider_EncryptedBucket(t *testing.T) {
 		tfresource.Test(t, tfresource.TestCase{
 			ProtoV6ProviderFactories: e.protoV6Factories(),
 			CheckDestroy: func(s *terraform.State) error {
-				if n := policy.denied.Load(); n != 0 {
+				if n := policy.Denied.Load(); n != 0 {
 					return fmt.Errorf("the bucket policy denied %d unencrypted PUTs", n)
 				}
 				return checkReleased(t, e, name, 1)(s)
@@ -88,7 +46,7 @@ func TestAccProvider_EncryptedBucket(t *testing.T) {
 				Check: tfresource.ComposeAggregateTestCheckFunc(
 					checkLeaseMatchesStore(t, e, "s3lock_lease.test", name),
 					func(*terraform.State) error {
-						if policy.passed.Load() == 0 {
+						if policy.Passed.Load() == 0 {
 							return fmt.Errorf("no encrypted PUT went through the bucket policy")
 						}
 						return nil
@@ -106,7 +64,7 @@ func TestAccProvider_EncryptedBucket(t *testing.T) {
 				ExpectError: matchError("Could not acquire lock", fmt.Sprintf("bucket %q", e.bucket), "AccessDenied"),
 			}},
 		})
-		if policy.denied.Load() == 0 {
+		if policy.Denied.Load() == 0 {
 			t.Error("the bucket policy saw no unencrypted PUT")
 		}
 	})
