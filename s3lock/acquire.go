@@ -48,9 +48,10 @@ func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.
 
 // tryAcquire is TryAcquire for a name already checked.
 func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (*Lease, error) {
-	h := &hints{}
+	w := newWaiter(c, name, a)
+	h := &w.hints
 	for i := 0; ; i++ {
-		lease, err := c.attempt(ctx, name, a, h)
+		lease, err := w.attempt(ctx)
 		var held *HeldError
 		switch {
 		case errors.Is(err, errLineBusy):
@@ -131,6 +132,8 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 			return nil, errRetry // deleted since the LIST: look again
 		case err != nil:
 			return nil, err
+		case prev.body.marker():
+			return nil, c.slotsError(name, prev, 1) // a slot lock (§14)
 		case !free(prev) && !sameObject(prev, h.lapsed):
 			he := c.heldError(name, prev)
 			he.line = page.line
@@ -173,10 +176,9 @@ func (c *Client) lineBusy(ctx context.Context, name string, a acquireConfig, h *
 	return len(v.tickets) > 0, nil
 }
 
-// create writes epoch of name with If-None-Match: *. A write whose outcome
-// is unknown is resolved by reading the key back and comparing nonces.
+// create writes epoch of name with If-None-Match: *, as a lease of this
+// client's.
 func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquireConfig, start time.Time) (*Lease, error) {
-	key := Key(name, epoch)
 	now := c.cfg.clock.Now()
 	p := payload{
 		Holder:     c.cfg.holder,
@@ -188,21 +190,33 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		AcquiredAt: now.UTC(),
 		Metadata:   a.metadata,
 	}
-	body, err := p.encode()
+	// The lease's validity counts from before the first attempt.
+	etag, err := c.createObject(ctx, name, epoch, p)
 	if err != nil {
 		return nil, err
 	}
-	sent := now // the lease's validity counts from before the first attempt
+	return c.established(ctx, name, epoch, p, etag, now, start, a)
+}
+
+// createObject writes epoch of name with If-None-Match: * and body p, and
+// returns the ETag of the object it created. A write whose outcome is
+// unknown is resolved by reading the key back and comparing nonces.
+func (c *Client) createObject(ctx context.Context, name string, epoch uint64, p payload) (string, error) {
+	key := Key(name, epoch)
+	body, err := p.encode()
+	if err != nil {
+		return "", err
+	}
 	bo := newBackoff(createRetryBase, createRetryMax)
 	for try := 0; ; try++ {
 		etag, err := c.putEpoch(ctx, key, "", body)
 		if err == nil {
-			return c.established(ctx, name, epoch, p, etag, sent, start, a)
+			return etag, nil
 		}
 		if f := classify(err); f == failCollision {
-			return nil, c.collision(ctx, name, err)
+			return "", c.collision(ctx, name, err)
 		} else if f.refused() || f == failNotFound {
-			return nil, err
+			return "", err
 		}
 		// 412 (someone else's create, or the SDK's retry of our own
 		// committed one), 409, 5xx, timeout, reset, or the caller's
@@ -210,27 +224,29 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		obs, rerr := c.readBack(ctx, key, epoch)
 		switch {
 		case rerr == nil && obs.body.Nonce == p.Nonce && !obs.body.Released:
-			return c.established(ctx, name, epoch, p, obs.etag, sent, start, a)
+			return obs.etag, nil
 		case rerr == nil && obs.body.Nonce == p.Nonce:
-			return nil, errRetry // ours, but already released (force-released)
-		case rerr == nil && free(obs):
-			return nil, errRetry // someone else's epoch, already over
+			return "", errRetry // ours, but already released (force-released)
+		case rerr == nil && (free(obs) || obs.body.marker()):
+			// Someone else's epoch, already over; or a slot lock's
+			// marker, which the next attempt reads as such.
+			return "", errRetry
 		case rerr == nil:
-			return nil, c.heldError(name, obs)
+			return "", c.heldError(name, obs)
 		case classify(rerr) != failNotFound:
 			// Cannot tell whether our write landed: make sure it will not
 			// hold the lock for nobody, then report.
 			c.abandon(ctx, key, epoch, p)
-			return nil, errors.Join(err, rerr)
+			return "", errors.Join(err, rerr)
 		}
 		// Not there: our write did not land (yet). Try again with the same
 		// body, so that a late arrival of the first attempt is recognised.
 		if ctx.Err() != nil || try >= 4 {
 			c.abandon(ctx, key, epoch, p)
 			if ctx.Err() != nil {
-				return nil, errors.Join(ctx.Err(), err)
+				return "", errors.Join(ctx.Err(), err)
 			}
-			return nil, err
+			return "", err
 		}
 		select {
 		case <-ctx.Done():
@@ -289,31 +305,41 @@ func (c *Client) readBack(ctx context.Context, key string, epoch uint64) (*obser
 }
 
 // established turns a created epoch object into a Lease, after checking that
-// the attempt was quick enough for its LIST to still be current; if it was
-// not, it lists again to make sure no newer epoch exists (the epoch created
-// may have been an old one that cleanup had deleted).
+// it is still the newest epoch (stillNewest).
 func (c *Client) established(ctx context.Context, name string, epoch uint64, p payload, etag string, sent, start time.Time, a acquireConfig) (*Lease, error) {
-	clk := c.cfg.clock
-	if clk.Now().Sub(start) > attemptWindow {
-		newer, err := c.newerEpoch(ctx, name, epoch)
-		if err != nil {
-			c.abandon(ctx, Key(name, epoch), epoch, p)
-			return nil, err
-		}
-		if newer != "" {
-			c.cfg.logger.Warn("s3lock: created a stale epoch; a newer one exists", "bucket", c.bucket,
-				"key", Key(name, epoch), "newer", newer)
-			c.abandon(ctx, Key(name, epoch), epoch, p)
-			return nil, errRetry
-		}
+	if err := c.stillNewest(ctx, name, epoch, p, start); err != nil {
+		return nil, err
 	}
 	trustUntil := sent.Add(p.validity() - safetyMargin(p.validity()))
-	if !clk.Now().Before(trustUntil) {
+	if !c.cfg.clock.Now().Before(trustUntil) {
 		c.abandon(ctx, Key(name, epoch), epoch, p)
 		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: Key(name, epoch), Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
 	return c.newLease(name, epoch, p, etag, sent, trustUntil, a.renewInterval, a.autoRenew), nil
+}
+
+// stillNewest checks that an attempt that began at start and created epoch
+// (with body p) was quick enough for its LIST to still be current; if it was
+// not, it lists again to make sure no newer epoch exists (the epoch created
+// may have been an old one that cleanup had deleted, §7), and abandons the
+// epoch created if one does (errRetry).
+func (c *Client) stillNewest(ctx context.Context, name string, epoch uint64, p payload, start time.Time) error {
+	if c.cfg.clock.Now().Sub(start) <= attemptWindow {
+		return nil
+	}
+	newer, err := c.newerEpoch(ctx, name, epoch)
+	if err != nil {
+		c.abandon(ctx, Key(name, epoch), epoch, p)
+		return err
+	}
+	if newer != "" {
+		c.cfg.logger.Warn("s3lock: created a stale epoch; a newer one exists", "bucket", c.bucket,
+			"key", Key(name, epoch), "newer", newer)
+		c.abandon(ctx, Key(name, epoch), epoch, p)
+		return errRetry
+	}
+	return nil
 }
 
 // newerEpoch returns the key of an epoch of name newer than epoch, or "" if

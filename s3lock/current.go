@@ -41,6 +41,15 @@ type State struct {
 	// lock's line, as Current and List count them (Watch leaves it 0); Line
 	// says who they are.
 	Waiters int
+	// Slots is n for a slot lock (Slots(n)), whose newest epoch object is
+	// its marker: Holders then lists the slots that are held (each State
+	// with its Slot, sorted by slot), Held says whether any is, and
+	// Holder, ExpiresAt and LeaseDuration are empty. 0 for a mutex.
+	Slots   int
+	Holders []State
+	// Slot is set in an entry of Holders (and by Lookup of a slot lease's
+	// token): the slot, from 1 to Slots; Key and Epoch are the slot's.
+	Slot int
 	// Err is set, by List only, for a lock whose newest epoch object could
 	// not be read as a lease (a *CorruptLeaseError); the other fields then
 	// only name it. Current returns such an error instead.
@@ -53,7 +62,7 @@ type Phase int
 // The phases of a lock.
 const (
 	// PhaseFree: the lock was never acquired (or all its epoch objects
-	// were deleted).
+	// were deleted); or, for a slot lock, none of its slots is held.
 	PhaseFree Phase = iota
 	// PhaseHeld: the newest lease is neither released nor lapsed.
 	PhaseHeld
@@ -96,6 +105,8 @@ func (s State) Phase() Phase {
 		return PhaseFree
 	case s.Held:
 		return PhaseHeld
+	case s.Slots > 1:
+		return PhaseFree
 	case s.Released:
 		return PhaseReleased
 	}
@@ -126,6 +137,12 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 		return State{}, err
 	}
 	s := c.stateOf(name, obs)
+	if s.Slots > 1 {
+		if s.Holders, err = c.slotHolders(ctx, name, nil); err != nil {
+			return State{}, err
+		}
+		s.Held = len(s.Holders) > 0
+	}
 	if page.line || page.truncated { // someone waits: count the line (one LIST)
 		v, err := c.listLine(ctx, name)
 		if err != nil {
@@ -153,6 +170,10 @@ func (c *Client) stateOf(name string, o *observed) State {
 		LeaseDuration: o.body.validity(),
 		Renewals:      o.body.Renewals,
 		Metadata:      o.body.Metadata,
+	}
+	if o.body.marker() { // a slot lock: the caller reads its slots
+		s.Slots, s.Holder, s.LeaseDuration = o.body.Slots, "", 0
+		return s
 	}
 	if !o.body.Released {
 		left, ok := remaining(o)
@@ -183,9 +204,21 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 		return nil, err
 	}
 	newest := map[string]listedEpoch{}
+	slotNewest := map[string]map[int]listedEpoch{}
 	waiting := map[string]int{}
 	err := c.listKeys(ctx, prefix, func(k listedKey) {
 		key := k.key
+		if name, slot, epoch, ok := slotOwner(key); ok {
+			m := slotNewest[name]
+			if m == nil {
+				m = map[int]listedEpoch{}
+				slotNewest[name] = m
+			}
+			if cur, seen := m[slot]; !seen || epoch > cur.epoch {
+				m[slot] = listedEpoch{key: key, epoch: epoch}
+			}
+			return
+		}
 		if name, ok := ticketOwner(key); ok {
 			if ticketLive(k.lastModified, k.date) {
 				waiting[name]++
@@ -219,6 +252,14 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 		}
 		states[i] = c.stateOf(names[i], obs)
 		states[i].Waiters = waiting[names[i]]
+		if states[i].Slots > 1 {
+			slots := slotNewest[names[i]]
+			if slots == nil {
+				slots = map[int]listedEpoch{}
+			}
+			states[i].Holders, errs[i] = c.slotHolders(ctx, names[i], slots)
+			states[i].Held = len(states[i].Holders) > 0
+		}
 	})
 	out := states[:0]
 	for i, s := range states {

@@ -102,6 +102,12 @@ var (
 	// in line because a newer Supersede waiter joined it. The error is a
 	// *SupersededError naming the newer waiter.
 	ErrSuperseded = errors.New("s3lock: superseded by a newer waiter")
+
+	// ErrSlotsMismatch means the lock admits another number of holders than
+	// the acquirer asked for (Slots): it is a slot lock and the acquirer
+	// asked for a mutex or another n. The error is a *SlotsError. Waiting
+	// does not fix it: every holder of a lock must use the same Slots.
+	ErrSlotsMismatch = errors.New("s3lock: the lock admits another number of holders")
 )
 
 // HeldError reports that a lock is held. It matches ErrHeld.
@@ -127,6 +133,10 @@ type HeldError struct {
 	// Epoch are the holder it last saw, which it does not watch (ExpiresIn
 	// is then 0).
 	Ahead int
+	// Slots is n when the lock admits n > 1 holders (Slots) and all its
+	// slots are held; Slot is then the slot that the other fields describe:
+	// the one whose lease runs out first.
+	Slots, Slot int
 
 	obs  *observed // what was read, for a waiting Acquire to watch
 	line bool      // the attempt's LIST showed the lock's line
@@ -145,6 +155,11 @@ func (e *HeldError) Error() string {
 	}
 	msg := fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
 		e.Name, e.Bucket, e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
+	if e.Slots > 1 {
+		msg = fmt.Sprintf("s3lock: all %d slots of lock %q in bucket %s are held; the first to run out is slot %d, "+
+			"held by %q (epoch %d, key %s) for at most %s more", e.Slots, e.Name, e.Bucket, e.Slot,
+			e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
+	}
 	if e.Ahead > 0 {
 		msg += fmt.Sprintf(", and %s in line before this one", waitersAre(e.Ahead))
 	}
@@ -161,6 +176,32 @@ func waitersAre(n int) string {
 
 // Is makes errors.Is(err, ErrHeld) true.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// SlotsError reports that a lock admits another number of holders than an
+// acquirer asked for. It matches ErrSlotsMismatch.
+type SlotsError struct {
+	Bucket string
+	Name   string
+	// Key is the lock's marker: the epoch object that records its slots.
+	Key string
+	// Slots is how many holders the lock admits; Want how many the acquirer
+	// asked for (1: a mutex, no Slots option).
+	Slots, Want int
+}
+
+func (e *SlotsError) Error() string {
+	asked := fmt.Sprintf("Slots(%d)", e.Want)
+	if e.Want <= 1 {
+		asked = "a mutex (no Slots)"
+	}
+	return fmt.Sprintf("s3lock: lock %q in bucket %s admits %d holders (its marker %s says so), but this acquirer asked "+
+		"for %s; every holder of a lock must ask for the same number of slots: use %d, or another lock name "+
+		"(an operator can reset the lock by force-releasing the marker's epoch once no slot is held)",
+		e.Name, e.Bucket, e.Slots, e.Key, asked, e.Slots)
+}
+
+// Is makes errors.Is(err, ErrSlotsMismatch) true.
+func (e *SlotsError) Is(target error) bool { return target == ErrSlotsMismatch }
 
 // SupersededError reports that a Supersede Acquire left the line because a
 // newer Supersede waiter joined it. It matches ErrSuperseded.

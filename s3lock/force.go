@@ -20,6 +20,25 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 	if err := ValidateName(name); err != nil {
 		return err
 	}
+	return c.forceRelease(ctx, name, epoch)
+}
+
+// ForceReleaseSlot is ForceRelease for one slot of a slot lock (Slots): it
+// marks epoch of that slot released, whoever holds it. (ForceRelease of a
+// slot lock's own epoch releases its marker: the lock stops being a slot
+// lock, which an operator does only once no slot is held, PROTOCOL.md §14.)
+func (c *Client) ForceReleaseSlot(ctx context.Context, name string, slot int, epoch uint64) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if err := validateSlot(slot); err != nil {
+		return err
+	}
+	return c.forceRelease(ctx, slotName(name, slot), epoch)
+}
+
+// forceRelease is ForceRelease of epoch of the lock (or slot) name.
+func (c *Client) forceRelease(ctx context.Context, name string, epoch uint64) error {
 	if err := validateEpoch(epoch); err != nil {
 		return err
 	}

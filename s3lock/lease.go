@@ -14,8 +14,14 @@ import (
 //
 // A Lease is safe for concurrent use.
 type Lease struct {
-	c          *Client
-	name       string
+	c *Client
+	// name is the lock the lease's epochs belong to: the lock, or for a
+	// slot lock (Slots) the slot "<lock>/lock-slots/<slot>"; lock is the
+	// lock's own name, and slots its number of slots (0 for a mutex).
+	name        string
+	lock        string
+	slot, slots int
+
 	key        string
 	epoch      uint64
 	nonce      string
@@ -59,6 +65,7 @@ func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tru
 	return &Lease{
 		c:          c,
 		name:       name,
+		lock:       name,
 		key:        Key(name, epoch),
 		epoch:      epoch,
 		nonce:      p.Nonce,
@@ -78,11 +85,21 @@ func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tru
 }
 
 // Epoch returns the lease's epoch: the fencing token. Epochs of a lock only
-// grow; pass it to whatever the lock protects (see FencedPut).
+// grow; pass it to whatever the lock protects (see FencedPut). For a slot
+// lock (Slots) the epoch is its slot's: it grows with every holder of that
+// slot, and says nothing about the order of holders of other slots.
 func (l *Lease) Epoch() uint64 { return l.epoch }
 
 // Name returns the lock name.
-func (l *Lease) Name() string { return l.name }
+func (l *Lease) Name() string { return l.lock }
+
+// Slot returns which slot of a slot lock (Slots) the lease holds, from 1 to
+// Slots(); 0 for a mutex's lease.
+func (l *Lease) Slot() int { return l.slot }
+
+// Slots returns how many holders the lock admits: n for a slot lock
+// (Slots(n)), 1 for a mutex.
+func (l *Lease) Slots() int { return max(l.slots, 1) }
 
 // Key returns the key of the lease's epoch object.
 func (l *Lease) Key() string { return l.key }
@@ -134,7 +151,7 @@ func (l *Lease) Err() error {
 // Token returns what another process needs to take the lease over with
 // Resume.
 func (l *Lease) Token() Token {
-	return Token{Bucket: l.c.bucket, Name: l.name, Epoch: l.epoch, Nonce: l.nonce}
+	return Token{Bucket: l.c.bucket, Name: l.lock, Slot: l.slot, Slots: l.slots, Epoch: l.epoch, Nonce: l.nonce}
 }
 
 // end records why the lease ended and closes Done, once. It returns the
@@ -184,7 +201,7 @@ func (l *Lease) lost(reason LossReason, detail string, cause error) error {
 }
 
 func (l *Lease) lostError(reason LossReason, detail string, cause error) *LeaseLostError {
-	return &LeaseLostError{Bucket: l.c.bucket, Name: l.name, Key: l.key, Epoch: l.epoch, Reason: reason, Detail: detail, Err: cause}
+	return &LeaseLostError{Bucket: l.c.bucket, Name: l.lock, Key: l.key, Epoch: l.epoch, Reason: reason, Detail: detail, Err: cause}
 }
 
 // confirm records a write sent at sent that the store confirmed, so the

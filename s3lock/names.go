@@ -26,8 +26,9 @@ const (
 // without a leading or trailing slash, without "." or ".." segments (which
 // would escape the name's prefix on file-backed stores), without a segment
 // that looks like an epoch object ("lock-*.json"), and without the segments
-// "s3lock-probe" (reserved for Verify's probes) and "lock-line" (reserved for
-// the waiting line of ordered Acquires). The error matches ErrInvalidName.
+// "s3lock-probe" (reserved for Verify's probes), "lock-line" (reserved for
+// the waiting line of ordered Acquires) and "lock-slots" (reserved for the
+// slots of a lock acquired with Slots). The error matches ErrInvalidName.
 func ValidateName(name string) error {
 	reason := ""
 	switch {
@@ -94,6 +95,8 @@ func pathProblem(path string, segments []string) string {
 			return fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment)
 		case seg == lineSegment:
 			return fmt.Sprintf("the segment %q is reserved for the waiting line of a lock", lineSegment)
+		case seg == slotSegment:
+			return fmt.Sprintf("the segment %q is reserved for the slots of a lock", slotSegment)
 		}
 	}
 	return ""
@@ -208,4 +211,27 @@ func ticketOwner(key string) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// slotSegment is the path segment under a lock's epoch prefix that holds the
+// slots of a lock acquired with Slots: slot i is the lock
+// "<name>/lock-slots/<i>", with epoch objects of its own. No lock name
+// contains the segment, so no lock's keys share a slot's.
+const slotSegment = keyStem + "slots"
+
+// slotPrefix is the common prefix of the keys of every slot of name.
+func slotPrefix(name string) string { return name + "/" + slotSegment + "/" }
+
+// slotName returns the name of slot i (1-based) of the lock name.
+func slotName(name string, i int) string { return slotPrefix(name) + strconv.Itoa(i) }
+
+// slotOwner returns the lock, slot and epoch of an epoch object of a slot
+// ("<name>/lock-slots/<i>/lock-<e>.json"); ok is false for any other key.
+func slotOwner(key string) (name string, slot int, epoch uint64, ok bool) {
+	sub, epoch, ok := parseKey(key)
+	if !ok {
+		return "", 0, 0, false
+	}
+	name, slot, ok = splitSlotName(sub)
+	return name, slot, epoch, ok
 }

@@ -22,8 +22,16 @@ const maxMetadataBytes = 16 << 10
 // (or a negative one) are not something a lease holder could mean.
 const maxForeignValidity = 366 * 24 * time.Hour
 
-// formatVersion is written in every payload as "s3lock".
+// formatVersion is written in every lease's payload as "s3lock".
 const formatVersion = 1
+
+// markerFormat is the format of a slot lock's marker (PROTOCOL.md §14): a
+// newer format than a lease's, so that an s3lock that predates Slots reads
+// the marker as unreadable and refuses the lock rather than taking it.
+const markerFormat = 2
+
+// readFormat is the newest format this package reads.
+const readFormat = markerFormat
 
 // payload is the JSON body of an epoch object. Its first three fields are
 // those of the article the protocol comes from, so tools that read that
@@ -44,7 +52,14 @@ type payload struct {
 	ReleasedBy string            `json:"releasedBy,omitempty"`
 	Reason     string            `json:"reason,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
+	// Slots is set in a slot lock's marker only: how many holders the lock
+	// admits.
+	Slots int `json:"slots,omitempty"`
 }
+
+// marker reports whether p is a slot lock's marker that is in force (not
+// released).
+func (p *payload) marker() bool { return p.Slots > 1 && !p.Released }
 
 func (p *payload) validity() time.Duration {
 	return time.Duration(p.ValidityMs) * time.Millisecond
@@ -101,8 +116,10 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 		return nil, corrupt("validityMs %d is longer than a year", p.ValidityMs)
 	case epoch != 0 && p.Epoch != 0 && p.Epoch != epoch:
 		return nil, corrupt("it claims epoch %d but its key is epoch %d", p.Epoch, epoch)
-	case p.Format > formatVersion:
-		return nil, corrupt("it was written by a newer s3lock (format %d; this one reads %d)", p.Format, formatVersion)
+	case p.Format > readFormat:
+		return nil, corrupt("it was written by a newer s3lock (format %d; this one reads %d)", p.Format, readFormat)
+	case (p.Slots != 0 || p.Format == markerFormat) && (p.Slots < 2 || p.Slots > MaxSlots || p.Format != markerFormat):
+		return nil, corrupt("slots %d is not a marker this s3lock writes (format %d, slots 2 to %d)", p.Slots, p.Format, MaxSlots)
 	}
 	return &p, nil
 }

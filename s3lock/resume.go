@@ -16,8 +16,12 @@ import (
 type Token struct {
 	Bucket string `json:"bucket"`
 	Name   string `json:"name"`
-	Epoch  uint64 `json:"epoch"`
-	Nonce  string `json:"nonce"`
+	// Slot and Slots are set for a lease of a slot lock (Slots): the slot it
+	// holds, and the lock's number of slots; the epoch is the slot's.
+	Slot  int    `json:"slot,omitempty"`
+	Slots int    `json:"slots,omitempty"`
+	Epoch uint64 `json:"epoch"`
+	Nonce string `json:"nonce"`
 }
 
 // String returns the token as JSON.
@@ -47,6 +51,9 @@ func ParseToken(s string) (Token, error) {
 		return Token{}, invalid("lease token lacks %s", strings.Join(missing, ", "))
 	case t.Epoch > MaxEpoch:
 		return Token{}, invalid("lease token epoch %d is beyond the maximum %d", t.Epoch, MaxEpoch)
+	case (t.Slot != 0 || t.Slots != 0) && (t.Slot < 1 || t.Slots < 2 || t.Slots > MaxSlots || t.Slot > t.Slots):
+		return Token{}, invalid("lease token slot %d of %d is not a slot of a lock (slots 1 to n, n from 2 to %d)",
+			t.Slot, t.Slots, MaxSlots)
 	}
 	if err := ValidateName(t.Name); err != nil {
 		return Token{}, err
@@ -74,7 +81,20 @@ func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*L
 	if err := c.checkToken(t); err != nil {
 		return nil, err
 	}
-	return c.takeOver(ctx, t.Name, t.Epoch, t.Nonce, opts)
+	lease, err := c.takeOver(ctx, t.target(), t.Epoch, t.Nonce, opts)
+	if err == nil && t.Slot > 0 {
+		lease.lock, lease.slot, lease.slots = t.Name, t.Slot, t.Slots
+	}
+	return lease, err
+}
+
+// target is the name of the lock whose epoch the token names: its slot, for
+// a lease of a slot lock.
+func (t Token) target() string {
+	if t.Slot > 0 {
+		return slotName(t.Name, t.Slot)
+	}
+	return t.Name
 }
 
 // Adopt takes over the current lease of a lock by its epoch, whoever
@@ -96,7 +116,11 @@ func (c *Client) Lookup(ctx context.Context, t Token) (State, error) {
 	if err := c.checkToken(t); err != nil {
 		return State{}, err
 	}
-	return c.lookup(ctx, t.Name, t.Epoch, t.Nonce)
+	st, err := c.lookup(ctx, t.target(), t.Epoch, t.Nonce)
+	if err == nil && t.Slot > 0 {
+		st.Name, st.Slot = t.Name, t.Slot
+	}
+	return st, err
 }
 
 // LookupEpoch is Lookup for a lease known only by its lock and epoch (an
@@ -156,8 +180,10 @@ type heldLease struct {
 // carries nonce (any nonce when nonce is ""). Otherwise it returns the
 // *LeaseLostError that says why not.
 func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce string) (heldLease, error) {
-	if err := ValidateName(name); err != nil {
-		return heldLease{}, err
+	if _, _, slot := splitSlotName(name); !slot {
+		if err := ValidateName(name); err != nil {
+			return heldLease{}, err
+		}
 	}
 	if err := validateEpoch(epoch); err != nil {
 		return heldLease{}, err
@@ -186,6 +212,8 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 		return heldLease{}, err
 	}
 	switch b := obs.body; {
+	case b.marker():
+		return heldLease{}, c.slotsError(name, obs, 1)
 	case nonce != "" && b.Nonce != nonce:
 		return heldLease{}, lost(LostSuperseded, "its epoch object belongs to another acquisition (holder "+b.Holder+")")
 	case b.Released && b.ReleasedBy != "":

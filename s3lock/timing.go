@@ -176,8 +176,11 @@ func remaining(o *observed) (time.Duration, bool) {
 // free reports whether the lease read in o no longer protects anyone:
 // released, or lapsed by the store's clock.
 func free(o *observed) bool {
-	if o.body.Released {
+	switch {
+	case o.body.Released:
 		return true
+	case o.body.marker():
+		return false // a slot lock's marker never lapses (§14)
 	}
 	left, ok := remaining(o)
 	return ok && left <= 0

@@ -33,7 +33,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	if err != nil {
 		return nil, err
 	}
-	w := waiter{c: c, name: name, a: a}
+	w := newWaiter(c, name, a)
 	defer w.stopWaiting()
 	start := c.cfg.clock.Now()
 	lease, err := w.acquire(ctx)
@@ -55,7 +55,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
 		}
-		lease, err := c.attempt(ctx, w.name, a, &w.hints)
+		lease, err := w.attempt(ctx)
 		var held *HeldError
 		switch {
 		case err == nil:
@@ -77,10 +77,13 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 				}
 				w.hints.head = true // its attempts now take a free lock
 				if waited || held == nil {
+					if w.slots != nil {
+						w.slots.reset()
+					}
 					continue // the lock may have changed meanwhile: look again
 				}
 			}
-			werr := w.watch(ctx, held)
+			werr := w.wait(ctx, held)
 			if werr == nil {
 				// About to attempt: a Supersede head looks whether a newer
 				// Supersede waiter joined since its last look.
@@ -112,6 +115,33 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 			return nil, err
 		}
 	}
+}
+
+// newWaiter returns the state of an acquisition of name.
+func newWaiter(c *Client, name string, a acquireConfig) *waiter {
+	w := &waiter{c: c, name: name, a: a}
+	if a.slots > 1 {
+		w.slots = newSlotSet(c, name, a.slots)
+	}
+	return w
+}
+
+// attempt makes one acquisition attempt: of the lock, or of a slot lock's
+// slots.
+func (w *waiter) attempt(ctx context.Context) (*Lease, error) {
+	if w.slots != nil {
+		return w.attemptSlots(ctx)
+	}
+	return w.c.attempt(ctx, w.name, w.a, &w.hints)
+}
+
+// wait waits until what the last attempt found held may be free: the
+// lease held describes, or (held.Slots set) one of a slot lock's slots.
+func (w *waiter) wait(ctx context.Context, held *HeldError) error {
+	if held.Slots > 1 {
+		return w.watchSlots(ctx)
+	}
+	return w.watch(ctx, held)
 }
 
 // startWaiting returns ctx bounded by WithWaitTimeout, counted from now
@@ -157,6 +187,8 @@ type waiter struct {
 	seenEtag string
 	seenAt   time.Time
 	hints    hints
+	// slots is set for a slot lock (Slots(n), n > 1).
+	slots *slotSet
 }
 
 func (w *waiter) gaveUp(ctx context.Context) error {

@@ -3,6 +3,7 @@ package s3lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 )
@@ -90,6 +91,11 @@ func (w *watcher) run(ctx context.Context) {
 // else a look at the newest epoch object (held) or at the next epoch's key
 // (free).
 func (w *watcher) step(ctx context.Context) error {
+	if w.cur != nil && w.cur.body.marker() {
+		return fmt.Errorf("%w: lock %q in bucket %s is a slot lock with %d slots (marker %s); Watch follows the "+
+			"holder of a mutex: read who holds the slots with Current (State.Holders)", ErrSlotsMismatch,
+			w.name, w.c.bucket, w.cur.body.Slots, w.cur.key)
+	}
 	now := w.c.cfg.clock.Now()
 	held := w.cur != nil && !free(w.cur)
 	if !held && !now.Before(w.resyncAt) {

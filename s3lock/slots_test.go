@@ -1,0 +1,518 @@
+package s3lock_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// Slot locks (Slots, PROTOCOL.md §14): at most n holders at once, each with
+// a fencing token of its slot; holders that disagree on n get an error, never
+// a slot.
+
+// slotRun is a run of workers that each take a slot of one lock rounds
+// times, count how many are inside at once, and increment their slot's
+// counter object (a read-modify-write that loses an update if two holders
+// of one slot ever overlap).
+type slotRun struct {
+	workers, rounds, slots int
+	faults                 func(worker int) *s3test.Faults
+	opts                   []s3lock.AcquireOption
+}
+
+// slotResult is what a slotRun saw.
+type slotResult struct {
+	ns        *s3test.Namespace
+	name      string
+	maxInside int32
+	perSlot   map[int]int // acquisitions per slot
+}
+
+func (r slotRun) run(t *testing.T) slotResult {
+	t.Helper()
+	ns := s3test.New(t)
+	res := slotResult{ns: ns, name: ns.Name("pool"), perSlot: map[int]int{}}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var inside atomic.Int32
+	var mu sync.Mutex
+	lastEpoch := map[int]uint64{}
+	opts := append([]s3lock.AcquireOption{s3lock.Slots(r.slots)}, r.opts...)
+	var wg sync.WaitGroup
+	for w := range r.workers {
+		var copts []s3test.Option
+		if r.faults != nil {
+			f := r.faults(w)
+			copts = append(copts, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+		}
+		c := newLockClient(t, ns, fmt.Sprintf("worker-%02d", w), []s3lock.Option{
+			s3lock.WithLeaseDuration(10 * time.Second), s3lock.WithRequestTimeout(5 * time.Second),
+		}, copts...)
+		wg.Go(func() {
+			for round := range r.rounds {
+				l, err := c.Acquire(ctx, res.name, opts...)
+				if err != nil {
+					t.Errorf("worker %d round %d: Acquire: %v", w, round, err)
+					return
+				}
+				now := inside.Add(1)
+				mu.Lock()
+				res.maxInside = max(res.maxInside, now)
+				if prev := lastEpoch[l.Slot()]; l.Epoch() <= prev {
+					t.Errorf("slot %d: epoch %d after epoch %d; a slot's epochs must increase", l.Slot(), l.Epoch(), prev)
+				}
+				lastEpoch[l.Slot()] = l.Epoch()
+				res.perSlot[l.Slot()]++
+				mu.Unlock()
+				if l.Slot() < 1 || l.Slot() > r.slots || l.Slots() != r.slots || l.Name() != res.name {
+					t.Errorf("lease slot %d of %d, name %q; want a slot in [1, %d] of %q", l.Slot(), l.Slots(), l.Name(), r.slots, res.name)
+				}
+				key := fmt.Sprintf("%scounter-%d", ns.Prefix, l.Slot())
+				n, err := getCounter(ctx, ns, key)
+				if err != nil && !isNoSuchKey(err) {
+					t.Errorf("worker %d: counter: %v", w, err)
+				}
+				time.Sleep(30 * time.Millisecond) // a little work, so that holders overlap
+				if err := putCounterCtx(ctx, ns, key, n+1); err != nil {
+					t.Errorf("worker %d: counter: %v", w, err)
+				}
+				if lost := l.Err(); lost != nil {
+					t.Errorf("worker %d: lease of slot %d epoch %d ended while held: %v", w, l.Slot(), l.Epoch(), lost)
+				}
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("worker %d: Release slot %d epoch %d: %v", w, l.Slot(), l.Epoch(), err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return res
+	}
+	total := 0
+	for slot, n := range res.perSlot {
+		total += n
+		got, err := getCounter(t.Context(), ns, fmt.Sprintf("%scounter-%d", ns.Prefix, slot))
+		if err != nil || got != n {
+			t.Errorf("slot %d counter = %d (%v); want %d: two holders of the slot overlapped", slot, got, err, n)
+		}
+	}
+	if want := r.workers * r.rounds; total != want {
+		t.Errorf("%d acquisitions; want %d: some worker was not served", total, want)
+	}
+	if res.maxInside > int32(r.slots) {
+		t.Errorf("%d holders were inside at once; the lock admits %d", res.maxInside, r.slots)
+	}
+	if res.maxInside < 2 {
+		t.Errorf("at most %d holder was inside at once: the %d slots were never used together", res.maxInside, r.slots)
+	}
+	return res
+}
+
+func isNoSuchKey(err error) bool {
+	var nsk interface{ ErrorCode() string }
+	return errors.As(err, &nsk) && nsk.ErrorCode() == "NoSuchKey"
+}
+
+// TestSlots_AtMostNHoldersAndEveryWorkerServed: 12 workers share a 3-slot
+// lock: never more than 3 inside, every worker served, each slot's fencing
+// token strictly increasing, no slot's counter losing an update.
+func TestSlots_AtMostNHoldersAndEveryWorkerServed(t *testing.T) {
+	t.Parallel()
+	slotRun{workers: 12, rounds: 4, slots: 3}.run(t)
+}
+
+// TestSlots_FaultsKeepTheBoundAndOrphanNoSlot: the same under dropped
+// responses after commit, 5xx before and after, conflicts and latency; and
+// afterwards no slot stays held for nobody.
+func TestSlots_FaultsKeepTheBoundAndOrphanNoSlot(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var injectors []*s3test.Faults
+	res := slotRun{workers: 12, rounds: 3, slots: 3, faults: func(w int) *s3test.Faults {
+		f := s3test.NewFaults(uint64(w+100),
+			s3test.Rule{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 0.06},
+			s3test.Rule{Fault: s3test.ServerErrorAfter, Ops: []string{"PutObject"}, Probability: 0.04},
+			s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 0.04},
+			s3test.Rule{Fault: s3test.Conflict, Probability: 0.06},
+		)
+		mu.Lock()
+		injectors = append(injectors, f)
+		mu.Unlock()
+		return f
+	}}.run(t)
+	total := map[s3test.Fault]int{}
+	for _, f := range injectors {
+		f.Disable()
+		for k, v := range f.Injected() {
+			total[k] += v
+		}
+	}
+	t.Logf("faults injected: %v", total)
+	for _, k := range []s3test.Fault{s3test.DropResponse, s3test.ServerErrorAfter, s3test.ServerErrorBefore, s3test.Conflict} {
+		if total[k] == 0 {
+			t.Errorf("no %s fault was injected; the test did not exercise it", k)
+		}
+	}
+	// Every worker released: no slot may still be held (an orphan would
+	// stay held until it lapses).
+	st, err := newLockClient(t, res.ns, "viewer", nil).Current(t.Context(), res.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Slots != 3 || len(st.Holders) != 0 {
+		t.Errorf("after every worker released: slots %d, holders %+v; want 3 slots and no holder", st.Slots, st.Holders)
+	}
+}
+
+// TestSlots_DisagreementIsAnError: once a lock has 3 slots, acquirers that
+// ask for a mutex or another n get ErrSlotsMismatch at once, never a slot;
+// Adopt of the marker is refused too.
+func TestSlots_DisagreementIsAnError(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	a := newLockClient(t, ns, "a", nil)
+	l, err := a.TryAcquire(t.Context(), name, s3lock.Slots(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	b := newLockClient(t, ns, "b", nil)
+	// A mismatch is reported at once: a waiting Acquire must not wait for it.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		what string
+		try  func() error
+	}{
+		{"TryAcquire without Slots", func() error { _, err := b.TryAcquire(t.Context(), name); return err }},
+		{"TryAcquire with Slots(1)", func() error { _, err := b.TryAcquire(t.Context(), name, s3lock.Slots(1)); return err }},
+		{"TryAcquire with Slots(2)", func() error { _, err := b.TryAcquire(t.Context(), name, s3lock.Slots(2)); return err }},
+		{"Acquire with Slots(5)", func() error { _, err := b.Acquire(ctx, name, s3lock.Slots(5)); return err }},
+		{"Acquire without Slots", func() error { _, err := b.Acquire(ctx, name); return err }},
+		{"Acquire FIFO without Slots", func() error { _, err := b.Acquire(ctx, name, s3lock.FIFO()); return err }},
+		{"Adopt of the marker", func() error {
+			st, err := b.Current(t.Context(), name)
+			if err != nil {
+				return err
+			}
+			_, err = b.Adopt(t.Context(), name, st.Epoch)
+			return err
+		}},
+	} {
+		err := tc.try()
+		var se *s3lock.SlotsError
+		if !errors.Is(err, s3lock.ErrSlotsMismatch) || !errors.As(err, &se) || se.Slots != 3 {
+			t.Errorf("%s: %v; want a *SlotsError saying the lock has 3 slots", tc.what, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, name) || !strings.Contains(msg, ns.Bucket) || !strings.Contains(msg, "use 3") {
+			t.Errorf("%s: the error %q should name the lock, the bucket and the remedy", tc.what, msg)
+		}
+	}
+}
+
+// TestSlots_RacingAcquirersWithDifferentNAgree: acquirers asking for 2 and
+// for 3 slots race for a fresh lock: one n wins, every acquirer of the other
+// gets ErrSlotsMismatch, and never more holders than the winner's n.
+func TestSlots_RacingAcquirersWithDifferentNAgree(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	for round := range 5 {
+		name := ns.Name(fmt.Sprintf("race-%d", round))
+		var mu sync.Mutex
+		won := map[int]int{}  // n → leases
+		lost := map[int]int{} // n → mismatches
+		var wg sync.WaitGroup
+		for w := range 6 {
+			n := 2 + w%2
+			c := newLockClient(t, ns, fmt.Sprintf("w%d", w), nil)
+			wg.Go(func() {
+				l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(n))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					won[n]++
+					mustRelease(t, l)
+				case errors.Is(err, s3lock.ErrSlotsMismatch):
+					lost[n]++
+				case errors.Is(err, s3lock.ErrHeld):
+				default:
+					t.Errorf("Slots(%d): %v", n, err)
+				}
+			})
+		}
+		wg.Wait()
+		if won[2] > 0 && won[3] > 0 {
+			t.Errorf("round %d: acquirers of 2 and of 3 slots both got leases (%v)", round, won)
+		}
+		for n, k := range won {
+			if k > n {
+				t.Errorf("round %d: %d holders of a %d-slot lock", round, k, n)
+			}
+			if lost[n] > 0 {
+				t.Errorf("round %d: Slots(%d) both won and got a mismatch", round, n)
+			}
+		}
+		if won[2]+won[3] == 0 {
+			t.Errorf("round %d: nobody got a slot (%v mismatches)", round, lost)
+		}
+	}
+}
+
+// TestSlots_MutexHolderIsWaitedForThenTheLockBecomesASlotLock: a Slots
+// acquirer waits for a mutex's holder like any waiter; once it is free, the
+// lock becomes a slot lock whose marker older s3lock versions cannot read
+// (a newer format), and a mutex acquirer gets ErrSlotsMismatch.
+func TestSlots_MutexHolderIsWaitedForThenTheLockBecomesASlotLock(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("converted")
+	mutex, err := newLockClient(t, ns, "mutex", nil).TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newLockClient(t, ns, "pool", nil)
+	if _, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrHeld) {
+		t.Fatalf("TryAcquire(Slots(2)) of a held mutex: %v; want ErrHeld", err)
+	}
+	got := make(chan *s3lock.Lease, 1)
+	go func() {
+		l, err := c.Acquire(t.Context(), name, s3lock.Slots(2))
+		if err != nil {
+			t.Errorf("Acquire(Slots(2)): %v", err)
+		}
+		got <- l
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := mutex.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	mustRelease(t, l)
+	if l.Slots() != 2 || l.Slot() < 1 || l.Slot() > 2 {
+		t.Errorf("lease slot %d of %d; want a slot of 2", l.Slot(), l.Slots())
+	}
+	// The marker is epoch 2 of the lock itself, in a format a reader of
+	// leases only refuses.
+	out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(s3lock.Key(name, 2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	raw, _ := io.ReadAll(out.Body)
+	var m struct {
+		Format int `json:"s3lock"`
+		Slots  int `json:"slots"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m.Format != 2 || m.Slots != 2 {
+		t.Errorf("marker %s = %s; want format 2 with slots 2", s3lock.Key(name, 2), raw)
+	}
+	if _, err := newLockClient(t, ns, "late", nil).TryAcquire(t.Context(), name); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("a mutex TryAcquire of the slot lock: %v; want ErrSlotsMismatch", err)
+	}
+}
+
+// TestSlots_AllHeld: with every slot held, TryAcquire says so (the slot that
+// runs out first), and Current and List show every holder with its slot.
+func TestSlots_AllHeld(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("jobs/pool")
+	seen := map[int]string{}
+	for i := range 3 {
+		holder := fmt.Sprintf("h%d", i)
+		l, err := newLockClient(t, ns, holder, nil).TryAcquire(t.Context(), name, s3lock.Slots(3))
+		if err != nil {
+			t.Fatalf("holder %d: %v", i, err)
+		}
+		mustRelease(t, l)
+		if _, dup := seen[l.Slot()]; dup {
+			t.Fatalf("slot %d granted twice", l.Slot())
+		}
+		seen[l.Slot()] = holder
+	}
+	viewer := newLockClient(t, ns, "viewer", nil)
+	_, err := viewer.TryAcquire(t.Context(), name, s3lock.Slots(3))
+	var he *s3lock.HeldError
+	if !errors.As(err, &he) || he.Slots != 3 || he.Slot < 1 || he.Name != name || seen[he.Slot] != he.Holder {
+		t.Fatalf("TryAcquire of a full 3-slot lock: %v; want a *HeldError for one of its slots", err)
+	}
+	if !strings.Contains(err.Error(), "all 3 slots") {
+		t.Errorf("the error %q should say that all 3 slots are held", err)
+	}
+	check := func(what string, st s3lock.State) {
+		t.Helper()
+		if st.Slots != 3 || !st.Held || st.Phase() != s3lock.PhaseHeld || len(st.Holders) != 3 {
+			t.Fatalf("%s: slots %d, held %v, phase %s, %d holders; want 3 slots, all held", what, st.Slots, st.Held, st.Phase(), len(st.Holders))
+		}
+		for k, h := range st.Holders {
+			if h.Slot != k+1 || seen[h.Slot] != h.Holder || !h.Held || h.Epoch != 1 || h.Name != name {
+				t.Errorf("%s: holder %d = slot %d %q (held %v, epoch %d, name %q); want slot %d held by %q at epoch 1",
+					what, k, h.Slot, h.Holder, h.Held, h.Epoch, h.Name, k+1, seen[k+1])
+			}
+		}
+	}
+	st, err := viewer.Current(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Current", st)
+	all, err := viewer.List(t.Context(), ns.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].Name != name {
+		t.Fatalf("List = %+v; want the one slot lock %q (its slots are not locks of their own)", all, name)
+	}
+	check("List", all[0])
+}
+
+// TestSlots_TokenResumesItsSlot: a slot lease's token names its slot; Resume
+// takes that slot's lease over, Lookup reads it, and ForceReleaseSlot frees
+// it for the next acquirer.
+func TestSlots_TokenResumesItsSlot(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	c := newLockClient(t, ns, "a", nil)
+	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s3lock.ParseToken(l.Detach().String())
+	if err != nil || tok.Slot != l.Slot() || tok.Slots != 2 || tok.Name != name {
+		t.Fatalf("token %+v (%v); want slot %d of 2 of %q", tok, err, l.Slot(), name)
+	}
+	st, err := c.Lookup(t.Context(), tok)
+	if err != nil || st.Slot != l.Slot() || st.Name != name || !st.Held {
+		t.Fatalf("Lookup = %+v, %v; want slot %d held", st, err, l.Slot())
+	}
+	r, err := newLockClient(t, ns, "b", nil).Resume(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Slot() != l.Slot() || r.Slots() != 2 || r.Name() != name || r.Epoch() != l.Epoch() {
+		t.Errorf("resumed slot %d of %d of %q epoch %d; want slot %d of 2 of %q epoch %d", r.Slot(), r.Slots(), r.Name(), r.Epoch(), l.Slot(), name, l.Epoch())
+	}
+	if err := r.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A crashed holder's slot: an operator frees it.
+	l2, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Detach()
+	if err := c.ForceReleaseSlot(t.Context(), name, l2.Slot(), l2.Epoch()); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.Current(t.Context(), name)
+	if err != nil || st.Held || st.Phase() != s3lock.PhaseFree {
+		t.Errorf("after releasing every slot: %+v (%v); want a free slot lock", st, err)
+	}
+	for _, bad := range []string{`{"bucket":"b","name":"n","slot":3,"slots":2,"epoch":1,"nonce":"x"}`,
+		`{"bucket":"b","name":"n","slot":1,"epoch":1,"nonce":"x"}`} {
+		if _, err := s3lock.ParseToken(bad); !errors.Is(err, s3lock.ErrInvalidConfig) {
+			t.Errorf("ParseToken(%s) = %v; want ErrInvalidConfig", bad, err)
+		}
+	}
+}
+
+// TestSlots_HeadOfTheLineTakesTheFirstFreeSlot: with every slot held, FIFO
+// waiters are served in the order they joined, each by whichever slot
+// frees.
+func TestSlots_HeadOfTheLineTakesTheFirstFreeSlot(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	var held []*s3lock.Lease
+	for i := range 2 {
+		l, err := newLockClient(t, ns, fmt.Sprintf("h%d", i), nil).TryAcquire(t.Context(), name, s3lock.Slots(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRelease(t, l)
+		held = append(held, l)
+	}
+	viewer := newLockClient(t, ns, "viewer", nil)
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	for i := range 3 {
+		who := fmt.Sprintf("w%d", i)
+		c := newLockClient(t, ns, who, nil)
+		wg.Go(func() {
+			l, err := c.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.FIFO())
+			if err != nil {
+				t.Errorf("%s: %v", who, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, who)
+			mu.Unlock()
+			if err := l.Release(t.Context()); err != nil {
+				t.Errorf("%s: release: %v", who, err)
+			}
+		})
+		eventually(t, fmt.Sprintf("%d waiters in line", i+1), func() bool {
+			ws, err := viewer.Line(t.Context(), name)
+			return err == nil && len(ws) == i+1
+		})
+	}
+	if err := held[1].Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if strings.Join(order, ",") != "w0,w1,w2" {
+		t.Errorf("served %v; want the order they joined: w0, w1, w2", order)
+	}
+}
+
+// TestSlots_CrashedHolderLapsesByTheStoresClock: a holder that stops renewing
+// frees its slot once its lease has lapsed, judged by the store's clock.
+func TestSlots_CrashedHolderLapsesByTheStoresClock(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	opts := []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)}
+	crashed, err := newLockClient(t, ns, "crashed", opts).TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed.Detach()
+	other, err := newLockClient(t, ns, "other", opts).TryAcquire(t.Context(), name, s3lock.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, other)
+	l, err := newLockClient(t, ns, "next", opts).Acquire(t.Context(), name, s3lock.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	if l.Slot() != crashed.Slot() || l.Epoch() != crashed.Epoch()+1 {
+		t.Errorf("the waiter got slot %d epoch %d; want the crashed holder's slot %d at epoch %d",
+			l.Slot(), l.Epoch(), crashed.Slot(), crashed.Epoch()+1)
+	}
+}
