@@ -185,3 +185,33 @@ func ExampleSupersede() {
 	// commit 2 stood down for deploy-commit-3
 	// deploying deploy-commit-3
 }
+
+// At most two heavy jobs at once: a lock with two slots. Each holder's epoch
+// is its slot's fencing token.
+func ExampleSlots() {
+	api, bucket := exampleBucket()
+	ctx := context.Background()
+	var leases []*s3lock.Lease
+	for _, job := range []string{"job-a", "job-b"} {
+		locks, _ := s3lock.New(api, bucket, s3lock.WithHolder(job))
+		lease, err := locks.TryAcquire(ctx, "jobs/heavy", s3lock.Slots(2))
+		if err != nil {
+			log.Fatal(err)
+		}
+		leases = append(leases, lease)
+	}
+	third, _ := s3lock.New(api, bucket, s3lock.WithHolder("job-c"))
+	_, err := third.TryAcquire(ctx, "jobs/heavy", s3lock.Slots(2))
+	var held *s3lock.HeldError
+	if errors.As(err, &held) {
+		fmt.Println("job-c waits: all", held.Slots, "slots are held")
+	}
+	st, _ := third.Current(ctx, "jobs/heavy")
+	fmt.Println(len(st.Holders), "holders of", st.Slots, "slots")
+	for _, l := range leases {
+		_ = l.Release(ctx)
+	}
+	// Output:
+	// job-c waits: all 2 slots are held
+	// 2 holders of 2 slots
+}

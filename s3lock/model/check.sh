@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # check.sh: model-check the s3lock protocol with Spin (`make model`).
 #
-# Two models: s3lock.pml (the lock, §5-§7) and line.pml (ordered waiting,
-# §13). Each must verify with no errors over its whole state space; every
+# Three models: s3lock.pml (the lock, §5-§7), line.pml (ordered waiting,
+# §13) and slots.pml (slot locks, §14). Each must verify with no errors over its whole state space; every
 # mutant (the same file with one -D define removing one mechanism) and every
 # boundary run (one timing constant a tick short) must yield a counterexample
 # to the property it breaks, checked alone; every variant of line.pml (a
@@ -39,7 +39,8 @@ else
 fi
 
 # model | name | expected: pass, or the property whose assertion must fail
-# (a, b, c of s3lock.pml; f, h, and the claim one-head of line.pml) | gcc
+# (a, b, c of s3lock.pml; f, h, and the claim one-head of line.pml; s1, s2
+# of slots.pml) | gcc
 # defines for pan | pan options | spin -D defines
 #
 # s3lock.pml's mutants search depth-first and then for shorter and shorter
@@ -51,6 +52,10 @@ fi
 lm='-DMEMLIM=2048'
 runs="s3lock|model|pass|||
 line|model|pass|-DNOBOUNDCHECK $lm|-m3000000 -w25|
+slots|model|pass||-w24|
+slots|MUTANT_MARKER_LAPSES|s1||-w24|-DMUTANT_MARKER_LAPSES -DPROPERTY=1
+slots|MUTANT_NO_MARKER|s1||-w24|-DMUTANT_NO_MARKER -DPROPERTY=1
+slots|MUTANT_NO_N_CHECK|s2||-w24|-DMUTANT_NO_N_CHECK -DPROPERTY=2
 s3lock|MUTANT_NO_LAPSE_CHECK|a||-i|-DMUTANT_NO_LAPSE_CHECK -DPROPERTY=1
 s3lock|MUTANT_NO_READBACK|c||-i|-DMUTANT_NO_READBACK -DPROPERTY=3
 s3lock|MUTANT_NO_RELIST|a||-i|-DMUTANT_NO_RELIST -DPROPERTY=1
@@ -83,6 +88,8 @@ assertion() {
 	f) echo 'overtaken==0' ;;
 	h) echo 'jumped==0' ;;
 	one-head) echo 'heads<=1' ;;
+	s1) echo 'mixed==0' ;;
+	s2) echo 'overfull==0' ;;
 	esac
 }
 
@@ -199,7 +206,7 @@ while [ "$i" -le "$n" ]; do
 done
 echo
 if [ "$status" = 0 ]; then
-	echo "check.sh: as expected: both models and the variants verify; every mutant, boundary run and claim has its counterexample"
+	echo "check.sh: as expected: the three models and the variants verify; every mutant, boundary run and claim has its counterexample"
 else
 	echo "check.sh: NOT as expected (lines without 'verified' or 'counterexample')" >&2
 fi
