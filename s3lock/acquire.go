@@ -40,7 +40,9 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOpt
 // a TryAcquire).
 func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.Duration, try bool) {
 	if lease != nil {
-		c.observe(Event{Kind: EventAcquired, Lock: name, Key: lease.key, Epoch: lease.epoch, Wait: wait, Try: try})
+		e := lease.event(EventAcquired)
+		e.Wait, e.Try = wait, try
+		c.observe(e)
 		return
 	}
 	c.observe(Event{Kind: EventAcquireFailed, Lock: name, Key: epochPrefix(name), Wait: wait, Try: try, Err: err})
@@ -316,7 +318,7 @@ func (c *Client) established(ctx context.Context, name string, epoch uint64, p p
 		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: Key(name, epoch), Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
-	return c.newLease(name, epoch, p, etag, sent, trustUntil, a.renewInterval, a.autoRenew), nil
+	return c.newLease(name, epoch, p, etag, sent, trustUntil, a.renewInterval, a.autoRenew, a.slot), nil
 }
 
 // stillNewest checks that an attempt that began at start and created epoch

@@ -15,7 +15,10 @@ import (
 // overwritten with a released lease. The holder of the epoch finds out at
 // its next renewal; until then it may still believe it holds the lock, which
 // is what fencing tokens are for. ctx bounds the requests (a GET and a PUT,
-// repeated if the holder renews meanwhile).
+// repeated if the holder renews meanwhile). The epoch of a slot lock's
+// marker (Slots) is refused with ErrHeld while any of its slots is held
+// (one LIST and a GET per slot more): releasing it makes the lock free for a
+// mutex or another number of slots (PROTOCOL.md §14).
 func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) error {
 	if err := ValidateName(name); err != nil {
 		return err
@@ -35,6 +38,22 @@ func (c *Client) ForceReleaseSlot(ctx context.Context, name string, slot int, ep
 		return err
 	}
 	return c.forceRelease(ctx, slotName(name, slot), epoch)
+}
+
+// slotsFree refuses to force-release the marker m of the slot lock name
+// while any of its slots is held (ErrHeld): a mutex's lease, or a marker with
+// another n, could then be trusted beside the slots' holders (§14). The
+// holders' slots are force-released first, one by one.
+func (c *Client) slotsFree(ctx context.Context, name string, m *observed) error {
+	holders, err := c.slotHolders(ctx, name, nil)
+	if err != nil || len(holders) == 0 {
+		return err
+	}
+	h := holders[0]
+	return fmt.Errorf("%w: lock %q in bucket %s is a slot lock and %d of its %d slots are held (slot %d by %q, epoch %d): "+
+		"its marker %s is force-released only once no slot is held; force-release the slots first (ForceReleaseSlot, "+
+		"s3lock force-release --slot), or wait until their holders release them", ErrHeld, name, c.bucket,
+		len(holders), m.body.Slots, h.Slot, h.Holder, h.Epoch, m.key)
 }
 
 // forceRelease is ForceRelease of epoch of the lock (or slot) name.
@@ -58,6 +77,12 @@ func (c *Client) forceRelease(ctx context.Context, name string, epoch uint64) er
 			return err
 		case obs.body.Released:
 			return nil
+		case obs.body.marker():
+			if err := c.slotsFree(ctx, name, obs); err != nil {
+				return err
+			}
+			etag, p = obs.etag, *obs.body
+			p.Reason = "force-released: the lock is no longer a slot lock"
 		default:
 			etag, p = obs.etag, *obs.body
 			p.Reason = "force-released"

@@ -60,12 +60,19 @@ type Lease struct {
 }
 
 // newLease returns an active lease whose last confirmed write was sent at
-// trustFrom (client clock) and that is trusted until trustUntil.
-func (c *Client) newLease(name string, epoch uint64, p payload, etag string, trustFrom, trustUntil time.Time, renewInt time.Duration, auto bool) *Lease {
+// trustFrom (client clock) and that is trusted until trustUntil; ref names
+// its slot when it is a slot lock's (name is then the slot's).
+func (c *Client) newLease(name string, epoch uint64, p payload, etag string, trustFrom, trustUntil time.Time, renewInt time.Duration, auto bool, ref slotRef) *Lease {
+	lock := name
+	if ref.slot > 0 {
+		lock = ref.lock
+	}
 	return &Lease{
 		c:          c,
 		name:       name,
-		lock:       name,
+		lock:       lock,
+		slot:       ref.slot,
+		slots:      ref.slots,
 		key:        Key(name, epoch),
 		epoch:      epoch,
 		nonce:      p.Nonce,
@@ -181,7 +188,7 @@ func (l *Lease) endLocked(err error) (ended error, first bool) {
 // logEnd logs and reports how the lease ended, once: called by whoever
 // ended it, with l.mu released.
 func (l *Lease) logEnd(err error) {
-	e := Event{Lock: l.name, Key: l.key, Epoch: l.epoch}
+	e := l.event(0)
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		l.c.cfg.logger.Warn("s3lock: lease lost", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "err", err)
@@ -193,6 +200,11 @@ func (l *Lease) logEnd(err error) {
 		return
 	}
 	l.c.observe(e)
+}
+
+// event is an observer event of kind about this lease.
+func (l *Lease) event(kind EventKind) Event {
+	return Event{Kind: kind, Lock: l.lock, Key: l.key, Epoch: l.epoch, Slot: l.slot}
 }
 
 // lost ends the lease as lost for reason; detail says what was found.
@@ -311,7 +323,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := l.confirm(sent, newEtag, next); err != nil {
 		return err
 	}
-	l.c.observe(Event{Kind: EventRenewed, Lock: l.name, Key: l.key, Epoch: l.epoch})
+	l.c.observe(l.event(EventRenewed))
 	l.c.cfg.logger.Debug("s3lock: renewed", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "renewals", next.Renewals)
 	return nil
 }
@@ -469,7 +481,9 @@ func (l *Lease) renewFailed(ctx context.Context, next *payload, err error) {
 	if next.Released || ctx.Err() != nil {
 		return
 	}
-	l.c.observe(Event{Kind: EventRenewFailed, Lock: l.name, Key: l.key, Epoch: l.epoch, Err: err})
+	e := l.event(EventRenewFailed)
+	e.Err = err
+	l.c.observe(e)
 }
 
 // unsettle notes a write of this handle whose outcome stays unknown. The

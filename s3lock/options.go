@@ -285,8 +285,16 @@ type acquireConfig struct {
 	failFast      bool
 	waitTimeout   time.Duration // 0: until ctx ends
 	onWait        func(*HeldError)
-	order         Order // "" or OrderNone: ignore the line
-	slots         int   // 0 or 1: a mutex; n > 1: Slots(n)
+	order         Order   // "" or OrderNone: ignore the line
+	slots         int     // 0 or 1: a mutex; n > 1: Slots(n)
+	slot          slotRef // set when acquiring (or taking over) one slot of a slot lock
+}
+
+// slotRef says which slot of which slot lock a lease holds; the zero value
+// is a mutex's lease.
+type slotRef struct {
+	lock        string
+	slot, slots int
 }
 
 // WithMetadata attaches string metadata to the lease (at most 16 KiB in

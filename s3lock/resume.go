@@ -81,11 +81,11 @@ func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*L
 	if err := c.checkToken(t); err != nil {
 		return nil, err
 	}
-	lease, err := c.takeOver(ctx, t.target(), t.Epoch, t.Nonce, opts)
-	if err == nil && t.Slot > 0 {
-		lease.lock, lease.slot, lease.slots = t.Name, t.Slot, t.Slots
+	var ref slotRef
+	if t.Slot > 0 {
+		ref = slotRef{lock: t.Name, slot: t.Slot, slots: t.Slots}
 	}
-	return lease, err
+	return c.takeOver(ctx, t.target(), t.Epoch, t.Nonce, ref, opts)
 }
 
 // target is the name of the lock whose epoch the token names: its slot, for
@@ -104,7 +104,7 @@ func (t Token) target() string {
 // held. Like Resume, it is a takeover: the original holder must have stopped
 // using its handle. It costs one LIST and one GET; ctx bounds them.
 func (c *Client) Adopt(ctx context.Context, name string, epoch uint64, opts ...AcquireOption) (*Lease, error) {
-	return c.takeOver(ctx, name, epoch, "", opts)
+	return c.takeOver(ctx, name, epoch, "", slotRef{}, opts)
 }
 
 // Lookup reads the state of the lease a token names without taking it
@@ -153,7 +153,7 @@ func (c *Client) checkToken(t Token) error {
 
 // takeOver builds a Lease for an existing epoch object; nonce "" accepts
 // any holder.
-func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce string, opts []AcquireOption) (*Lease, error) {
+func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce string, ref slotRef, opts []AcquireOption) (*Lease, error) {
 	a, err := c.acquireConfig(opts)
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 		return nil, err
 	}
 	validity := h.obs.body.validity()
-	lease := c.newLease(name, epoch, *h.obs.body, h.obs.etag, h.trustFrom, h.trustUntil, c.renewIntervalFor(validity), a.autoRenew)
+	lease := c.newLease(name, epoch, *h.obs.body, h.obs.etag, h.trustFrom, h.trustUntil, c.renewIntervalFor(validity), a.autoRenew, ref)
 	lease.startBackground()
 	return lease, nil
 }

@@ -129,11 +129,11 @@ func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 		if sl.held != nil {
 			continue
 		}
+		sub.slot = slotRef{lock: w.name, slot: sl.i, slots: s.n}
 		lease, err := w.c.attempt(ctx, sl.w.name, sub, &sl.w.hints)
 		var held *HeldError
 		switch {
 		case err == nil:
-			lease.lock, lease.slot, lease.slots = w.name, sl.i, s.n
 			return lease, nil
 		case errors.As(err, &held):
 			sl.held, sl.w.hints = held, hints{}

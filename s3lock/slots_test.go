@@ -516,3 +516,106 @@ func TestSlots_CrashedHolderLapsesByTheStoresClock(t *testing.T) {
 			l.Slot(), l.Epoch(), crashed.Slot(), crashed.Epoch()+1)
 	}
 }
+
+// TestSlots_MarkerIsResetOnlyOnceNoSlotIsHeld: force-releasing a slot lock's
+// marker while a slot is held is refused; once none is, it makes the lock
+// free for a mutex again.
+func TestSlots_MarkerIsResetOnlyOnceNoSlotIsHeld(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	c := newLockClient(t, ns, "a", nil)
+	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Current(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := st.Epoch
+	err = c.ForceRelease(t.Context(), name, marker)
+	if !errors.Is(err, s3lock.ErrHeld) || !strings.Contains(err.Error(), "force-release the slots first") {
+		t.Fatalf("ForceRelease of the marker with a slot held: %v; want ErrHeld saying to release the slots first", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ForceRelease(t.Context(), name, marker); err != nil {
+		t.Fatalf("ForceRelease of the marker with no slot held: %v", err)
+	}
+	m, err := c.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatalf("a mutex TryAcquire after the marker's release: %v", err)
+	}
+	mustRelease(t, m)
+	if m.Slots() != 1 || m.Slot() != 0 || m.Epoch() != marker+1 {
+		t.Errorf("mutex lease slot %d of %d at epoch %d; want a mutex's lease at epoch %d", m.Slot(), m.Slots(), m.Epoch(), marker+1)
+	}
+}
+
+// TestSlots_WatchRefusesASlotLock: Watch follows a mutex; on a slot lock it
+// yields one error, before any state.
+func TestSlots_WatchRefusesASlotLock(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	c := newLockClient(t, ns, "a", nil)
+	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	n := 0
+	for st, err := range c.Watch(t.Context(), name) {
+		n++
+		if n == 1 && (!errors.Is(err, s3lock.ErrSlotsMismatch) || st.Epoch != 0) {
+			t.Errorf("first yield of Watch on a slot lock: %+v, %v; want only ErrSlotsMismatch", st, err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("Watch yielded %d times; want once (the error)", n)
+	}
+}
+
+// TestSlots_ObserverEventsNameTheLockAndSlot: a slot lease's events name the
+// lock (not the slot's internal name) and carry the slot.
+func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	var mu sync.Mutex
+	var events []s3lock.Event
+	c := newLockClient(t, ns, "a", []s3lock.Option{s3lock.WithObserver(s3lock.ObserverFunc(func(e s3lock.Event) {
+		if e.Op == "" {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}
+	}))})
+	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	kinds := map[s3lock.EventKind]bool{}
+	for _, e := range events {
+		kinds[e.Kind] = true
+		if e.Lock != name || e.Slot != l.Slot() || e.Epoch != l.Epoch() || e.Key != l.Key() {
+			t.Errorf("%s event: lock %q slot %d epoch %d key %s; want lock %q slot %d epoch %d key %s",
+				e.Kind, e.Lock, e.Slot, e.Epoch, e.Key, name, l.Slot(), l.Epoch(), l.Key())
+		}
+	}
+	for _, k := range []s3lock.EventKind{s3lock.EventAcquired, s3lock.EventRenewed, s3lock.EventReleased} {
+		if !kinds[k] {
+			t.Errorf("no %s event", k)
+		}
+	}
+}

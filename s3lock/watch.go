@@ -61,6 +61,9 @@ func (w *watcher) run(ctx context.Context) {
 	bo := newBackoff(acquireRetryBase, acquireRetryMax)
 	for ctx.Err() == nil {
 		err := w.step(ctx)
+		if err == nil {
+			err = w.slotLock()
+		}
 		var wait time.Duration
 		switch {
 		case err == nil:
@@ -87,15 +90,21 @@ func (w *watcher) run(ctx context.Context) {
 	}
 }
 
+// slotLock refuses a slot lock (Slots), whose newest epoch object is a
+// marker: before any state of it is yielded.
+func (w *watcher) slotLock() error {
+	if w.cur == nil || !w.cur.body.marker() {
+		return nil
+	}
+	return fmt.Errorf("%w: lock %q in bucket %s is a slot lock with %d slots (marker %s); Watch follows the "+
+		"holder of a mutex: read who holds the slots with Current (State.Holders)", ErrSlotsMismatch,
+		w.name, w.c.bucket, w.cur.body.Slots, w.cur.key)
+}
+
 // step makes the request that is due: a LIST and GET when a resync is due,
 // else a look at the newest epoch object (held) or at the next epoch's key
 // (free).
 func (w *watcher) step(ctx context.Context) error {
-	if w.cur != nil && w.cur.body.marker() {
-		return fmt.Errorf("%w: lock %q in bucket %s is a slot lock with %d slots (marker %s); Watch follows the "+
-			"holder of a mutex: read who holds the slots with Current (State.Holders)", ErrSlotsMismatch,
-			w.name, w.c.bucket, w.cur.body.Slots, w.cur.key)
-	}
 	now := w.c.cfg.clock.Now()
 	held := w.cur != nil && !free(w.cur)
 	if !held && !now.Before(w.resyncAt) {
