@@ -31,13 +31,11 @@ func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) er
 // slot lock's own epoch releases its marker: the lock stops being a slot
 // lock, which an operator does only once no slot is held, PROTOCOL.md §14.)
 func (c *Client) ForceReleaseSlot(ctx context.Context, name string, slot int, epoch uint64) error {
-	if err := ValidateName(name); err != nil {
+	sub, err := slotTarget(name, slot)
+	if err != nil {
 		return err
 	}
-	if err := validateSlot(slot); err != nil {
-		return err
-	}
-	return c.forceRelease(ctx, slotName(name, slot), epoch)
+	return c.forceRelease(ctx, sub, epoch)
 }
 
 // slotsFree refuses to force-release the marker m of the slot lock name

@@ -225,6 +225,11 @@ func slotPrefix(name string) string { return name + "/" + slotSegment + "/" }
 // slotName returns the name of slot i (1-based) of the lock name.
 func slotName(name string, i int) string { return slotPrefix(name) + strconv.Itoa(i) }
 
+// SlotKey returns the object key of one epoch of one slot of the slot lock
+// name (Slots), e.g. "jobs/lock-slots/2/lock-0000000007.json" for epoch 7 of
+// slot 2 of the lock "jobs": the Key of a slot lease.
+func SlotKey(name string, slot int, epoch uint64) string { return Key(slotName(name, slot), epoch) }
+
 // slotOwner returns the lock, slot and epoch of an epoch object of a slot
 // ("<name>/lock-slots/<i>/lock-<e>.json"); ok is false for any other key.
 func slotOwner(key string) (name string, slot int, epoch uint64, ok bool) {

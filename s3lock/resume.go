@@ -107,6 +107,72 @@ func (c *Client) Adopt(ctx context.Context, name string, epoch uint64, opts ...A
 	return c.takeOver(ctx, name, epoch, "", slotRef{}, opts)
 }
 
+// AdoptSlot is Adopt for one slot of a slot lock (Slots): it takes over the
+// current lease of slot (1 to the lock's n) by its epoch, whoever acquired
+// it, and refuses as Adopt does; a lock that is not a slot lock, or has
+// fewer slots, is an error matching ErrSlotsMismatch. It costs two LISTs and
+// two GETs (the marker, then the slot's epoch).
+func (c *Client) AdoptSlot(ctx context.Context, name string, slot int, epoch uint64, opts ...AcquireOption) (*Lease, error) {
+	sub, n, err := c.slotOf(ctx, name, slot)
+	if err != nil {
+		return nil, err
+	}
+	return c.takeOver(ctx, sub, epoch, "", slotRef{lock: name, slot: slot, slots: n}, opts)
+}
+
+// LookupSlotEpoch is LookupEpoch for one slot of a slot lock (Slots): the
+// State of slot's lease (Slot set) if epoch is the slot's newest and still
+// held, as AdoptSlot would accept it. It writes nothing and costs two LISTs
+// and two GETs.
+func (c *Client) LookupSlotEpoch(ctx context.Context, name string, slot int, epoch uint64) (State, error) {
+	sub, _, err := c.slotOf(ctx, name, slot)
+	if err != nil {
+		return State{}, err
+	}
+	st, err := c.lookup(ctx, sub, epoch, "")
+	if err == nil {
+		st.Name, st.Slot = name, slot
+	}
+	return st, err
+}
+
+// slotOf checks that name is a slot lock with a slot numbered slot (one
+// LIST and one GET of its marker), and returns the slot's name and the
+// lock's number of slots.
+func (c *Client) slotOf(ctx context.Context, name string, slot int) (string, int, error) {
+	sub, err := slotTarget(name, slot)
+	if err != nil {
+		return "", 0, err
+	}
+	newest, found, _, err := c.findNewest(ctx, name)
+	var m *observed
+	if err == nil && found {
+		m, err = c.getEpoch(ctx, newest.key, newest.epoch, "")
+	}
+	switch {
+	case err != nil:
+		return "", 0, err
+	case m == nil || !m.body.marker():
+		return "", 0, fmt.Errorf("%w: lock %q in bucket %s is not a slot lock; use Adopt or LookupEpoch",
+			ErrSlotsMismatch, name, c.bucket)
+	case slot > m.body.Slots:
+		return "", 0, fmt.Errorf("%w: lock %q in bucket %s has %d slots; there is no slot %d", ErrSlotsMismatch,
+			name, c.bucket, m.body.Slots, slot)
+	}
+	return sub, m.body.Slots, nil
+}
+
+// slotTarget checks a lock name and slot number and returns the slot's name.
+func slotTarget(name string, slot int) (string, error) {
+	if err := ValidateName(name); err != nil {
+		return "", err
+	}
+	if err := validateSlot(slot); err != nil {
+		return "", err
+	}
+	return slotName(name, slot), nil
+}
+
 // Lookup reads the state of the lease a token names without taking it
 // over: the lock's State if the token's lease is still held, with
 // TrustedUntil estimated as Resume would; otherwise the *LeaseLostError

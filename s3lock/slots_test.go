@@ -619,3 +619,47 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestSlots_AdoptAndLookupASlotByItsEpoch: a slot's lease can be read and
+// taken over by lock, slot and epoch (an import), and a slot that the lock
+// does not have, or a lock that has no slots, is refused.
+func TestSlots_AdoptAndLookupASlotByItsEpoch(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	c := newLockClient(t, ns, "a", nil)
+	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Detach()
+	if got := s3lock.SlotKey(name, l.Slot(), l.Epoch()); got != l.Key() {
+		t.Errorf("SlotKey = %s; want the lease's key %s", got, l.Key())
+	}
+	st, err := c.LookupSlotEpoch(t.Context(), name, l.Slot(), l.Epoch())
+	if err != nil || st.Slot != l.Slot() || st.Name != name || !st.Held || st.Holder != "a" {
+		t.Fatalf("LookupSlotEpoch = %+v, %v; want slot %d held by a", st, err, l.Slot())
+	}
+	a, err := newLockClient(t, ns, "operator", nil).AdoptSlot(t.Context(), name, l.Slot(), l.Epoch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Slot() != l.Slot() || a.Slots() != 2 || a.Name() != name {
+		t.Errorf("adopted slot %d of %d of %q; want slot %d of 2 of %q", a.Slot(), a.Slots(), a.Name(), l.Slot(), name)
+	}
+	if err := a.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AdoptSlot(t.Context(), name, 3, 1); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("AdoptSlot of slot 3 of a 2-slot lock: %v; want ErrSlotsMismatch", err)
+	}
+	mutex := ns.Name("mutex")
+	m, err := c.TryAcquire(t.Context(), mutex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, m)
+	if _, err := c.LookupSlotEpoch(t.Context(), mutex, 1, m.Epoch()); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("LookupSlotEpoch of a mutex: %v; want ErrSlotsMismatch", err)
+	}
+}
