@@ -96,6 +96,15 @@ type app struct {
 	debug       bool
 	statsOn     bool
 
+	// conn holds the other connection flags (TLS, proxies, STS, retries,
+	// the S3 backend's skip_* switches, see connection.go); assumeRole and
+	// webIdentity the role flags, used when useAssumeRole or useWebIdentity
+	// says one of them (or its variable) is set.
+	conn                          awsclient.Options
+	assumeRole                    awsclient.AssumeRole
+	webIdentity                   awsclient.WebIdentity
+	useAssumeRole, useWebIdentity bool
+
 	stats *stats // --stats: counts what the client does; nil without
 
 	ran bool // a command's RunE started: its errors are not usage errors
@@ -225,9 +234,42 @@ Configuration comes from flags, else from the environment:
 The last four are Terraform's S3 backend settings encrypt, kms_key_id,
 sse_customer_key and acl: for buckets whose policy denies unencrypted writes
 or requires an ACL such as bucket-owner-full-control.
+
 Credentials come from the standard AWS chain: AWS_ACCESS_KEY_ID and
-AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), the shared credentials and config
-files (SSO and assumed-role profiles included), web identity, ECS and EC2 roles.
+AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), AWS_ROLE_ARN with
+AWS_WEB_IDENTITY_TOKEN_FILE (web identity), the shared credentials and config
+files (SSO and assumed-role profiles included), ECS and EC2 roles.
+
+The other connection flags are Terraform's S3 backend settings of the same
+names (see --help of any command for all of them), with these variables:
+  --custom-ca-bundle        AWS_CA_BUNDLE: for a store with a private CA
+  --insecure                S3LOCK_INSECURE (true/false)
+  --https-proxy, --http-proxy, --no-proxy
+                            HTTPS_PROXY, HTTP_PROXY, NO_PROXY
+  --web-identity-role-arn, --web-identity-token-file, --web-identity-session-name
+                            AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE,
+                            AWS_ROLE_SESSION_NAME; --web-identity-token also
+                            S3LOCK_WEB_IDENTITY_TOKEN
+  --assume-role-arn, --assume-role-session-name, --assume-role-external-id
+                            S3LOCK_ASSUME_ROLE_ARN, S3LOCK_ASSUME_ROLE_SESSION_NAME,
+                            S3LOCK_ASSUME_ROLE_EXTERNAL_ID
+  --sts-endpoint, --sts-region, --sso-endpoint
+                            AWS_ENDPOINT_URL_STS, S3LOCK_STS_REGION,
+                            AWS_ENDPOINT_URL_SSO
+  --shared-config-files, --shared-credentials-files
+                            AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE
+  --retry-mode              AWS_RETRY_MODE (standard or adaptive)
+  --use-fips-endpoint, --use-dualstack-endpoint
+                            AWS_USE_FIPS_ENDPOINT, AWS_USE_DUALSTACK_ENDPOINT
+  --skip-metadata-api-check AWS_EC2_METADATA_DISABLED
+  --skip-region-validation  S3LOCK_SKIP_REGION_VALIDATION
+  --skip-s3-checksum        S3LOCK_SKIP_S3_CHECKSUM: for stores that reject
+                            the AWS SDK's checksum headers
+With a web identity flag, s3lock assumes that role first; with an assume-role
+flag, it then assumes that role with the credentials it has. Once a proxy flag
+is given, the proxies also carry requests to localhost and loopback
+addresses, which the proxy variables alone never do: list those in --no-proxy
+to reach them directly.
 
 Progress goes to stderr; stdout carries only machine-readable output (tokens,
 JSON, tables), so it can be captured. With --stats, s3lock also prints a
@@ -280,6 +322,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.objects.SSECustomerKey, "sse-customer-key", "", "SSE-C key, the base64 of 32 bytes, sent with every write and read; "+
 		"prefer env "+envSSECKey+": a flag's value shows in ps (excludes --encrypt)")
 	pf.StringVar(&a.objects.ACL, "acl", "", "canned ACL for the objects s3lock writes, e.g. bucket-owner-full-control (env "+envACL+")")
+	a.connectionFlags(pf)
 	pf.BoolVar(&a.debug, "debug", false, "log the SDK's lock events (acquired, renewed, released, waiting, cleanup) to stderr")
 	pf.BoolVar(&a.statsOn, "stats", false, "on exit, print a summary on stderr: how long s3lock waited, the epoch it acquired, renewals, how the lease ended, and the S3 requests by operation and outcome")
 
@@ -300,41 +343,17 @@ func (a *app) rootCommand() *cobra.Command {
 // environment.
 func (a *app) resolveEnv(cmd *cobra.Command) error {
 	flags := cmd.Flags()
-	str := func(p *string, flag string, envs ...string) {
-		if flags.Changed(flag) {
-			return
-		}
-		for _, e := range envs {
-			if v := os.Getenv(e); v != "" {
-				*p = v
-				return
-			}
-		}
-	}
-	str(&a.bucket, "bucket", envBucket)
-	str(&a.endpoint, "endpoint", envEndpoint)
-	str(&a.region, "region", envRegionS3Lock) // AWS_REGION is read by the SDK
-	str(&a.bucketOwner, "expected-bucket-owner", envBucketOwner)
-	str(&a.objects.KMSKeyID, "kms-key-id", envKMSKeyID)
-	str(&a.objects.SSECustomerKey, "sse-customer-key", envSSECKey)
-	str(&a.objects.ACL, "acl", envACL)
-	boolean := func(p *bool, flag, env string) error {
-		if flags.Changed(flag) {
-			return nil
-		}
-		if v := os.Getenv(env); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return usagef("%s=%q is not true or false", env, v)
-			}
-			*p = b
-		}
-		return nil
-	}
-	if err := boolean(&a.pathStyle, "use-path-style", envPathStyle); err != nil {
+	fromEnv(flags, &a.bucket, "bucket", envBucket)
+	fromEnv(flags, &a.endpoint, "endpoint", envEndpoint)
+	fromEnv(flags, &a.region, "region", envRegionS3Lock) // AWS_REGION is read by the SDK
+	fromEnv(flags, &a.bucketOwner, "expected-bucket-owner", envBucketOwner)
+	fromEnv(flags, &a.objects.KMSKeyID, "kms-key-id", envKMSKeyID)
+	fromEnv(flags, &a.objects.SSECustomerKey, "sse-customer-key", envSSECKey)
+	fromEnv(flags, &a.objects.ACL, "acl", envACL)
+	if err := boolFromEnv(flags, &a.pathStyle, "use-path-style", envPathStyle); err != nil {
 		return err
 	}
-	if err := boolean(&a.objects.Encrypt, "encrypt", envEncrypt); err != nil {
+	if err := boolFromEnv(flags, &a.objects.Encrypt, "encrypt", envEncrypt); err != nil {
 		return err
 	}
 	if f := flags.Lookup("holder"); f != nil && !f.Changed {
@@ -343,6 +362,34 @@ func (a *app) resolveEnv(cmd *cobra.Command) error {
 				return err
 			}
 		}
+	}
+	return a.resolveConnectionEnv(flags)
+}
+
+// fromEnv sets *p from the first of envs that is set, unless flag was given.
+func fromEnv(flags *pflag.FlagSet, p *string, flag string, envs ...string) {
+	if flags.Changed(flag) {
+		return
+	}
+	for _, e := range envs {
+		if v := os.Getenv(e); v != "" {
+			*p = v
+			return
+		}
+	}
+}
+
+// boolFromEnv sets *p from env, unless flag was given.
+func boolFromEnv(flags *pflag.FlagSet, p *bool, flag, env string) error {
+	if flags.Changed(flag) {
+		return nil
+	}
+	if v := os.Getenv(env); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return usagef("%s=%q is not true or false", env, v)
+		}
+		*p = b
 	}
 	return nil
 }
@@ -408,13 +455,7 @@ func (a *app) lockOptions(lc lockConfig) []s3lock.Option {
 // s3API builds the S3 client from the connection flags and the standard
 // AWS configuration. It makes no request.
 func (a *app) s3API(ctx context.Context) (*s3.Client, error) {
-	api, err := awsclient.New(ctx, awsclient.Options{
-		Region:       a.region,
-		Profile:      a.profile,
-		Endpoint:     a.endpoint,
-		UsePathStyle: a.pathStyle,
-		AppID:        "s3lock-cli",
-	})
+	api, err := awsclient.New(ctx, a.awsOptions())
 	if errors.Is(err, awsclient.ErrNoRegion) {
 		return nil, usagef("no AWS region: set --region, %s or AWS_REGION", envRegionS3Lock)
 	}

@@ -1,144 +1,52 @@
 // Package awsclient builds the *s3.Client that s3lock talks through, from a
 // plain Options struct that both the s3lock CLI and the Terraform provider
-// fill from their own configuration.
+// fill from their own configuration. The settings carry the meanings of
+// Terraform's S3 backend settings of the same names (see each field).
 //
 // It loads the AWS configuration the standard way (config.LoadDefaultConfig),
 // so the usual environment variables (AWS_ACCESS_KEY_ID, AWS_PROFILE,
-// AWS_REGION, AWS_ENDPOINT_URL_S3, ...) and the shared config and credentials
-// files work as they do for the AWS CLI; explicit Options fields take
-// precedence over them. On top of that it sets timeouts and a retry policy
-// sized for a lock service: small requests that should answer in
-// milliseconds, where an unreachable store must be reported within seconds,
-// not after minutes of retries.
+// AWS_REGION, AWS_ENDPOINT_URL_S3, AWS_CA_BUNDLE, HTTPS_PROXY, AWS_ROLE_ARN,
+// ...) and the shared config and credentials files work as they do for the
+// AWS CLI; explicit Options fields take precedence over them. On top of that
+// it sets timeouts and a retry policy sized for a lock service: small
+// requests that should answer in milliseconds, where an unreachable store
+// must be reported within seconds, not after minutes of retries.
 //
-// New makes no request: wrong credentials or an unreachable endpoint show up
-// on the first call.
+// Files named in Options (shared files, a CA bundle, a web identity token)
+// are read when the configuration is loaded, so that a wrong path is
+// reported at once; otherwise New makes no request: wrong credentials or an
+// unreachable endpoint show up on the first call.
+//
+// The file layout: options.go the options and their rules, awsclient.go
+// the loading and the clients, roles.go the assumed roles (assume_role,
+// assume_role_with_web_identity), transport.go the HTTP client (timeouts,
+// TLS, retries), proxy.go the proxy rules, objects.go the settings of the
+// objects s3lock writes.
 package awsclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
-	"strings"
-	"time"
+	"regexp"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sso"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
 )
-
-// Defaults of the timeout and retry settings, used when the Options field is
-// zero.
-const (
-	// DefaultConnectTimeout bounds one TCP connect (and, separately, one TLS
-	// handshake): a reachable S3 endpoint connects in milliseconds, so a few
-	// seconds only matter for an address that drops packets.
-	DefaultConnectTimeout = 3 * time.Second
-	// DefaultResponseTimeout bounds the wait for the response headers of one
-	// attempt once the request is sent. Lock objects are tiny; an answer
-	// this late means the attempt is better retried.
-	DefaultResponseTimeout = 15 * time.Second
-	// DefaultMaxAttempts is how many times one call is tried in all (the
-	// SDK's standard retryer). Three attempts ride out a dropped connection
-	// or a 503 without hiding an endpoint that is down.
-	DefaultMaxAttempts = 3
-	// DefaultMaxBackoff caps the wait between attempts (the SDK's default is
-	// 20 seconds, far longer than a lock operation should stall).
-	DefaultMaxBackoff = 2 * time.Second
-	// DefaultEndpointRegion is the region used with a custom Endpoint when
-	// no region is configured anywhere: S3-compatible stores usually accept
-	// any region in the signature, and most default to this one.
-	DefaultEndpointRegion = "us-east-1"
-	// DefaultSessionName is the role session name of AssumeRole when none is
-	// given.
-	DefaultSessionName = "s3lock"
-)
-
-// Errors returned by New. Branch on them with errors.Is.
-var (
-	// ErrInvalidOptions means a field of Options is malformed or a required
-	// companion field is missing.
-	ErrInvalidOptions = errors.New("awsclient: invalid options")
-	// ErrNoRegion means no region was given and none is configured in the
-	// environment or the shared config files, and there is no custom
-	// endpoint to fall back to DefaultEndpointRegion for.
-	ErrNoRegion = errors.New("awsclient: no AWS region configured")
-)
-
-// Options say how to reach S3 and with which credentials. The zero value
-// uses the standard AWS configuration chain with the package defaults.
-type Options struct {
-	// Region of the bucket. Empty: AWS_REGION, AWS_DEFAULT_REGION or the
-	// profile's region; with a custom Endpoint, DefaultEndpointRegion if
-	// none of those is set.
-	Region string
-	// Profile names a profile of the shared config and credentials files.
-	// Empty: AWS_PROFILE, else "default".
-	Profile string
-	// AccessKey, SecretKey and Token are static credentials. They take
-	// precedence over every other source; AccessKey and SecretKey go
-	// together, and Token needs both.
-	AccessKey string
-	SecretKey string
-	Token     string
-	// Endpoint is the base URL of an S3-compatible store, e.g.
-	// http://127.0.0.1:7070. Empty: AWS's own endpoints (or
-	// AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL when set).
-	Endpoint string
-	// UsePathStyle addresses buckets as https://host/bucket instead of
-	// https://bucket.host, as most S3-compatible stores require.
-	UsePathStyle bool
-	// AssumeRole, when set, makes the client assume this IAM role with the
-	// credentials found by the rest of the options.
-	AssumeRole *AssumeRole
-	// STSEndpoint overrides the STS endpoint (for AssumeRole and STSClient).
-	STSEndpoint string
-
-	// ConnectTimeout bounds one TCP connect and one TLS handshake
-	// (default DefaultConnectTimeout).
-	ConnectTimeout time.Duration
-	// ResponseTimeout bounds the wait for the response headers of one
-	// attempt (default DefaultResponseTimeout).
-	ResponseTimeout time.Duration
-	// MaxAttempts is how many times one call is tried in all (default
-	// DefaultMaxAttempts; 1 disables retries).
-	MaxAttempts int
-	// MaxBackoff caps the wait between attempts (default DefaultMaxBackoff).
-	MaxBackoff time.Duration
-
-	// AppID is sent in the User-Agent header (e.g. "s3lock-cli"), so that
-	// the store's logs show which tool made a request.
-	AppID string
-}
-
-// AssumeRole names an IAM role to assume through STS.
-type AssumeRole struct {
-	// RoleARN is the role to assume (required).
-	RoleARN string
-	// SessionName names the role session in CloudTrail (default
-	// DefaultSessionName).
-	SessionName string
-	// ExternalID is passed to STS when the role's trust policy requires one.
-	ExternalID string
-	// Duration of the role session; zero for STS's default (one hour).
-	// Credentials are refreshed before they expire.
-	Duration time.Duration
-}
 
 // New returns an S3 client configured by opts. It reads the environment and
 // the shared AWS files but sends no request; ctx bounds only that loading
-// (credential providers that need the network, such as SSO or the instance
-// metadata service, run lazily on the first request, under that request's
-// context).
+// (credential providers that need the network, such as SSO, STS or the
+// instance metadata service, run lazily on the first request, under that
+// request's context).
 func New(ctx context.Context, opts Options) (*s3.Client, error) {
 	cfg, err := LoadConfig(ctx, opts)
 	if err != nil {
@@ -148,7 +56,7 @@ func New(ctx context.Context, opts Options) (*s3.Client, error) {
 }
 
 // S3Client returns the S3 client for a configuration loaded by LoadConfig
-// with the same options (endpoint, addressing).
+// with the same options (endpoint, addressing, checksums).
 func S3Client(cfg aws.Config, opts Options) *s3.Client {
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = opts.UsePathStyle
@@ -158,148 +66,184 @@ func S3Client(cfg aws.Config, opts Options) *s3.Client {
 		// S3-compatible stores often send no response checksum; that is
 		// not worth a warning on every request.
 		o.DisableLogOutputChecksumValidationSkipped = true
+		if opts.SkipS3Checksum {
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		}
 	})
 }
 
 // STSClient returns an STS client for a configuration loaded by LoadConfig
-// with the same options (STS endpoint).
+// with the same options (STS endpoint and region).
 func STSClient(cfg aws.Config, opts Options) *sts.Client {
 	return sts.NewFromConfig(cfg, func(o *sts.Options) {
 		if opts.STSEndpoint != "" {
 			o.BaseEndpoint = aws.String(opts.STSEndpoint)
 		}
+		if opts.STSRegion != "" {
+			o.Region = opts.STSRegion
+		}
 	})
 }
 
 // LoadConfig returns the aws.Config that New builds its client from: region,
-// credentials (assumed role included), HTTP client and retryer. The custom
+// credentials (assumed roles included), HTTP client and retryer. The custom
 // Endpoint and path-style addressing are S3 client settings and are not part
 // of it, so the same config can serve other AWS clients (STS, say).
 func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
+	opts = opts.withEnvironment()
 	if err := opts.validate(); err != nil {
 		return aws.Config{}, err
 	}
-	connect := orDefault(opts.ConnectTimeout, DefaultConnectTimeout)
-	response := orDefault(opts.ResponseTimeout, DefaultResponseTimeout)
-	attempts := opts.MaxAttempts
-	if attempts == 0 {
-		attempts = DefaultMaxAttempts
-	}
-	backoff := orDefault(opts.MaxBackoff, DefaultMaxBackoff)
-
-	httpClient := awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = connect }).
-		WithTransportOptions(func(t *http.Transport) {
-			t.TLSHandshakeTimeout = connect
-			t.ResponseHeaderTimeout = response
-		})
-	loaders := []func(*config.LoadOptions) error{
-		// The SDK's own logger writes unstructured lines to stderr; what
-		// matters reaches the caller as errors.
-		config.WithLogger(logging.Nop{}),
-		config.WithHTTPClient(httpClient),
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = attempts
-				o.MaxBackoff = backoff
-			})
-		}),
-	}
-	if opts.Region != "" {
-		loaders = append(loaders, config.WithRegion(opts.Region))
-	}
-	if opts.Profile != "" {
-		loaders = append(loaders, config.WithSharedConfigProfile(opts.Profile))
-	}
-	if opts.AccessKey != "" {
-		loaders = append(loaders, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, opts.Token)))
-	}
-	if opts.AppID != "" {
-		loaders = append(loaders, config.WithAppID(opts.AppID))
+	loaders, err := opts.loaders()
+	if err != nil {
+		return aws.Config{}, err
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("awsclient: loading the AWS configuration: %w", err)
 	}
-	if cfg.Region == "" {
-		if opts.Endpoint == "" {
-			return aws.Config{}, ErrNoRegion
-		}
-		cfg.Region = DefaultEndpointRegion
+	if err := opts.checkRegion(&cfg); err != nil {
+		return aws.Config{}, err
 	}
-	if ar := opts.AssumeRole; ar != nil {
-		name := ar.SessionName
-		if name == "" {
-			name = DefaultSessionName
-		}
-		provider := stscreds.NewAssumeRoleProvider(STSClient(cfg, opts), ar.RoleARN, func(o *stscreds.AssumeRoleOptions) {
-			o.RoleSessionName = name
-			if ar.ExternalID != "" {
-				o.ExternalID = aws.String(ar.ExternalID)
-			}
-			if ar.Duration > 0 {
-				o.Duration = ar.Duration
-			}
-		})
-		cfg.Credentials = aws.NewCredentialsCache(provider)
+	if err := opts.setRetryer(ctx, &cfg); err != nil {
+		return aws.Config{}, err
 	}
+	opts.assumeRoles(&cfg)
 	return cfg, nil
 }
 
-func (o Options) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+// withEnvironment fills what the S3 backend also reads from the environment
+// and the SDK would not apply to explicit settings.
+func (o Options) withEnvironment() Options {
+	if w := o.AssumeRoleWithWebIdentity; w != nil {
+		resolved := w.withEnvironment()
+		o.AssumeRoleWithWebIdentity = &resolved
 	}
-	switch {
-	case (o.AccessKey == "") != (o.SecretKey == ""):
-		return bad("an access key and a secret key must be given together")
-	case o.Token != "" && o.AccessKey == "":
-		return bad("a session token needs an access key and a secret key")
-	case o.ConnectTimeout < 0, o.ResponseTimeout < 0, o.MaxBackoff < 0:
-		return bad("timeouts must not be negative")
-	case o.MaxAttempts < 0:
-		return bad("max attempts %d is negative", o.MaxAttempts)
-	case strings.TrimSpace(o.Region) != o.Region:
-		return bad("region %q has surrounding spaces", o.Region)
-	}
-	for _, ep := range []string{o.Endpoint, o.STSEndpoint} {
-		if ep == "" {
-			continue
-		}
-		if err := ValidateEndpoint(ep); err != nil {
-			return bad("%v", err)
-		}
-	}
-	if ar := o.AssumeRole; ar != nil {
-		switch {
-		case ar.RoleARN == "":
-			return bad("assume role needs a role ARN")
-		case !strings.HasPrefix(ar.RoleARN, "arn:"):
-			return bad("role ARN %q does not start with \"arn:\"", ar.RoleARN)
-		case ar.Duration < 0:
-			return bad("assume role duration %s is negative", ar.Duration)
-		}
-	}
-	return nil
+	return o
 }
 
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
+// loaders are the options of config.LoadDefaultConfig for o.
+func (o Options) loaders() ([]func(*config.LoadOptions) error, error) {
+	httpClient, caBundle, err := o.httpClient()
+	if err != nil {
+		return nil, err
 	}
-	return d
+	loaders := []func(*config.LoadOptions) error{
+		// The SDK's own logger writes unstructured lines to stderr; what
+		// matters reaches the caller as errors.
+		config.WithLogger(logging.Nop{}),
+		config.WithHTTPClient(httpClient),
+		config.WithRetryer(o.retryer(RetryModeStandard)),
+		config.WithAPIOptions([]func(*middleware.Stack) error{certificateHint}),
+	}
+	if caBundle != nil {
+		// As LoadOptions it takes precedence over AWS_CA_BUNDLE, which the
+		// SDK would otherwise add.
+		loaders = append(loaders, config.WithCustomCABundle(caBundle))
+	}
+	if o.Region != "" {
+		loaders = append(loaders, config.WithRegion(o.Region))
+	}
+	if o.Profile != "" {
+		loaders = append(loaders, config.WithSharedConfigProfile(o.Profile))
+	}
+	if len(o.SharedConfigFiles) > 0 {
+		loaders = append(loaders, config.WithSharedConfigFiles(expandAll(o.SharedConfigFiles)))
+	}
+	if len(o.SharedCredentialsFiles) > 0 {
+		loaders = append(loaders, config.WithSharedCredentialsFiles(expandAll(o.SharedCredentialsFiles)))
+	}
+	if o.AccessKey != "" {
+		loaders = append(loaders, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(o.AccessKey, o.SecretKey, o.Token)))
+	}
+	if o.AppID != "" {
+		loaders = append(loaders, config.WithAppID(o.AppID))
+	}
+	if o.SkipMetadataAPICheck {
+		loaders = append(loaders, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	}
+	if o.UseFIPSEndpoint {
+		loaders = append(loaders, config.WithUseFIPSEndpoint(aws.FIPSEndpointStateEnabled))
+	}
+	if o.UseDualStackEndpoint {
+		loaders = append(loaders, config.WithUseDualStackEndpoint(aws.DualStackEndpointStateEnabled))
+	}
+	if o.SSOEndpoint != "" {
+		loaders = append(loaders, config.WithSSOProviderOptions(o.ssoEndpoint))
+	}
+	if o.STSEndpoint != "" || o.STSRegion != "" {
+		// The roles the SDK assumes itself (a profile's role_arn,
+		// AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE) use the same STS.
+		loaders = append(loaders,
+			config.WithAssumeRoleCredentialOptions(func(ar *stscreds.AssumeRoleOptions) { ar.Client = o.stsOf(ar.Client) }),
+			config.WithWebIdentityRoleCredentialOptions(func(w *stscreds.WebIdentityRoleOptions) {
+				if c, ok := w.Client.(*sts.Client); ok {
+					w.Client = o.stsFrom(c)
+				}
+			}))
+	}
+	return loaders, nil
 }
 
-// ValidateEndpoint checks that an endpoint is an http:// or https:// URL with
-// a host and without credentials in it (they would end up in logs).
-func ValidateEndpoint(endpoint string) error {
-	u, err := url.Parse(endpoint)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("endpoint %q is not an http:// or https:// URL with a host, e.g. https://s3.example.com:9000", endpoint)
-	case u.User != nil:
-		return fmt.Errorf("endpoint %s must not contain credentials; give an access key and secret key instead", u.Redacted())
+// stsOf is the STS client of an SDK-made AssumeRole provider, rebuilt with
+// STSEndpoint and STSRegion.
+func (o Options) stsOf(c stscreds.AssumeRoleAPIClient) stscreds.AssumeRoleAPIClient {
+	if sc, ok := c.(*sts.Client); ok {
+		return o.stsFrom(sc)
+	}
+	return c
+}
+
+// stsFrom rebuilds an STS client that the SDK made with STSEndpoint and
+// STSRegion.
+func (o Options) stsFrom(c *sts.Client) *sts.Client {
+	return sts.New(c.Options(), func(so *sts.Options) {
+		if o.STSEndpoint != "" {
+			so.BaseEndpoint = aws.String(o.STSEndpoint)
+		}
+		if o.STSRegion != "" {
+			so.Region = o.STSRegion
+		}
+	})
+}
+
+// ssoEndpoint points the SSO credential provider's portal client at
+// SSOEndpoint. The SDK builds that client from the profile's SSO region; it
+// is rebuilt here from its own options with the endpoint changed.
+func (o Options) ssoEndpoint(so *ssocreds.Options) {
+	if c, ok := so.Client.(*sso.Client); ok {
+		so.Client = sso.New(c.Options(), func(opts *sso.Options) { opts.BaseEndpoint = aws.String(o.SSOEndpoint) })
+	}
+}
+
+// awsRegionPattern is the shape of AWS region names: us-east-1,
+// eu-central-2, us-gov-west-1, cn-northwest-1, us-isob-east-1, ...
+var awsRegionPattern = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+
+// checkRegion applies the default region of custom endpoints and checks the
+// region's name where it must be AWS's.
+func (o Options) checkRegion(cfg *aws.Config) error {
+	// The S3 client's base endpoint includes the one of the environment
+	// and the shared config (AWS_ENDPOINT_URL_S3, services sections).
+	custom := o.Endpoint != "" || s3.NewFromConfig(*cfg).Options().BaseEndpoint != nil
+	if cfg.Region == "" {
+		if !custom {
+			return ErrNoRegion
+		}
+		cfg.Region = DefaultEndpointRegion
+	}
+	if o.SkipRegionValidation {
+		return nil
+	}
+	if !custom && !awsRegionPattern.MatchString(cfg.Region) {
+		return fmt.Errorf("%w: region %q is not the name of an AWS region, such as us-east-1 or eu-central-1: "+
+			"correct it, or skip the region validation if the name is right", ErrInvalidOptions, cfg.Region)
+	}
+	if o.STSRegion != "" && o.STSEndpoint == "" && !awsRegionPattern.MatchString(o.STSRegion) {
+		return fmt.Errorf("%w: STS region %q is not the name of an AWS region, such as us-east-1: "+
+			"correct it, or skip the region validation if the name is right", ErrInvalidOptions, o.STSRegion)
 	}
 	return nil
 }

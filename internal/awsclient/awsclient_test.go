@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,63 +147,6 @@ func TestNew_SharedProfile(t *testing.T) {
 	_, err = awsclient.New(t.Context(), awsclient.Options{Profile: "no-such-profile", Endpoint: tg.Endpoint})
 	if err == nil {
 		t.Fatal("a missing profile was accepted")
-	}
-}
-
-// A fake STS that hands out the local server's credentials (without a
-// session token, which the server would reject) lets the test
-// check the whole assume-role path: the request STS receives, and that the
-// S3 client then signs with the credentials it returned.
-func TestNew_AssumeRole(t *testing.T) {
-	ns := localOnly(t)
-	isolate(t)
-	tg := ns.Target
-	var mu sync.Mutex
-	var got url.Values
-	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		got = r.PostForm
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/xml")
-		fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>
-<Credentials><AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey>
-<Expiration>%s</Expiration></Credentials>
-<AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/locker/ci</Arn><AssumedRoleId>AROA:ci</AssumedRoleId></AssumedRoleUser>
-</AssumeRoleResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></AssumeRoleResponse>`,
-			tg.AccessKey, tg.SecretKey, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
-	}))
-	defer sts.Close()
-	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
-
-	client, err := awsclient.New(t.Context(), awsclient.Options{
-		Region: tg.Region, AccessKey: "base-key", SecretKey: "base-secret",
-		Endpoint: tg.Endpoint, UsePathStyle: true,
-		AssumeRole: &awsclient.AssumeRole{
-			RoleARN:     "arn:aws:iam::123456789012:role/locker",
-			SessionName: "ci",
-			ExternalID:  "ext-1",
-			Duration:    30 * time.Minute,
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	roundTrip(t, client, ns.Bucket)
-
-	mu.Lock()
-	defer mu.Unlock()
-	want := map[string]string{
-		"Action": "AssumeRole", "RoleArn": "arn:aws:iam::123456789012:role/locker",
-		"RoleSessionName": "ci", "ExternalId": "ext-1", "DurationSeconds": "1800",
-	}
-	for k, v := range want {
-		if got.Get(k) != v {
-			t.Errorf("STS got %s=%q, want %q (all: %v)", k, got.Get(k), v, got)
-		}
 	}
 }
 

@@ -54,7 +54,10 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 	if err != nil {
 		return nil, invalidObjectSettings(err)
 	}
-	awsOpts := awsOptions(cfg)
+	awsOpts, err := awsOptions(ctx, cfg)
+	if err != nil {
+		return nil, invalidAWSConfig(err)
+	}
 	awsCfg, err := awsclient.LoadConfig(ctx, awsOpts)
 	if errors.Is(err, awsclient.ErrNoRegion) {
 		return nil, noRegion()
@@ -106,13 +109,14 @@ func validateCredentials(ctx context.Context, awsCfg aws.Config, opts awsclient.
 
 // client returns the s3lock client for bucket, or reports why there is none
 // (the provider is not configured yet, or the settings are invalid). It is
-// the one place the provider makes a client.
-func (f *clientFactory) client(ctx context.Context, bucket string, diags *diag.Diagnostics) (*s3lock.Client, bool) {
+// the one place the provider makes a client; extra options (such as the
+// probe prefix of a store check) come after the provider's own.
+func (f *clientFactory) client(ctx context.Context, bucket string, diags *diag.Diagnostics, extra ...s3lock.Option) (*s3lock.Client, bool) {
 	if f == nil {
 		diags.Append(notConfigured())
 		return nil, false
 	}
-	c, err := f.newClient(ctx, bucket)
+	c, err := f.newClient(ctx, bucket, extra...)
 	if err != nil {
 		diags.Append(invalidClientSettings(bucket, err))
 		return nil, false
@@ -121,9 +125,9 @@ func (f *clientFactory) client(ctx context.Context, bucket string, diags *diag.D
 }
 
 // newClient is client for callers that report the error themselves.
-func (f *clientFactory) newClient(ctx context.Context, bucket string) (*s3lock.Client, error) {
+func (f *clientFactory) newClient(ctx context.Context, bucket string, extra ...s3lock.Option) (*s3lock.Client, error) {
 	opts := append([]s3lock.Option{s3lock.WithLogger(newTFLogger(ctx))}, f.options...)
-	return s3lock.New(f.api, bucket, opts...)
+	return s3lock.New(f.api, bucket, append(opts, extra...)...)
 }
 
 // now is the provider's clock.

@@ -24,10 +24,7 @@ var (
 	_ validator.String = durationValidator{}
 )
 
-var (
-	accountIDPattern = regexp.MustCompile(`^[0-9]{12}$`)
-	arnPattern       = regexp.MustCompile(`^arn:[a-z0-9-]+:[a-z0-9-]+:[a-z0-9-]*:[0-9]*:.+$`)
-)
+var accountIDPattern = regexp.MustCompile(`^[0-9]{12}$`)
 
 // lockContext describes the lock an attribute belongs to, from its sibling
 // bucket and name attributes, for diagnostics: ` (lock "x" in bucket "y")`.

@@ -1,0 +1,122 @@
+package s3test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
+)
+
+// TLSStore is a versitygw server of its own that speaks HTTPS with a
+// self-signed certificate, as a private S3-compatible store does: clients
+// fail to verify it unless they trust CAFile.
+type TLSStore struct {
+	// Endpoint is the server's https:// URL (on 127.0.0.1).
+	Endpoint string
+	// CAFile is the PEM file of the self-signed certificate, to give
+	// clients as their CA bundle.
+	CAFile string
+	// Bucket is a bucket created on the server for the test.
+	Bucket string
+	// Target describes the server with its static credentials (path-style).
+	Target Target
+	// Client is an S3 client that trusts CAFile, to check what was written.
+	Client *s3.Client
+}
+
+// NewTLSStore starts a TLS store for the rest of the test: a fresh
+// self-signed certificate for 127.0.0.1 and localhost, made here with
+// crypto/x509, and a versitygw server that serves it.
+func NewTLSStore(tb testing.TB) *TLSStore {
+	tb.Helper()
+	dir := tb.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := writeSelfSigned(certFile, keyFile); err != nil {
+		tb.Fatalf("s3test: making a self-signed certificate: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(tb.Context(), 10*time.Minute)
+	defer cancel()
+	srv, err := s3server.Start(ctx, s3server.Options{Dir: filepath.Join(dir, "data"), CertFile: certFile, KeyFile: keyFile})
+	if err != nil {
+		tb.Fatalf("s3test: starting versitygw with TLS: %v", err)
+	}
+	tb.Cleanup(srv.Stop)
+
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pemBytes)
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	tb.Cleanup(transport.CloseIdleConnections)
+	client := s3.New(s3.Options{
+		Region: s3server.Region, UsePathStyle: true, BaseEndpoint: aws.String(srv.Endpoint),
+		HTTPClient:  &http.Client{Transport: transport},
+		Credentials: credentials.NewStaticCredentialsProvider(s3server.AccessKeyID, s3server.SecretAccessKey, ""),
+	})
+	st := &TLSStore{
+		Endpoint: srv.Endpoint, CAFile: certFile, Bucket: "s3lock-tls-" + RandomHex(4), Client: client,
+		Target: Target{Endpoint: srv.Endpoint, Region: s3server.Region, AccessKey: s3server.AccessKeyID,
+			SecretKey: s3server.SecretAccessKey, PathStyle: true, Local: true},
+	}
+	if _, err := client.CreateBucket(tb.Context(), &s3.CreateBucketInput{Bucket: aws.String(st.Bucket)}); err != nil {
+		tb.Fatalf("s3test: creating bucket %s on the TLS store: %v", st.Bucket, err)
+	}
+	return st
+}
+
+// writeSelfSigned writes a self-signed ECDSA certificate for 127.0.0.1, ::1
+// and localhost, valid for a day, and its key, as PEM files.
+func writeSelfSigned(certFile, keyFile string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "s3lock test store"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+}
