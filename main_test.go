@@ -231,6 +231,10 @@ func TestAccMain_ExamplesValidate(t *testing.T) {
 	}
 	for _, d := range dirs {
 		t.Run(d, func(t *testing.T) {
+			// Action blocks need Terraform 1.14 or later.
+			if reason := h.CLI.Lacks(tfharness.Actions); reason != "" && strings.HasPrefix(filepath.ToSlash(d), "examples/actions/") {
+				t.Skip(reason)
+			}
 			t.Parallel()
 			work := filepath.Join(t.TempDir(), "example")
 			if err := os.CopyFS(work, os.DirFS(filepath.Dir(d))); err != nil {

@@ -45,6 +45,35 @@ provider "s3lock" {
   acl        = "bucket-owner-full-control"
 }
 
+# CI without static keys: the runner's OIDC token is exchanged for a role's
+# credentials (AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE work too).
+provider "s3lock" {
+  alias = "ci"
+
+  region = "eu-west-1"
+
+  assume_role_with_web_identity = {
+    role_arn                = "arn:aws:iam::123456789012:role/ci-locks"
+    web_identity_token_file = "/var/run/secrets/ci/token"
+    session_name            = "pipeline"
+  }
+}
+
+# A private store with a certificate of the company's CA, reached through
+# the company's proxy.
+provider "s3lock" {
+  alias = "private"
+
+  region                      = "us-east-1"
+  endpoints                   = { s3 = "https://s3.internal.example.com" }
+  use_path_style              = true
+  skip_credentials_validation = true
+  custom_ca_bundle            = "/etc/ssl/company-ca.pem"
+  https_proxy                 = "http://proxy.internal.example.com:3128"
+  no_proxy                    = ".svc.cluster.local"
+  skip_s3_checksum            = true
+}
+
 variable "minio_access_key" {
   type = string
 }

@@ -175,6 +175,14 @@ func invalidImportID(err error) diag.Diagnostic {
 		"last one; the lock name (which may contain slashes) is in between.", err, importIDFormat))
 }
 
+// invalidImportIdentity is an import block identity that does not name a
+// lease.
+func invalidImportIdentity(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid import identity", fmt.Sprintf("%s.\n\nThe identity of an s3lock_lease "+
+		"is the lease's bucket, lock name and epoch, e.g. identity = { bucket = \"my-locks\", name = \"deploy/prod\", "+
+		"epoch = 42 } (the import ID %q in parts).", strings.TrimPrefix(err.Error(), "s3lock: "), importIDFormat))
+}
+
 // unreadableToken is a lease token in private state that does not parse.
 func unreadableToken(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Unreadable lease token", "The lease token kept in the resource's private state "+
@@ -222,6 +230,82 @@ func unreadableWaiter(bucket, name string, w s3lock.Waiter) diag.Diagnostic {
 func unreadableLock(bucket string, st s3lock.State) diag.Diagnostic {
 	return diag.NewWarningDiagnostic("Unreadable lock",
 		fmt.Sprintf("Lock %q in bucket %q is listed as not held: %v", st.Name, bucket, st.Err))
+}
+
+// Actions.
+
+// actionArgumentNull is a required argument of an action that is null when
+// the action is invoked, such as a variable nobody set: Terraform passes it
+// on without complaint.
+func actionArgumentNull(action, attr string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root(attr), "Missing "+attr, fmt.Sprintf("The %s action needs %s, "+
+		"but it is null. If it comes from a variable, set the variable when invoking the action, e.g. "+
+		"terraform apply -invoke=action.%s.NAME -var NAME=VALUE.", action, attr, action))
+}
+
+// forceReleaseFailed is an s3lock_force_release action whose release of
+// epoch l.epoch (of slot, when slot > 0) failed; current says who holds the
+// lock now (describeCurrent, may be "").
+func forceReleaseFailed(l leaseRef, slot int, err error, current string) diag.Diagnostic {
+	what, ref := fmt.Sprintf("epoch %d", l.epoch), l
+	if slot > 0 {
+		// The slot's own keys are the SDK's business: the error names them.
+		what, ref = fmt.Sprintf("epoch %d in its slot %d", l.epoch, slot), leaseRef{bucket: l.bucket, name: l.name}
+	}
+	detail := lockErrorDetail(ref, err)
+	if errors.Is(err, s3lock.ErrNoSuchEpoch) {
+		detail += fmt.Sprintf("\n\nThe action releases the one epoch it is given and no other, and lock %q has no "+
+			"%s: nothing was changed.%s Read the lock's current epochs with the s3lock_lease data source or "+
+			"`s3lock status %s`.", l.name, what, current, l.name)
+	}
+	return diag.NewErrorDiagnostic("Could not force-release lease", detail)
+}
+
+// storeCheckFailed is an s3lock_verify action whose checks did not all pass.
+func storeCheckFailed(rep s3lock.Report) diag.Diagnostic {
+	var b strings.Builder
+	failed, conditional, denied := 0, false, false
+	for _, c := range rep.Checks {
+		if c.Status == s3lock.CheckOK {
+			continue
+		}
+		failed++
+		conditional = conditional || c.Status == s3lock.CheckFailed
+		denied = denied || c.Status == s3lock.CheckDenied
+		fmt.Fprintf(&b, "\n  - %s", checkLine(c))
+	}
+	detail := fmt.Sprintf("Bucket %q (probes under s3://%s/%s): %d of %d checks did not pass:%s",
+		rep.Bucket, rep.Bucket, rep.ProbePrefix, failed, len(rep.Checks), b.String())
+	if conditional {
+		detail += "\n\nThis store does not enforce S3 conditional writes (If-None-Match, If-Match), so s3lock cannot " +
+			"provide mutual exclusion on it: use a store that does (AWS S3, MinIO, versitygw, ...)."
+	}
+	if denied {
+		detail += fmt.Sprintf("\n\nThe provider's credentials lack a permission that s3lock needs: allow s3:ListBucket "+
+			"on bucket %q and s3:GetObject, s3:PutObject and s3:DeleteObject on the keys under the lock prefix "+
+			"(s3://%s/%s* for the probes).", rep.Bucket, rep.Bucket, rep.ProbePrefix)
+	}
+	return diag.NewErrorDiagnostic("Store check failed", detail)
+}
+
+// checkLine is one check of a Report for people: `put (s3:PutObject): denied:
+// Access Denied`.
+func checkLine(c s3lock.Check) string {
+	line := c.Name
+	if c.Permission != "" {
+		line += " (" + c.Permission + ")"
+	}
+	line += ": " + string(c.Status)
+	if c.Detail != "" {
+		line += ": " + c.Detail
+	}
+	return line
+}
+
+// storeCheckInterrupted is an s3lock_verify action that did not finish.
+func storeCheckInterrupted(bucket string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Store check interrupted", fmt.Sprintf("The checks of bucket %q did not finish: "+
+		"%v. Invoke the action again.", bucket, err))
 }
 
 // The provider's own configuration.
@@ -289,6 +373,12 @@ func invalidObjectSettings(err error) diag.Diagnostic {
 // refused (an SSE-C key that is not the base64 of 32 bytes, an unknown
 // ACL). The error never contains the value.
 func invalidObjectSetting(p path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid "+p.String(), objectSettingsReason(err))
+}
+
+// invalidAWSSetting is one connection setting that awsclient refused (an
+// ARN, a session policy, a proxy URL, a no_proxy list).
+func invalidAWSSetting(p path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(p, "Invalid "+p.String(), objectSettingsReason(err))
 }
 

@@ -1,15 +1,19 @@
-// Package provider implements the s3lock Terraform provider: a lease resource,
-// an ephemeral lease and two data sources over the s3lock package. Every S3
-// request goes through s3lock, and so does every rule about leases (when one
-// is lost, when to wait, what a valid name or prefix is); this package only
-// maps Terraform's lifecycle onto it.
+// Package provider implements the s3lock Terraform provider: a lease resource
+// (with a resource identity and a list resource for `terraform query`), an
+// ephemeral lease, two data sources and two actions over the s3lock package.
+// Every S3 request goes through s3lock, and so does every rule about leases
+// (when one is lost, when to wait, what a valid name or prefix is); this
+// package only maps Terraform's lifecycle onto it.
 //
 // Where things are: provider.go is the provider and its schema,
-// provider_config.go its configuration model, client_factory.go the one
-// place that builds an s3lock client, diagnostics.go every diagnostic (one
-// wording per situation), validators.go the attribute validators, timing.go
-// the provider's numbers, resource_lease.go, ephemeral_lease*.go and
-// data_source_*.go one file per object, lease_common.go what they share.
+// provider_config.go its configuration model, provider_connection.go and
+// provider_objects.go the schema of its AWS and object settings,
+// client_factory.go the one place that builds an s3lock client,
+// diagnostics.go every diagnostic (one wording per situation),
+// validators.go the attribute validators, timing.go
+// the provider's numbers, resource_lease*.go, ephemeral_lease*.go,
+// data_source_*.go, list_*.go and action_*.go one file per object,
+// lease_common.go what they share.
 package provider
 
 import (
@@ -18,8 +22,10 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -33,6 +39,8 @@ import (
 var (
 	_ provider.Provider                       = (*s3lockProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*s3lockProvider)(nil)
+	_ provider.ProviderWithListResources      = (*s3lockProvider)(nil)
+	_ provider.ProviderWithActions            = (*s3lockProvider)(nil)
 )
 
 // s3lockProvider is the provider. Its hooks are nil outside tests.
@@ -121,25 +129,6 @@ func (p *s3lockProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Sensitive:           true,
 				Validators:          []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("access_key"))},
 			},
-			"endpoints": schema.SingleNestedAttribute{
-				MarkdownDescription: "Custom service endpoints, for S3-compatible stores (MinIO, Ceph, versitygw, R2, ...) " +
-					"or private endpoints.",
-				Optional: true,
-				Attributes: map[string]schema.Attribute{
-					"s3": schema.StringAttribute{
-						MarkdownDescription: "URL of the S3 API, e.g. `https://minio.example.com:9000`. Defaults to " +
-							"`AWS_ENDPOINT_URL_S3` or AWS's own endpoint for the region.",
-						Optional:   true,
-						Validators: []validator.String{endpointValidator()},
-					},
-					"sts": schema.StringAttribute{
-						MarkdownDescription: "URL of the STS API, used by `assume_role` and the credential check. " +
-							"Defaults to `AWS_ENDPOINT_URL_STS` or AWS's own endpoint.",
-						Optional:   true,
-						Validators: []validator.String{endpointValidator()},
-					},
-				},
-			},
 			"use_path_style": schema.BoolAttribute{
 				MarkdownDescription: "Address buckets as `https://endpoint/bucket` rather than `https://bucket.endpoint`. " +
 					"Most S3-compatible stores need this. Default `false`.",
@@ -149,29 +138,6 @@ func (p *s3lockProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				MarkdownDescription: "Skip checking the credentials with STS `GetCallerIdentity` when the provider is " +
 					"configured. Set it for S3-compatible stores that have no STS. Default `false`.",
 				Optional: true,
-			},
-			"assume_role": schema.SingleNestedAttribute{
-				MarkdownDescription: "Assume an IAM role (with STS `AssumeRole`) and use its credentials.",
-				Optional:            true,
-				Attributes: map[string]schema.Attribute{
-					"role_arn": schema.StringAttribute{
-						MarkdownDescription: "ARN of the role to assume.",
-						Required:            true,
-						Validators: []validator.String{
-							stringvalidator.RegexMatches(arnPattern, "must be an ARN, e.g. arn:aws:iam::123456789012:role/locks"),
-						},
-					},
-					"session_name": schema.StringAttribute{
-						MarkdownDescription: "Session name of the assumed role; shows up in CloudTrail.",
-						Optional:            true,
-						Validators:          []validator.String{stringvalidator.LengthBetween(2, 64)},
-					},
-					"external_id": schema.StringAttribute{
-						MarkdownDescription: "External id the role's trust policy requires, if any.",
-						Optional:            true,
-						Validators:          []validator.String{stringvalidator.LengthBetween(2, 1224)},
-					},
-				},
 			},
 			"max_retries": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How often the AWS SDK retries an S3 or STS request that failed "+
@@ -202,6 +168,9 @@ func (p *s3lockProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 	for name, attr := range objectAttributes() {
 		resp.Schema.Attributes[name] = attr
 	}
+	for name, attr := range connectionAttributes() {
+		resp.Schema.Attributes[name] = attr
+	}
 }
 
 func (p *s3lockProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -224,6 +193,8 @@ func (p *s3lockProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	resp.DataSourceData = f
 	resp.ResourceData = f
 	resp.EphemeralResourceData = f
+	resp.ListResourceData = f
+	resp.ActionData = f
 }
 
 func (p *s3lockProvider) Resources(context.Context) []func() resource.Resource {
@@ -236,4 +207,15 @@ func (p *s3lockProvider) EphemeralResources(context.Context) []func() ephemeral.
 
 func (p *s3lockProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{NewLeaseDataSource, NewLeasesDataSource}
+}
+
+// ListResources are for `terraform query` (Terraform 1.14 and later).
+func (p *s3lockProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewLeaseListResource}
+}
+
+// Actions are for action blocks and `terraform apply -invoke` (Terraform
+// 1.14 and later).
+func (p *s3lockProvider) Actions(context.Context) []func() action.Action {
+	return []func() action.Action{NewForceReleaseAction, NewVerifyAction}
 }

@@ -295,6 +295,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	plan.AcquiredAt = timeValue(lease.AcquiredAt())
 	plan.ExpiresAt = timeValue(lease.ExpiresAt())
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, leaseRef{bucket: bucket, name: name, epoch: lease.Epoch()})...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 }
 
@@ -309,6 +310,8 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	ref := stateRef(state)
+	// State written before the resource had an identity gets it here.
+	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, ref)...)
 	client, token, ok := r.open(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
@@ -384,11 +387,12 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	ref := stateRef(state)
+	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, ref)...)
 	if !plan.ExpiresAt.IsUnknown() {
 		resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 		return
 	}
-	ref := stateRef(state)
 	client, token, ok := r.open(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
 		return
@@ -441,14 +445,15 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 }
 
 // ImportState adopts the lock's current lease by `<bucket>/<name>/<epoch>`,
-// e.g. one acquired by an earlier pipeline step, and refuses any epoch that
-// is not the current, held one.
+// or by the same three parts as an identity, e.g. one acquired by an earlier
+// pipeline step, and refuses any epoch that is not the current, held one.
 func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	bucket, name, epoch, err := parseLeaseID(req.ID)
-	if err != nil {
-		resp.Diagnostics.Append(invalidImportID(err))
+	target, diags := importTarget(ctx, req)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
+	bucket, name, epoch := target.bucket, target.name, target.epoch
 	client, ok := r.factory.client(ctx, bucket, &resp.Diagnostics)
 	if !ok {
 		return
@@ -479,6 +484,7 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	set("holder", types.StringValue(lease.Holder()))
 	set("acquired_at", timeValue(lease.AcquiredAt()))
 	set("expires_at", timeValue(lease.ExpiresAt()))
+	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, target)...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 }
 

@@ -1,0 +1,119 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// The resource identity of s3lock_lease (Terraform 1.12 and later, OpenTofu
+// 1.12 and later): the bucket, the lock name and the epoch, the same three
+// parts as the import ID. An epoch is acquired once and never reused, so the
+// identity names one lease for good; it does not change while the resource
+// exists (a renewal keeps the epoch, anything else replaces the lease).
+// Import blocks may give it instead of an ID, and the s3lock_lease list
+// resource returns it for every lease it finds.
+
+var _ resource.ResourceWithIdentity = (*leaseResource)(nil)
+
+// leaseIdentityModelV0 is the identity of s3lock_lease.
+type leaseIdentityModelV0 struct {
+	Bucket types.String `tfsdk:"bucket"`
+	Name   types.String `tfsdk:"name"`
+	Epoch  types.Int64  `tfsdk:"epoch"`
+}
+
+func (r *leaseResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = leaseIdentitySchema()
+}
+
+// leaseIdentitySchema is the identity schema of s3lock_lease.
+func leaseIdentitySchema() identityschema.Schema {
+	return identityschema.Schema{
+		Attributes: map[string]identityschema.Attribute{
+			"bucket": identityschema.StringAttribute{
+				RequiredForImport: true,
+				Description:       "Bucket that holds the lock.",
+			},
+			"name": identityschema.StringAttribute{
+				RequiredForImport: true,
+				Description:       "Name of the lock, such as deploy/prod.",
+			},
+			"epoch": identityschema.Int64Attribute{
+				RequiredForImport: true,
+				Description:       "Epoch of the lease. Only the lock's current epoch, while it is held, can be imported.",
+			},
+		},
+	}
+}
+
+// leaseIdentity is the identity of the lease l.
+func leaseIdentity(l leaseRef) leaseIdentityModelV0 {
+	return leaseIdentityModelV0{
+		Bucket: types.StringValue(l.bucket),
+		Name:   types.StringValue(l.name),
+		Epoch:  types.Int64Value(int64(l.epoch)),
+	}
+}
+
+// setLeaseIdentity stores the identity of l in id. id is nil when the
+// framework passes no identity; there is nothing to set then.
+func setLeaseIdentity(ctx context.Context, id *tfsdk.ResourceIdentity, l leaseRef) diag.Diagnostics {
+	if id == nil {
+		return nil
+	}
+	return id.Set(ctx, leaseIdentity(l))
+}
+
+// importTarget is the lease an import asks for: by the import ID
+// (`terraform import`, an import block's id) or, when there is none, by the
+// identity of an import block (Terraform 1.12 and later). A diagnostic says
+// what is wrong with either.
+func importTarget(ctx context.Context, req resource.ImportStateRequest) (leaseRef, diag.Diagnostics) {
+	if req.ID != "" || req.Identity == nil {
+		bucket, name, epoch, err := parseLeaseID(req.ID)
+		if err != nil {
+			return leaseRef{}, diag.Diagnostics{invalidImportID(err)}
+		}
+		return leaseRef{bucket: bucket, name: name, epoch: epoch}, nil
+	}
+	var id leaseIdentityModelV0
+	diags := req.Identity.Get(ctx, &id)
+	if diags.HasError() {
+		return leaseRef{}, diags
+	}
+	l, err := identityRef(id)
+	if err != nil {
+		diags.Append(invalidImportIdentity(err))
+	}
+	return l, diags
+}
+
+// identityRef checks an identity given in an import block as parseLeaseID
+// checks an import ID.
+func identityRef(id leaseIdentityModelV0) (leaseRef, error) {
+	if id.Bucket.IsNull() || id.Bucket.IsUnknown() || id.Name.IsNull() || id.Name.IsUnknown() ||
+		id.Epoch.IsNull() || id.Epoch.IsUnknown() {
+		return leaseRef{}, errors.New("bucket, name and epoch must all be set")
+	}
+	l := leaseRef{bucket: id.Bucket.ValueString(), name: id.Name.ValueString()}
+	if e := id.Epoch.ValueInt64(); e < 1 || uint64(e) > s3lock.MaxEpoch {
+		return leaseRef{}, fmt.Errorf("epoch %d is not a number between 1 and %d", e, s3lock.MaxEpoch)
+	}
+	l.epoch = uint64(id.Epoch.ValueInt64())
+	if err := s3lock.ValidateBucket(l.bucket); err != nil {
+		return leaseRef{}, err
+	}
+	if err := s3lock.ValidateName(l.name); err != nil {
+		return leaseRef{}, err
+	}
+	return l, nil
+}
