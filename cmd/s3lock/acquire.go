@@ -30,6 +30,7 @@ type acquireFlags struct {
 	quiet    bool
 	metadata map[string]string
 	order    s3lock.Order
+	slots    int // --slots: how many holders the lock admits (1: a mutex)
 }
 
 func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration) {
@@ -42,6 +43,7 @@ func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration)
 	fs.BoolVarP(&af.quiet, "quiet", "q", false, "print no progress or acquisition messages")
 	af.order = s3lock.OrderFIFO
 	fs.Var(orderFlag{&af.order}, "order", "in which order waiters get the lock: fifo (first come, first served), newest (a newer waiter with --order newest makes older ones give up with exit code 5) or none (race for it when it is released)")
+	registerSlots(fs, &af.slots)
 }
 
 // orderFlag is the value of --order, checked by s3lock.ParseOrder.
@@ -73,7 +75,7 @@ func (o orderFlag) Type() string { return "fifo|newest|none" }
 // attempt is reported at once (s3lock.FailFast); while waiting, the SDK rides
 // out transient store failures.
 func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.AcquireOption) (*s3lock.Lease, error) {
-	opts := append([]s3lock.AcquireOption{s3lock.WithOrder(af.order)}, extra...)
+	opts := append([]s3lock.AcquireOption{s3lock.WithOrder(af.order), s3lock.Slots(af.slots)}, extra...)
 	if len(af.metadata) > 0 {
 		opts = append(opts, s3lock.WithMetadata(af.metadata))
 	}
@@ -84,11 +86,15 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 		case errors.As(err, &held) && held.Queued(): // free, but others wait in its line
 			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s ahead of you (--order %s); use --wait to wait your turn, or --order none to take it now",
 				name, waitersText(held.Ahead), af.order))
+		case errors.As(err, &held) && held.Slots > 1: // every slot is held
+			return nil, exitWith(exitHeld, fmt.Errorf("all %d slots of lock %q are held; the first to run out is slot %d, held by %s (epoch %d) "+
+				"for at most %s more%s; use --wait to wait for a slot",
+				held.Slots, name, held.Slot, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
 		case errors.As(err, &held):
 			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more%s; use --wait to wait for it",
 				name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
 		case err != nil:
-			return nil, err
+			return nil, slotsMismatch(err, af.slots)
 		}
 		a.acquired(lease, 0, af.quiet)
 		return lease, nil
@@ -106,11 +112,16 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	case errors.As(err, &held) && held.Ahead > 0:
 		return nil, exitWith(exitHeld, fmt.Errorf("lock %q still had %s ahead in its line after waiting %s (--wait); wait longer, or use --order none",
 			name, waitersText(held.Ahead), af.wait))
+	case errors.As(err, &held) && held.Slots > 1:
+		return nil, exitWith(exitHeld, fmt.Errorf("all %d slots of lock %q are still held after waiting %s (--wait); the first to run out is slot %d, held by %s (epoch %d)",
+			held.Slots, name, af.wait, held.Slot, holderText(held.Holder), held.Epoch))
 	case errors.As(err, &held):
 		return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",
 			name, holderText(held.Holder), held.Epoch, af.wait))
 	}
-	return nil, err // superseded (--order newest: exit 5), or the store failed
+	// Another number of slots (exit 7), superseded (--order newest: exit
+	// 5), or the store failed.
+	return nil, slotsMismatch(err, af.slots)
 }
 
 // inLineText is ", and its line has N waiters" when n > 0, else "".
@@ -133,7 +144,7 @@ func (a *app) acquired(l *s3lock.Lease, waited time.Duration, quiet bool) {
 	if quiet {
 		return
 	}
-	msg := fmt.Sprintf("s3lock: acquired lock %q (epoch %d, s3://%s/%s)", l.Name(), l.Epoch(), l.Bucket(), l.Key())
+	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(l.Name(), l.Slot(), l.Slots()), l.Epoch(), l.Bucket(), l.Key())
 	if waited >= time.Second {
 		msg += fmt.Sprintf(" after waiting %s", waited.Round(time.Second))
 	}

@@ -26,6 +26,10 @@ const (
 	// exitGuardDied: run's guard process died (killed) while the command
 	// ran; s3lock killed the command's process group, then released.
 	exitGuardDied = 6
+	// exitSlotsMismatch: the lock admits another number of holders than
+	// --slots asked for (a slot lock asked for as a mutex, or the other way
+	// round); waiting does not change that. watch exits so on a slot lock.
+	exitSlotsMismatch = 7
 	// exitCannotRun and exitNotFound follow the shells' convention for a
 	// command that could not be started.
 	exitCannotRun = 126
@@ -47,6 +51,9 @@ const exitCodesHelp = `Exit codes:
   6    run: the guard process that watches the command died (was it
        killed?); s3lock killed the command and everything it started,
        then released the lease
+  7    the lock admits another number of holders than --slots asked for (no
+       --slots: a mutex); every holder must use the same --slots. watch: the
+       lock is a slot lock, which watch cannot follow
   126  run: the command could not be started; 127: it was not found
   128+N  stopped by signal N while waiting (130 for SIGINT, 143 for SIGTERM),
        or while watch --until waited (a watch without --until exits 0)
@@ -122,6 +129,8 @@ func classify(ctx context.Context, err error) (code int, hint bool) {
 		return exitLost, false
 	case errors.Is(err, s3lock.ErrSuperseded):
 		return exitSuperseded, false
+	case errors.Is(err, s3lock.ErrSlotsMismatch):
+		return exitSlotsMismatch, false
 	case errors.Is(err, s3lock.ErrHeld):
 		return exitHeld, false
 	}

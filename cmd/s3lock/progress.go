@@ -36,6 +36,7 @@ type progress struct {
 	lastHolder string
 	lastEpoch  uint64
 	lastAhead  int
+	lastSlot   int
 }
 
 // newProgress starts a reporter for a wait of up to limit for the lock name.
@@ -82,11 +83,11 @@ func (p *progress) loop() {
 
 func (p *progress) print(h s3lock.HeldError) {
 	now := time.Now()
-	changed := h.Holder != p.lastHolder || h.Epoch != p.lastEpoch || h.Ahead != p.lastAhead
+	changed := h.Holder != p.lastHolder || h.Epoch != p.lastEpoch || h.Ahead != p.lastAhead || h.Slot != p.lastSlot
 	if !p.tty && !changed && now.Sub(p.lastPrint) < plainInterval {
 		return
 	}
-	p.lastPrint, p.lastHolder, p.lastEpoch, p.lastAhead = now, h.Holder, h.Epoch, h.Ahead
+	p.lastPrint, p.lastHolder, p.lastEpoch, p.lastAhead, p.lastSlot = now, h.Holder, h.Epoch, h.Ahead, h.Slot
 	waited := now.Sub(p.start).Round(time.Second)
 	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", p.name, waitingText(h), waited, p.limit)
 	if !p.tty {
@@ -110,6 +111,9 @@ func waitingText(h s3lock.HeldError) string {
 		return waitersText(h.Ahead) + " ahead in line"
 	case h.Ahead > 0:
 		return fmt.Sprintf("%s ahead in line; last seen held by %s (epoch %d)", waitersText(h.Ahead), holderText(h.Holder), h.Epoch)
+	case h.Slots > 1: // a slot lock: the slot whose lease runs out first
+		return fmt.Sprintf("all %d slots held; the first to run out is slot %d, held by %s (epoch %d), lapses in %s unless renewed",
+			h.Slots, h.Slot, holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn))
 	}
 	return fmt.Sprintf("held by %s (epoch %d), lapses in %s unless renewed", holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-const runLong = `Acquire the lock NAME, run CMD while holding it, and release the lock when CMD
+var runLong = `Acquire the lock NAME, run CMD while holding it, and release the lock when CMD
 exits. s3lock exits with CMD's exit code (128+N if CMD was killed by signal N).
 
 Waiting: if the lock is held, s3lock waits up to --wait (default 5m; 0 tries
@@ -25,12 +25,17 @@ first attempt, s3lock fails at once instead of waiting.
 
 ` + orderHelp + `
 
+` + slotsHelp + `
+
 CMD's environment gets:
-  S3LOCK_EPOCH   the lease's epoch: the fencing token, only ever grows
+  S3LOCK_EPOCH   the lease's epoch: the fencing token, only ever grows (with
+                 --slots, its slot's)
   S3LOCK_KEY     the key of the lease's object in the bucket
   S3LOCK_HOLDER  the holder identity written into the lease
   S3LOCK_BUCKET  the bucket
   S3LOCK_NAME    the lock name
+  S3LOCK_SLOT    with --slots N > 1, the slot held, 1 to N; 0 for a mutex
+  S3LOCK_SLOTS   how many holders the lock admits: N, 1 for a mutex
 
 While CMD runs, the lease is renewed every third of --lease. SIGINT, SIGTERM
 and SIGHUP sent to s3lock are forwarded to CMD (when s3lock runs in the
@@ -63,7 +68,8 @@ func (a *app) runCommand() *cobra.Command {
 		Short: "Run a command while holding a lock",
 		Long:  runLong,
 		Example: `  s3lock run --bucket my-locks migrations -- ./migrate.sh up
-  S3LOCK_BUCKET=my-locks s3lock run deploy/prod --wait 15m -- terraform apply -auto-approve`,
+  S3LOCK_BUCKET=my-locks s3lock run deploy/prod --wait 15m -- terraform apply -auto-approve
+  s3lock run --slots 3 ci/gpu -- sh -c './train.sh --device "$S3LOCK_SLOT"'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -217,6 +223,8 @@ func (r *runner) prepare(argv []string) error {
 		"S3LOCK_HOLDER="+r.lease.Holder(),
 		"S3LOCK_BUCKET="+r.lease.Bucket(),
 		"S3LOCK_NAME="+r.lease.Name(),
+		"S3LOCK_SLOT="+strconv.Itoa(r.lease.Slot()),
+		"S3LOCK_SLOTS="+strconv.Itoa(r.lease.Slots()),
 	)
 	configureChild(r.child, r.fg, guard)
 	if guard {

@@ -39,6 +39,11 @@ type lockStatus struct {
 	// Waiting is the lock's line, in the order its waiters will be served
 	// (status NAME only; left out when no one waits in line).
 	Waiting []waiterStatus `json:"waiting,omitempty"`
+	// Slots is n for a lock that admits n holders (--slots n); Holders
+	// then lists its held slots, by slot (empty when none is held). Both
+	// are left out for a mutex.
+	Slots   int            `json:"slots,omitempty"`
+	Holders []holderStatus `json:"holders,omitzero"`
 }
 
 func statusOf(s s3lock.State, now time.Time) lockStatus {
@@ -46,20 +51,28 @@ func statusOf(s s3lock.State, now time.Time) lockStatus {
 		Name: s.Name, State: s.Phase().String(), Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
 		AcquiredAt: s.AcquiredAt.UTC(), ReleasedAt: s.ReleasedAt.UTC(), ReleasedBy: s.ReleasedBy,
 		Renewals: s.Renewals, Metadata: s.Metadata, Waiters: s.Waiters,
+		Slots: s.Slots, Holders: holdersOf(s, now),
 	}
 	if s.Err != nil {
 		ls.Error = oneLine(s.Err.Error())
 	}
-	if s.Phase() == s3lock.PhaseHeld {
-		ls.ExpiresAt = s.ExpiresAt.UTC().Truncate(time.Millisecond)
-		left := max(0, s.ExpiresAt.Sub(now)).Seconds()
-		left = float64(int64(left*10)) / 10
-		ls.ExpiresInSeconds = &left
-	}
+	ls.ExpiresAt, ls.ExpiresInSeconds = expiry(s, now)
 	if s.LeaseDuration > 0 {
 		ls.LeaseDuration = s.LeaseDuration.String()
 	}
 	return ls
+}
+
+// expiry returns when a held lease lapses unless renewed and how many
+// seconds that is from now (to a tenth); zero and nil when s is not a held
+// lease (a slot lock's expiries are its holders').
+func expiry(s s3lock.State, now time.Time) (time.Time, *float64) {
+	if s.Phase() != s3lock.PhaseHeld || s.ExpiresAt.IsZero() {
+		return time.Time{}, nil
+	}
+	left := max(0, s.ExpiresAt.Sub(now)).Seconds()
+	left = float64(int64(left*10)) / 10
+	return s.ExpiresAt.UTC().Truncate(time.Millisecond), &left
 }
 
 func checkOutput(output string, allowed ...string) error {
@@ -80,6 +93,12 @@ PREFIX (all locks in the bucket without either), as a table or as JSON.
 States: held (by HOLDER, lapses in EXPIRES unless renewed), released, lapsed
 (its holder neither released nor renewed it in time), free (never acquired).
 
+A slot lock (one that admits N holders, --slots N) shows as held while any of
+its slots is held, or free, with how many of its N slots are held ("held (2 of
+3 slots)"); its EPOCH and ACQUIRED are its marker's, the epoch that made it a
+slot lock. Below it, a row per held slot ("slot 2") shows that slot's epoch,
+holder, expiry and acquisition.
+
 For NAME, status also shows the lock's line: the runs waiting for it with
 --order fifo or newest, in the order they will be served (POSITION 1 next),
 with when each joined. Nothing is shown when no one waits in line; runs
@@ -90,7 +109,10 @@ fields name, state, epoch, key, held, holder, acquired_at, expires_at,
 expires_in_seconds, released_at, released_by, lease_duration, renewals,
 metadata and, for NAME when anyone waits, waiting: an array of position,
 holder, order, joined_at, ticket, key and metadata (times in RFC 3339, UTC;
-empty fields left out).
+empty fields left out). A slot lock also has slots (N) and holders: an array,
+by slot, of slot, epoch, key, holder, acquired_at, expires_at,
+expires_in_seconds, lease_duration, renewals and metadata (empty when no slot
+is held); a mutex has neither field.
 
 ` + exitCodesHelp,
 		Example: `  s3lock status deploy/prod
@@ -178,41 +200,75 @@ func printLocks(w io.Writer, out []lockStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tEPOCH\tHOLDER\tEXPIRES\tACQUIRED\tWAITING")
 	for _, s := range out {
-		epoch, holder, expires, acquired := "-", "-", "-", "-"
-		if s.Epoch > 0 {
-			epoch = strconv.FormatUint(s.Epoch, 10)
-		}
-		if s.Holder != "" {
-			holder = s.Holder
-		}
-		if s.ExpiresInSeconds != nil {
-			expires = "in " + roundUp(time.Duration(*s.ExpiresInSeconds*float64(time.Second))).String()
-		}
-		if !s.AcquiredAt.IsZero() {
-			acquired = s.AcquiredAt.Format(time.RFC3339)
-		}
 		state := s.State
-		if s.ReleasedBy != "" {
+		switch {
+		case s.Slots > 1:
+			state = slotsState(s)
+		case s.ReleasedBy != "":
 			state += " (forced by " + s.ReleasedBy + ")"
 		}
+		holder := s.Holder
 		if s.Error != "" {
 			holder = s.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Name, state, epoch, holder, expires, acquired, s.Waiters)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Name, state, epochCell(s.Epoch), orDash(holder),
+			expiresCell(s.ExpiresInSeconds), timeCell(s.AcquiredAt), s.Waiters)
+		// A slot lock's holders, a row each below it.
+		for _, h := range s.Holders {
+			fmt.Fprintf(tw, "  slot %d\theld\t%s\t%s\t%s\t%s\t-\n", h.Slot, epochCell(h.Epoch), orDash(h.Holder),
+				expiresCell(h.ExpiresInSeconds), timeCell(h.AcquiredAt))
+		}
 	}
 	return tw.Flush()
 }
 
+// epochCell, orDash, expiresCell and timeCell are the cells of the status
+// table; "-" for what is not set.
+func epochCell(epoch uint64) string {
+	if epoch == 0 {
+		return "-"
+	}
+	return strconv.FormatUint(epoch, 10)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func expiresCell(seconds *float64) string {
+	if seconds == nil {
+		return "-"
+	}
+	return "in " + roundUp(time.Duration(*seconds*float64(time.Second))).String()
+}
+
+func timeCell(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
 func (a *app) forceReleaseCommand() *cobra.Command {
 	var epoch uint64
+	var slot int
 	var holder string
 	cmd := &cobra.Command{
-		Use:   "force-release NAME --epoch N",
+		Use:   "force-release NAME --epoch N [--slot I]",
 		Short: "Release a lock's epoch whoever holds it (operators only)",
 		Long: `Mark epoch N of the lock NAME released, whoever holds it, so the next acquirer
 does not have to wait for the lease to lapse. Use 's3lock status NAME' to see
 the current epoch. Only that epoch is touched: a newer lease is never
 released by mistake. Releasing an epoch that is already released succeeds.
+
+For a slot lock (--slots), --slot I releases epoch N of its slot I (status
+shows each held slot with its epoch). Without --slot, N is an epoch of the
+lock itself: releasing its marker's epoch makes it a plain lock again (or
+lets the next acquirer choose another --slots); do that only once no slot is
+held, or the holders of its slots and a new holder may overlap.
 
 The holder is not told at once: it finds out at its next renewal (an
 's3lock run' then stops its command and exits with code 4). Until then it may
@@ -221,7 +277,8 @@ for. The lease records --holder as the one who released it.
 
 ` + exitCodesHelp,
 		Example: `  s3lock status deploy/prod
-  s3lock force-release deploy/prod --epoch 42`,
+  s3lock force-release deploy/prod --epoch 42
+  s3lock force-release ci/runners --epoch 7 --slot 2`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("epoch") {
@@ -238,14 +295,22 @@ for. The lease records --holder as the one who released it.
 			if err != nil {
 				return err
 			}
-			if err := c.ForceRelease(ctx, args[0], epoch); err != nil {
+			if !cmd.Flags().Changed("slot") {
+				if err := c.ForceRelease(ctx, args[0], epoch); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "s3lock: released epoch %d of lock %q\n", epoch, args[0])
+				return nil
+			}
+			if err := c.ForceReleaseSlot(ctx, args[0], slot, epoch); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "s3lock: released epoch %d of lock %q\n", epoch, args[0])
+			fmt.Fprintf(a.stderr, "s3lock: released epoch %d of slot %d of lock %q\n", epoch, slot, args[0])
 			return nil
 		},
 	}
 	cmd.Flags().Uint64Var(&epoch, "epoch", 0, "the epoch to release (required)")
+	cmd.Flags().IntVar(&slot, "slot", 0, fmt.Sprintf("of a slot lock, the slot (1 to %d) whose epoch to release", s3lock.MaxSlots))
 	cmd.Flags().StringVar(&holder, "holder", "", "who is releasing, recorded in the lease (env "+envHolder+")")
 	return cmd
 }

@@ -61,9 +61,10 @@ The lease is not renewed in the background: it lasts --lease (default 10m)
 unless a later step runs 's3lock renew'. A later step releases it with
 's3lock release'.
 
-The token's fields: bucket, name, epoch, nonce (what release and renew need),
-key, holder, expires_at (RFC 3339, when this lease stops being trusted unless
-renewed) and lease_duration.
+The token's fields: bucket, name, epoch, nonce (what release and renew need;
+with --slots N > 1 also slot and slots: the slot held, whose epoch it is, and
+N), key, holder, expires_at (RFC 3339, when this lease stops being trusted
+unless renewed) and lease_duration.
 
   token="$(s3lock acquire --lease 30m deploy/prod)"   # on its own line, so a failure stops the script
   export S3LOCK_TOKEN="$token"
@@ -75,6 +76,8 @@ Waiting: if the lock is held, acquire waits up to --wait (default 5m; 0 tries
 once) and reports who holds it on stderr.
 
 ` + orderHelp + `
+
+` + slotsHelp + `
 
 ` + exitCodesHelp,
 		Args: oneName,
@@ -130,7 +133,7 @@ with exit code 4.
 				// A release already done is no lost lease (exit 4):
 				// there is only nothing left to renew (exit 1).
 				return &exitErr{code: exitError, hint: true,
-					err: fmt.Errorf("lock %q (epoch %d) was already released; a released lease cannot be renewed", tok.Name, tok.Epoch)}
+					err: fmt.Errorf("%s (epoch %d) was already released; a released lease cannot be renewed", leaseText(tok.Name, tok.Slot, tok.Slots), tok.Epoch)}
 			}
 			if err != nil {
 				return err
@@ -170,7 +173,7 @@ exclusive.
 			tok, lease, err := a.resume(ctx, cmd, token)
 			if releasedAlready(err) {
 				if !quiet {
-					fmt.Fprintf(a.stderr, "s3lock: lock %q (epoch %d) was already released\n", tok.Name, tok.Epoch)
+					fmt.Fprintf(a.stderr, "s3lock: %s (epoch %d) was already released\n", leaseText(tok.Name, tok.Slot, tok.Slots), tok.Epoch)
 				}
 				return nil
 			}
@@ -181,7 +184,7 @@ exclusive.
 				return err
 			}
 			if !quiet {
-				fmt.Fprintf(a.stderr, "s3lock: released lock %q (epoch %d)\n", lease.Name(), lease.Epoch())
+				fmt.Fprintf(a.stderr, "s3lock: released %s (epoch %d)\n", leaseText(lease.Name(), lease.Slot(), lease.Slots()), lease.Epoch())
 			}
 			return nil
 		},

@@ -109,6 +109,9 @@ clock. If the store cannot be reached when watch starts, watch fails at once;
 later failures that may pass are retried without a word (--debug logs them),
 others end watch with exit code 1.
 
+A slot lock (--slots) has no one holder to follow: watch refuses it with exit
+code 7; 's3lock status NAME' shows its holders.
+
 ` + exitCodesHelp
 
 func (a *app) watchCommand() *cobra.Command {
@@ -152,12 +155,16 @@ func (a *app) watch(ctx context.Context, c *s3lock.Client, name string, text boo
 	// Watch rides out a store it cannot reach for as long as it runs; a
 	// store that cannot be reached at the start is a configuration to fix,
 	// reported at once as run and acquire do (s3lock.FailFast).
-	if _, err := c.Current(ctx, name); err != nil && ctx.Err() == nil {
+	st, err := c.Current(ctx, name)
+	switch {
+	case err != nil && ctx.Err() == nil:
 		return err
+	case st.Slots > 1:
+		return watchSlotLock(name, st.Slots)
 	}
 	for st, err := range c.Watch(ctx, name) {
 		if err != nil {
-			return err
+			return err // a lock that became a slot lock meanwhile: ErrSlotsMismatch, exit 7
 		}
 		if err := a.printChange(st, text); err != nil {
 			return err
