@@ -8,6 +8,8 @@ package s3server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -55,6 +57,15 @@ type Options struct {
 	Dir string
 	// Port to listen on (loopback only); a free port when zero.
 	Port int
+	// CertFile and KeyFile, when set, make the server speak HTTPS with this
+	// PEM certificate and key (versitygw's --cert and --key), and Endpoint
+	// an https:// URL. The certificate must be valid for 127.0.0.1, and its
+	// file must also hold the CA it chains to (a self-signed certificate
+	// does): Start checks the server's health with it.
+	CertFile, KeyFile string
+	// Versioning lets buckets be versioned (versitygw's --versioning-dir,
+	// a directory beside Dir); a bucket still needs PutBucketVersioning.
+	Versioning bool
 }
 
 // Start builds (or finds) the versitygw binary and starts it. The returned
@@ -82,7 +93,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 				return nil, err
 			}
 		}
-		s, err := launch(ctx, bin, dir, port)
+		s, err := launch(ctx, bin, dir, port, opts)
 		if err == nil {
 			return s, nil
 		}
@@ -94,13 +105,27 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return nil, lastErr
 }
 
-func launch(ctx context.Context, bin, dir string, port int) (*Server, error) {
+func launch(ctx context.Context, bin, dir string, port int, opts Options) (*Server, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin,
-		"--port", addr,
-		"--health", healthPath,
-		"--quiet",
-		"posix", dir)
+	probe, err := healthClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--port", addr, "--health", healthPath, "--quiet"}
+	scheme := "http"
+	if opts.CertFile != "" {
+		args = append(args, "--cert", opts.CertFile, "--key", opts.KeyFile)
+		scheme = "https"
+	}
+	posix := []string{"posix"}
+	if opts.Versioning {
+		versions := dir + "-versions"
+		if err := os.MkdirAll(versions, 0o755); err != nil {
+			return nil, fmt.Errorf("s3server: creating the versioning directory: %w", err)
+		}
+		posix = append(posix, "--versioning-dir", versions)
+	}
+	cmd := exec.Command(bin, append(append(args, posix...), dir)...)
 	cmd.Env = append(os.Environ(),
 		"ROOT_ACCESS_KEY_ID="+AccessKeyID,
 		"ROOT_SECRET_ACCESS_KEY="+SecretAccessKey,
@@ -113,7 +138,7 @@ func launch(ctx context.Context, bin, dir string, port int) (*Server, error) {
 		return nil, fmt.Errorf("s3server: starting %s: %w", bin, err)
 	}
 	s := &Server{
-		Endpoint: "http://" + addr,
+		Endpoint: scheme + "://" + addr,
 		Dir:      dir,
 		cmd:      cmd,
 		exited:   make(chan struct{}),
@@ -123,17 +148,39 @@ func launch(ctx context.Context, bin, dir string, port int) (*Server, error) {
 		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
-	if err := s.waitHealthy(ctx, 30*time.Second); err != nil {
+	if err := s.waitHealthy(ctx, probe, 30*time.Second); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Server) waitHealthy(ctx context.Context, limit time.Duration) error {
+// healthClient is the HTTP client of the health check: with TLS, one that
+// trusts the certificates of CertFile.
+func healthClient(opts Options) (*http.Client, error) {
+	client := &http.Client{Timeout: time.Second}
+	if (opts.CertFile == "") != (opts.KeyFile == "") {
+		return nil, errors.New("s3server: CertFile and KeyFile go together")
+	}
+	if opts.CertFile == "" {
+		return client, nil
+	}
+	pem, err := os.ReadFile(opts.CertFile)
+	if err != nil {
+		return nil, fmt.Errorf("s3server: reading the certificate: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("s3server: %s holds no PEM certificate", opts.CertFile)
+	}
+	client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	return client, nil
+}
+
+func (s *Server) waitHealthy(ctx context.Context, client *http.Client, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+healthPath, nil)
 		if err != nil {
@@ -191,6 +238,11 @@ var (
 	binaryOnce sync.Once
 	binaryPath string
 	binaryErr  error
+	// buildEnv is the environment the process started with. The build runs
+	// in it, so that a test that moved HOME (and with it Go's build cache)
+	// before the first server started does not rebuild versitygw into a
+	// temporary directory that is gone when the next test starts a server.
+	buildEnv = os.Environ()
 )
 
 func buildBinary(ctx context.Context) (string, error) {
@@ -202,6 +254,7 @@ func buildBinary(ctx context.Context) (string, error) {
 	// executable's path instead of running it.
 	cmd := exec.CommandContext(ctx, "go", "tool", "-n", "versitygw")
 	cmd.Dir = dir
+	cmd.Env = buildEnv
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
