@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,8 +96,59 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 	if err := <-waiting; err != nil {
 		return err
 	}
+	// A slot lock: its marker, a slot's lease, and an operator's release.
+	pool := ns.Name(prefix + "pool")
+	sl, err := c.TryAcquire(t.Context(), pool, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	if err != nil {
+		return err
+	}
+	sl.Detach() // an operator releases it from elsewhere
+	if err := c.ForceReleaseSlot(t.Context(), pool, sl.Slot(), sl.Epoch()); err != nil {
+		return err
+	}
 	_, err = c.CheckStore(t.Context())
 	return err
+}
+
+// conditionalOnly is a bucket policy that denies every PUT carrying neither
+// If-None-Match nor If-Match, as one with a Null condition on both
+// s3:if-none-match and s3:if-match does on AWS (the README's "Permissions").
+type conditionalOnly struct {
+	next           http.RoundTripper
+	passed, denied atomic.Int64
+}
+
+func (p *conditionalOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut {
+		if req.Header.Get("If-None-Match") == "" && req.Header.Get("If-Match") == "" {
+			p.denied.Add(1)
+			return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req,
+				Header: http.Header{"Content-Type": {"application/xml"}},
+				Body:   io.NopCloser(strings.NewReader(`<Error><Code>AccessDenied</Code><Message>unconditional PUT denied by bucket policy</Message></Error>`))}, nil
+		}
+		p.passed.Add(1)
+	}
+	return p.next.RoundTrip(req)
+}
+
+// TestBucketPolicy_EveryWriteIsConditional: s3lock writes nothing without a
+// condition — creates, renewals, releases, tickets, markers, slots, probes,
+// force-releases, fenced writes — so a bucket policy that requires
+// conditional writes on the lock prefix accepts all of it.
+func TestBucketPolicy_EveryWriteIsConditional(t *testing.T) {
+	ns := s3test.New(t)
+	pol := &conditionalOnly{}
+	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))
+	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("conditional"), s3lock.WithProbePrefix(ns.Name("s3lock-probe/")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exercise(t, ns, c, "conditional/"); err != nil {
+		t.Fatalf("a bucket that requires conditional writes refused one: %v", err)
+	}
+	if pol.denied.Load() != 0 || pol.passed.Load() == 0 {
+		t.Errorf("%d unconditional PUTs, %d conditional; want none unconditional", pol.denied.Load(), pol.passed.Load())
+	}
 }
 
 func TestObjectSettings_EncryptEveryWrite(t *testing.T) {
