@@ -100,6 +100,10 @@ type hints struct {
 	// key and ETag) for a whole lease, on a store that does not say what
 	// time it is.
 	lapsed *observed
+	// exists is an epoch that a create found already there (a 412 read
+	// back): the next attempt's LIST must show it, or the store's listing
+	// hides the lock's objects (hiddenEpochs).
+	exists uint64
 	// head is set when the attempt is made by the head of the lock's line:
 	// it takes a free lock although the line is not empty (its own ticket
 	// is in it).
@@ -116,6 +120,14 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	newest, found, page, err := c.findNewest(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	if e := h.exists; e > 0 && (!found || newest.epoch < e) {
+		// The last attempt's create found epoch e there, and this
+		// listing still does not show it.
+		h.exists = 0
+		if err := c.hiddenEpochs(ctx, "Acquire", name, Key(name, e)); err != nil {
+			return nil, err
+		}
 	}
 	busy, err := c.lineBusy(ctx, name, a, h, page)
 	if err != nil {
@@ -151,6 +163,17 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 		return nil, errLineBusy
 	}
 	lease, err := c.create(ctx, name, next, a, start)
+	var held *HeldError
+	switch {
+	case errors.As(err, &held) && held.Epoch == next:
+		// Someone created it since the LIST, or the listing hides it: a
+		// LIST now tells (a race is rare, so is this request).
+		if herr := c.listedOrHidden(ctx, name, next); herr != nil {
+			return nil, herr
+		}
+	case errors.Is(err, errRetry):
+		h.exists = next // it was there already; the next LIST must show it
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +278,45 @@ func (c *Client) createObject(ctx context.Context, name string, epoch uint64, p 
 		case <-c.cfg.clock.After(bo.next()):
 		}
 	}
+}
+
+// listedOrHidden checks that a listing shows epoch of name, which a create
+// found already there; if none does, the listing hides it (hiddenEpochs).
+func (c *Client) listedOrHidden(ctx context.Context, name string, epoch uint64) error {
+	newest, found, _, err := c.findNewest(ctx, name)
+	switch {
+	case err != nil:
+		return err
+	case found && newest.epoch >= epoch:
+		return nil
+	}
+	return c.hiddenEpochs(ctx, "Acquire", name, Key(name, epoch))
+}
+
+// hiddenEpochs checks, for op on the lock name, whether the epoch object key
+// exists although a listing of the lock's epochs does not show it: then the
+// store's listing hides the lock's objects — as MinIO's does when an object
+// sits at the lock's name or a parent path (PROTOCOL.md §2) — and every
+// decision taken from a listing would be wrong, so it is a permanent
+// ErrNameCollision, naming the colliding object when a HEAD finds one. It
+// returns nil when the key does not exist (it was deleted meanwhile) and
+// the GET's error when it cannot tell. One GET, and a HEAD per path segment
+// when the listing does hide the key.
+func (c *Client) hiddenEpochs(ctx context.Context, op, name, key string) error {
+	_, err := c.headKey(ctx, key)
+	switch {
+	case classify(err) == failNotFound:
+		return nil
+	case err != nil:
+		return err
+	}
+	if cerr := c.collidingObject(ctx, op, name); errors.Is(cerr, ErrNameCollision) {
+		return cerr
+	}
+	return &OpError{Op: op, Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
+		Err: fmt.Errorf("the store's listing of %s does not show s3://%s/%s, which exists: the store hides the "+
+			"lock's objects from listings (on MinIO, an object at the lock's name or a parent path does)",
+			epochPrefix(name), c.bucket, key)}
 }
 
 // collision is the error of an acquisition whose write the store refused

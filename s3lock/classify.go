@@ -49,6 +49,22 @@ var collisionCodes = map[string]bool{
 	"XMinioObjectExistsAsDirectory": true,
 }
 
+// unknownKeyCodes are the error codes with which stores say they do not know
+// the request's access key — whatever status they send it with (AWS, MinIO
+// and SeaweedFS: 403 InvalidAccessKeyId; versitygw: 404
+// XAdminUserNotFound). It is a credentials problem on every store.
+var unknownKeyCodes = map[string]bool{
+	"InvalidAccessKeyId": true,
+	"XAdminUserNotFound": true,
+}
+
+// unknownAccessKey reports whether the store refused err's request because
+// it does not know its access key.
+func unknownAccessKey(err error) bool {
+	code, _ := errorCode(err)
+	return unknownKeyCodes[code]
+}
+
 func classify(err error) failure {
 	if err == nil {
 		return failOther
@@ -67,6 +83,8 @@ func classify(err error) failure {
 	switch {
 	case collisionCodes[code]:
 		return failCollision
+	case unknownKeyCodes[code]:
+		return failAccessDenied
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
 		return failPrecondition
 	case status == http.StatusNotImplemented || code == "NotImplemented":

@@ -114,8 +114,9 @@ func (s State) Phase() Phase {
 }
 
 // Current reads who holds the lock name now, without acquiring it: one LIST
-// and one GET, bounded by ctx, and one LIST of the lock's line when someone
-// waits in it (State.Waiters).
+// and one GET (a HEAD instead for a lock that was never held, to tell a store
+// whose listing hides the lock's objects: ErrNameCollision), bounded by ctx,
+// and one LIST of the lock's line when someone waits in it (State.Waiters).
 func (c *Client) Current(ctx context.Context, name string) (State, error) {
 	if err := ValidateName(name); err != nil {
 		return State{}, err
@@ -130,6 +131,11 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 		return State{}, err
 	}
 	if !found {
+		// Never held — unless the store's listing hides the lock's
+		// objects: then its first epoch exists (one HEAD more).
+		if err := c.hiddenEpochs(ctx, "Current", name, Key(name, 1)); err != nil {
+			return State{}, err
+		}
 		return State{Name: name}, nil
 	}
 	obs, err := c.getEpoch(ctx, newest.key, newest.epoch, "")

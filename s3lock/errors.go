@@ -421,6 +421,9 @@ func (e *OpError) hint() string {
 	switch {
 	case credentialsFailure(e.Err):
 		return "the AWS SDK found no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run with a role"
+	case unknownAccessKey(e.Err):
+		return "the store does not know this access key: check the credentials the client uses " +
+			"(AWS_ACCESS_KEY_ID, the profile, or the configured access key) and that they belong to this store"
 	case errors.Is(e.Kind, ErrAccessDenied):
 		return "check that the credentials may " + permissionFor(e.Op) + " in this bucket"
 	case errors.Is(e.Kind, ErrNoSuchBucket):

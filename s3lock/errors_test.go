@@ -20,11 +20,15 @@ import (
 func TestAccessDeniedAndMissingBucket(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
-	if !ns.Target.Local {
-		t.Skip("needs the local server's credentials")
+	if ns.Target.AccessKey == "" {
+		t.Skip("needs static credentials (S3LOCK_TEST_ACCESS_KEY) to send a wrong secret with")
+	}
+	var endpoint *string
+	if ns.Target.Endpoint != "" {
+		endpoint = aws.String(ns.Target.Endpoint)
 	}
 	wrong := s3.New(s3.Options{
-		Region: ns.Target.Region, BaseEndpoint: aws.String(ns.Target.Endpoint), UsePathStyle: true,
+		Region: ns.Target.Region, BaseEndpoint: endpoint, UsePathStyle: ns.Target.PathStyle,
 		Credentials: credentials.NewStaticCredentialsProvider(ns.Target.AccessKey, "wrong-secret", ""),
 	})
 	c, err := s3lock.New(wrong, ns.Bucket)
@@ -131,5 +135,37 @@ func TestMissingCredentials_AreNotAnOutage(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "no usable credentials") {
 		t.Errorf("error %q does not say what to do", err)
+	}
+}
+
+// TestUnknownAccessKey_IsACredentialsProblem: an access key the store does
+// not know is reported as a credentials problem with that hint, whatever
+// status and code the store answers it with (versitygw: 404
+// XAdminUserNotFound; AWS: 403 InvalidAccessKeyId), never as a missing
+// bucket or a store that is not S3.
+func TestUnknownAccessKey_IsACredentialsProblem(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	if ns.Target.AccessKey == "" {
+		t.Skip("needs static credentials (S3LOCK_TEST_ACCESS_KEY) to know what an unknown key is")
+	}
+	var endpoint *string
+	if ns.Target.Endpoint != "" {
+		endpoint = aws.String(ns.Target.Endpoint)
+	}
+	unknown := s3.New(s3.Options{
+		Region: ns.Target.Region, BaseEndpoint: endpoint, UsePathStyle: ns.Target.PathStyle,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIAUNKNOWN"+s3test.RandomHex(4), "secret", ""),
+	})
+	c, err := s3lock.New(unknown, ns.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.TryAcquire(t.Context(), ns.Name("unknown-key"))
+	if !errors.Is(err, s3lock.ErrAccessDenied) || errors.Is(err, s3lock.ErrNoSuchBucket) {
+		t.Fatalf("TryAcquire with an unknown access key = %v; want ErrAccessDenied (a credentials problem)", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "access key") || strings.Contains(msg, "not an S3 endpoint") {
+		t.Errorf("the error %q should say the access key is unknown to the store, not blame the endpoint", msg)
 	}
 }

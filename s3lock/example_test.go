@@ -16,13 +16,16 @@ import (
 )
 
 // exampleBucket stands in for your own setup: an *s3.Client and a bucket.
-// Here they come from the local test server.
-func exampleBucket() (*s3.Client, string) {
+// Here they come from the test store: a bucket of the example's own on the
+// local server, or a fresh prefix of the shared bucket of an external
+// endpoint (S3LOCK_TEST_ENDPOINT), which the client keeps every key under,
+// so that the examples' lock names leave nothing outside it.
+func exampleBucket() (s3lock.S3API, string) {
 	ns, err := s3test.Open(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}
-	return ns.Client, ns.Bucket
+	return &s3test.Prefixed{Client: ns.Client, Prefix: ns.Prefix}, ns.Bucket
 }
 
 // Take a lock, do the work under its epoch, release it.

@@ -28,6 +28,10 @@ func newLockClient(tb testing.TB, ns *s3test.Namespace, holder string, opts []s3
 	if err != nil {
 		tb.Fatalf("s3lock.New: %v", err)
 	}
+	// A test (or benchmark) is over when the client's background history
+	// cleanups are: the leak check in TestMain must not find one still
+	// deleting on a slow store.
+	tb.Cleanup(c.WaitCleanup)
 	return c
 }
 

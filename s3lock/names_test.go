@@ -112,8 +112,12 @@ func TestBadNames_RejectedByEveryCall(t *testing.T) {
 			}
 		}
 	}
-	if keys := s3test.Keys(t, ns.Client, ns.Bucket, ""); len(keys) != 0 {
-		t.Errorf("invalid names wrote %v", keys)
+	// What they would have written (the bucket may be shared: look only
+	// where these names lead).
+	for _, prefix := range []string{"/", "lock-", "../outside/", "a//b/"} {
+		if keys := s3test.Keys(t, ns.Client, ns.Bucket, prefix); len(keys) != 0 {
+			t.Errorf("invalid names wrote %v", keys)
+		}
 	}
 }
 
@@ -181,4 +185,77 @@ func TestAcquire_BacksOffWhenTheLockKeepsChanging(t *testing.T) {
 		t.Errorf("Acquire spent %d requests (%s) in 2 s on a state that never settles; want it to back off", n, counter)
 	}
 	t.Logf("2 s of a state that never settles: %s", counter)
+}
+
+// hidingListings is a store whose listings hide every key under a prefix
+// while GETs and PUTs find them, as MinIO's do for the epochs of a lock
+// whose name collides with an object (an object "deploy" and a lock
+// "deploy/prod"). It is fault injection on the real server: the requests go
+// to versitygw, and only the listings of the prefix come back empty.
+func hidingListings(prefix string) s3test.Option {
+	return s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			q := req.URL.Query()
+			if req.Method != http.MethodGet || q.Get("list-type") != "2" || !strings.HasPrefix(q.Get("prefix"), prefix) {
+				return next.RoundTrip(req)
+			}
+			body := `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` +
+				`<Name>b</Name><Prefix>` + q.Get("prefix") + `</Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys>` +
+				`<IsTruncated>false</IsTruncated></ListBucketResult>`
+			return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Request: req,
+				Header: http.Header{"Content-Type": {"application/xml"}, "Date": {time.Now().UTC().Format(http.TimeFormat)}},
+				Body:   io.NopCloser(strings.NewReader(body))}, nil
+		})
+	})
+}
+
+// TestNameCollision_HiddenListingIsDetected: on a store whose listing hides
+// a lock's epoch objects, s3lock does not spin, does not call a held lock
+// free and does not call a held lease deleted: Acquire, Current and Resume
+// report ErrNameCollision within a few requests.
+func TestNameCollision_HiddenListingIsDetected(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("hidden/prod")
+	counter, withCounter := counting()
+	holder := newLockClient(t, ns, "holder", nil)
+	l, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := l.Detach()
+	blind := newLockClient(t, ns, "blind", nil, withCounter, hidingListings(ns.Name("hidden/")))
+
+	st, err := blind.Current(t.Context(), name)
+	if !errors.Is(err, s3lock.ErrNameCollision) || !strings.Contains(err.Error(), s3lock.Key(name, 1)) {
+		t.Errorf("Current of a held lock whose listing is hidden = %+v, %v; want ErrNameCollision, not %s", st, err, st.Phase())
+	}
+	if _, err := blind.Resume(t.Context(), token); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("Resume of a held lease whose listing is hidden = %v; want ErrNameCollision, not a deleted lease", err)
+	}
+	// Acquire: its create of epoch 1 finds it there; the next listing still
+	// does not show it.
+	counter.Reset()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = blind.Acquire(ctx, name)
+	if !errors.Is(err, s3lock.ErrNameCollision) || ctx.Err() != nil {
+		t.Errorf("Acquire of a lock whose listing is hidden = %v; want ErrNameCollision at once", err)
+	}
+	if n := counter.Total(); n > 12 {
+		t.Errorf("Acquire took %d requests (%s) to find the hidden listing; want a few", n, counter)
+	}
+	// Released, the same: never taken "again" as epoch 1 over and over.
+	if r, err := holder.Resume(t.Context(), token); err != nil {
+		t.Fatal(err)
+	} else if err := r.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	if _, err := blind.TryAcquire(t.Context(), name); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("TryAcquire of a released lock whose listing is hidden = %v; want ErrNameCollision", err)
+	}
+	if n := counter.Total(); n > 12 {
+		t.Errorf("TryAcquire took %d requests (%s); want a few", n, counter)
+	}
 }

@@ -266,6 +266,10 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	case err != nil:
 		return heldLease{}, err
 	case !found || newest.epoch < epoch:
+		// Not listed: deleted, or hidden by the store's listing.
+		if err := c.hiddenEpochs(ctx, "Resume", name, key); err != nil {
+			return heldLease{}, err
+		}
 		return heldLease{}, lost(LostDeleted, "its epoch object does not exist")
 	case newest.epoch > epoch:
 		return heldLease{}, lost(LostSuperseded, fmt.Sprintf("it was superseded (the lock is at epoch %d)", newest.epoch))
