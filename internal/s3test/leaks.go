@@ -1,6 +1,7 @@
 package s3test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,7 +26,8 @@ func FindLeaks() error {
 		if err = findLeaks(); err == nil {
 			return nil
 		}
-		if _, unparsed := err.(unparsedStack); !unparsed {
+		var unparsed unparsedStack
+		if !errors.As(err, &unparsed) {
 			return err
 		}
 	}
