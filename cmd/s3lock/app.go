@@ -264,12 +264,21 @@ names (see --help of any command for all of them), with these variables:
   --skip-metadata-api-check AWS_EC2_METADATA_DISABLED
   --skip-region-validation  S3LOCK_SKIP_REGION_VALIDATION
   --skip-s3-checksum        S3LOCK_SKIP_S3_CHECKSUM: for stores that reject
-                            the AWS SDK's checksum headers
-With a web identity flag, s3lock assumes that role first; with an assume-role
-flag, it then assumes that role with the credentials it has. Once a proxy flag
-is given, the proxies also carry requests to localhost and loopback
-addresses, which the proxy variables alone never do: list those in --no-proxy
-to reach them directly.
+                            the AWS SDK's flexible checksum headers
+                            (x-amz-checksum-*); DeleteObjects, whose checksum
+                            S3 requires, then sends Content-MD5 instead
+A flag given wins over the variables of its setting and of the settings it
+excludes. With a web identity flag, s3lock assumes that role first; with an
+assume-role flag, it then assumes that role with the credentials it has.
+As in Terraform's S3 backend, --http-proxy alone also carries https://
+requests unless --https-proxy or HTTPS_PROXY is set, and --https-proxy ""
+sends them directly whatever HTTPS_PROXY says. Once a proxy flag is given,
+the proxies also carry requests to localhost and loopback addresses, which
+the proxy variables alone never do: list those in --no-proxy to reach them
+directly. NO_PROXY entries of other syntaxes (172.16.*) are ignored; a
+malformed --no-proxy is an error. --use-fips-endpoint=false,
+--use-dualstack-endpoint=false and --skip-metadata-api-check=false override
+their AWS variables.
 
 Progress goes to stderr; stdout carries only machine-readable output (tokens,
 JSON, tables), so it can be captured. With --stats, s3lock also prints a

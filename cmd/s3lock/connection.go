@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -38,15 +39,18 @@ func (a *app) connectionFlags(pf *pflag.FlagSet) {
 	pf.StringSliceVar(&c.SharedCredentialsFiles, "shared-credentials-files", nil, "AWS credentials files to read instead of ~/.aws/credentials (env AWS_SHARED_CREDENTIALS_FILE)")
 	pf.StringVar(&c.CustomCABundle, "custom-ca-bundle", "", "PEM file of the CA certificates the endpoints' certificates chain to (env AWS_CA_BUNDLE)")
 	pf.BoolVar(&c.Insecure, "insecure", false, "accept any TLS certificate, unverified: for tests only (env "+envInsecure+")")
-	pf.StringVar(&c.HTTPProxy, "http-proxy", "", "proxy of http:// requests (env HTTP_PROXY)")
-	pf.StringVar(&c.HTTPSProxy, "https-proxy", "", "proxy of https:// requests (env HTTPS_PROXY)")
+	// The proxies and the switches below are read in resolveConnectionEnv:
+	// given, even as "" or false, they override their AWS variables.
+	pf.String(flagHTTPProxy, "", "proxy of http:// requests, and of https:// ones unless --https-proxy or HTTPS_PROXY is set (env HTTP_PROXY)")
+	pf.String(flagHTTPSProxy, "", `proxy of https:// requests; "" for none, whatever HTTPS_PROXY says (env HTTPS_PROXY)`)
 	pf.StringVar(&c.NoProxy, "no-proxy", "", "hosts reached without a proxy: domains, IP addresses, CIDR ranges, or * (env NO_PROXY)")
 	pf.StringVar(&c.RetryMode, "retry-mode", "", "how the AWS SDK retries: standard or adaptive (env AWS_RETRY_MODE)")
-	pf.BoolVar(&c.UseFIPSEndpoint, "use-fips-endpoint", false, "use AWS's FIPS endpoints (env AWS_USE_FIPS_ENDPOINT)")
-	pf.BoolVar(&c.UseDualStackEndpoint, "use-dualstack-endpoint", false, "use AWS's dual-stack (IPv6) endpoints (env AWS_USE_DUALSTACK_ENDPOINT)")
+	pf.Bool(flagFIPS, false, "use AWS's FIPS endpoints; =false: not, whatever AWS_USE_FIPS_ENDPOINT says (env AWS_USE_FIPS_ENDPOINT)")
+	pf.Bool(flagDualStack, false, "use AWS's dual-stack (IPv6) endpoints; =false: not, whatever AWS_USE_DUALSTACK_ENDPOINT says (env AWS_USE_DUALSTACK_ENDPOINT)")
 	pf.BoolVar(&c.SkipRegionValidation, "skip-region-validation", false, "accept a region that is not named like AWS's (env "+envSkipRegionValidation+")")
-	pf.BoolVar(&c.SkipMetadataAPICheck, "skip-metadata-api-check", false, "never ask the EC2 instance metadata service for credentials (env AWS_EC2_METADATA_DISABLED)")
-	pf.BoolVar(&c.SkipS3Checksum, "skip-s3-checksum", false, "send no checksum headers, for stores that reject them (env "+envSkipS3Checksum+")")
+	pf.Bool(flagSkipMetadata, false, "never ask the EC2 instance metadata service for credentials; =false: ask it, whatever AWS_EC2_METADATA_DISABLED says (env AWS_EC2_METADATA_DISABLED)")
+	pf.BoolVar(&c.SkipS3Checksum, "skip-s3-checksum", false, "send no flexible checksum headers (x-amz-checksum-*), for stores that reject them; "+
+		"DeleteObjects then sends Content-MD5 (env "+envSkipS3Checksum+")")
 
 	ar := &a.assumeRole
 	pf.StringVar(&ar.RoleARN, "assume-role-arn", "", "assume this IAM role with STS AssumeRole (env "+envAssumeRoleARN+")")
@@ -69,18 +73,38 @@ func (a *app) connectionFlags(pf *pflag.FlagSet) {
 	pf.StringSliceVar(&w.PolicyARNs, "web-identity-policy-arns", nil, "managed policies that further restrict the web identity role's session")
 }
 
+// The connection flags whose values resolveConnectionEnv reads from the
+// flag set: an Options field that tells "not given" from "" or false.
+const (
+	flagHTTPProxy    = "http-proxy"
+	flagHTTPSProxy   = "https-proxy"
+	flagFIPS         = "use-fips-endpoint"
+	flagDualStack    = "use-dualstack-endpoint"
+	flagSkipMetadata = "skip-metadata-api-check"
+)
+
 // resolveConnectionEnv fills the connection flags that have an s3lock
-// variable, and decides whether the role flags are in use.
+// variable, and decides whether the role flags are in use. A flag given
+// wins over the variables of its setting and of the settings it excludes
+// (--custom-ca-bundle over S3LOCK_INSECURE, --web-identity-token-file over
+// S3LOCK_WEB_IDENTITY_TOKEN).
 func (a *app) resolveConnectionEnv(flags *pflag.FlagSet) error {
+	if err := a.explicitConnectionFlags(flags); err != nil {
+		return err
+	}
 	fromEnv(flags, &a.conn.STSRegion, "sts-region", envSTSRegion)
 	for _, b := range []struct {
 		p         *bool
 		flag, env string
+		unless    string // a flag that excludes this one
 	}{
-		{&a.conn.Insecure, "insecure", envInsecure},
-		{&a.conn.SkipRegionValidation, "skip-region-validation", envSkipRegionValidation},
-		{&a.conn.SkipS3Checksum, "skip-s3-checksum", envSkipS3Checksum},
+		{&a.conn.Insecure, "insecure", envInsecure, "custom-ca-bundle"},
+		{&a.conn.SkipRegionValidation, "skip-region-validation", envSkipRegionValidation, ""},
+		{&a.conn.SkipS3Checksum, "skip-s3-checksum", envSkipS3Checksum, ""},
 	} {
+		if b.unless != "" && flags.Changed(b.unless) {
+			continue
+		}
 		if err := boolFromEnv(flags, b.p, b.flag, b.env); err != nil {
 			return err
 		}
@@ -88,17 +112,75 @@ func (a *app) resolveConnectionEnv(flags *pflag.FlagSet) error {
 	fromEnv(flags, &a.assumeRole.RoleARN, "assume-role-arn", envAssumeRoleARN)
 	fromEnv(flags, &a.assumeRole.SessionName, "assume-role-session-name", envAssumeRoleSession)
 	fromEnv(flags, &a.assumeRole.ExternalID, "assume-role-external-id", envAssumeRoleExternalID)
-	fromEnv(flags, &a.webIdentity.WebIdentityToken, "web-identity-token", envWebIdentityToken)
+	if !flags.Changed("web-identity-token-file") {
+		fromEnv(flags, &a.webIdentity.WebIdentityToken, "web-identity-token", envWebIdentityToken)
+	}
 	flags.Visit(func(f *pflag.Flag) {
 		a.useAssumeRole = a.useAssumeRole || strings.HasPrefix(f.Name, "assume-role-")
 		a.useWebIdentity = a.useWebIdentity || strings.HasPrefix(f.Name, "web-identity-")
 	})
 	ar := a.assumeRole
 	a.useAssumeRole = a.useAssumeRole || ar.RoleARN != "" || ar.SessionName != "" || ar.ExternalID != ""
+	if a.useAssumeRole && ar.RoleARN == "" {
+		return roleARNMissing(flags)
+	}
 	// AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE alone is the AWS
 	// SDK's own web identity, in its place in the credential chain.
 	a.useWebIdentity = a.useWebIdentity || a.webIdentity.WebIdentityToken != ""
 	return nil
+}
+
+// explicitConnectionFlags sets the Options fields of the flags given, ""
+// and false included.
+func (a *app) explicitConnectionFlags(flags *pflag.FlagSet) error {
+	for _, s := range []struct {
+		flag string
+		p    **string
+	}{{flagHTTPProxy, &a.conn.HTTPProxy}, {flagHTTPSProxy, &a.conn.HTTPSProxy}} {
+		if !flags.Changed(s.flag) {
+			continue
+		}
+		v, err := flags.GetString(s.flag)
+		if err != nil {
+			return err
+		}
+		*s.p = &v
+	}
+	for _, b := range []struct {
+		flag string
+		p    **bool
+	}{{flagFIPS, &a.conn.UseFIPSEndpoint}, {flagDualStack, &a.conn.UseDualStackEndpoint}, {flagSkipMetadata, &a.conn.SkipMetadataAPICheck}} {
+		if !flags.Changed(b.flag) {
+			continue
+		}
+		v, err := flags.GetBool(b.flag)
+		if err != nil {
+			return err
+		}
+		*b.p = &v
+	}
+	return nil
+}
+
+// roleARNMissing is an assume-role setting without the role: it names the
+// flag or the variable that asked for the role.
+func roleARNMissing(flags *pflag.FlagSet) error {
+	var by string
+	flags.Visit(func(f *pflag.Flag) {
+		if by == "" && strings.HasPrefix(f.Name, "assume-role-") && f.Name != "assume-role-arn" {
+			by = "--" + f.Name
+		}
+	})
+	for _, env := range []string{envAssumeRoleSession, envAssumeRoleExternalID} {
+		if by == "" && os.Getenv(env) != "" {
+			by = env
+		}
+	}
+	if by == "" {
+		by = `--assume-role-arn ""`
+	}
+	return usagef("assume role: a role ARN is required: %s asks to assume a role, so set --assume-role-arn or %s "+
+		"(or drop %s)", by, envAssumeRoleARN, by)
 }
 
 // awsOptions are the AWS client options of the connection flags.

@@ -65,6 +65,12 @@ func TestRun_CustomCABundle(t *testing.T) {
 		t.Fatalf("%s=true: %s", envInsecure, r)
 	}
 	releasedOn(t, sdk, "tls/insecure")
+	// The flag wins over the variable of the setting it excludes (a
+	// regression test: the two were refused as excluding each other).
+	if r := run(append(c.without(envInsecure), envInsecure+"=true"), "tls/flag-over-env", "--custom-ca-bundle", st.CAFile); r.code != exitOK {
+		t.Fatalf("--custom-ca-bundle with %s=true: %s", envInsecure, r)
+	}
+	releasedOn(t, sdk, "tls/flag-over-env")
 }
 
 // --http-proxy (or HTTP_PROXY once a proxy flag is given) carries every
@@ -114,6 +120,40 @@ func TestRun_Proxy(t *testing.T) {
 		}
 		if n := proxy.Count(); n != 0 {
 			t.Fatalf("%d requests went through the proxy, want none", n)
+		}
+	})
+	// As in the S3 backend, --http-proxy alone carries https:// requests too
+	// (a regression test: they once went direct), and --https-proxy ""
+	// sends them directly whatever HTTPS_PROXY says.
+	t.Run("--http-proxy carries https", func(t *testing.T) {
+		st := s3test.NewTLSStore(t)
+		proxy := s3test.NewForwardProxy(t)
+		r := c.run("run", "--quiet", "--endpoint", st.Endpoint, "--bucket", st.Bucket, "--custom-ca-bundle", st.CAFile,
+			"--http-proxy", proxy.URL, "proxy/http-for-https", "--", "true")
+		if r.code != exitOK {
+			t.Fatal(r)
+		}
+		want := strings.TrimPrefix(st.Endpoint, "https://")
+		if proxy.Count() == 0 {
+			t.Fatal("no request went through the proxy")
+		}
+		for _, req := range proxy.Requests() {
+			if req.Method != http.MethodConnect || req.Host != want {
+				t.Errorf("the proxy carried %s %s, want only CONNECT tunnels to %s", req.Method, req.Host, want)
+			}
+		}
+	})
+	t.Run(`--https-proxy ""`, func(t *testing.T) {
+		st := s3test.NewTLSStore(t)
+		httpProxy, envProxy := s3test.NewForwardProxy(t), s3test.NewForwardProxy(t)
+		env := append(c.without("HTTPS_PROXY", "https_proxy"), "HTTPS_PROXY="+envProxy.URL)
+		r := c.runWith(env, "", "run", "--quiet", "--endpoint", st.Endpoint, "--bucket", st.Bucket, "--custom-ca-bundle", st.CAFile,
+			"--http-proxy", httpProxy.URL, "--https-proxy", "", "proxy/https-direct", "--", "true")
+		if r.code != exitOK {
+			t.Fatal(r)
+		}
+		if n := httpProxy.Count() + envProxy.Count(); n != 0 {
+			t.Fatalf("%d requests went through a proxy (%v, %v), want none", n, httpProxy.Hosts(), envProxy.Hosts())
 		}
 	})
 	t.Run("--no-proxy names the endpoint", func(t *testing.T) {
@@ -206,6 +246,17 @@ func TestRun_WebIdentity(t *testing.T) {
 		}
 		assumed(t, sts, "s3lock")
 	})
+	// A token file given as a flag wins over the token of the environment
+	// (a regression test: the two were refused as excluding each other).
+	t.Run("--web-identity-token-file over "+envWebIdentityToken, func(t *testing.T) {
+		sts := newSTS(t)
+		env := append(keyless, envWebIdentityToken+"=not-the-token")
+		if r := c.runWith(env, "", "run", "--quiet", "--sts-endpoint", sts.URL, "--web-identity-role-arn", role,
+			"--web-identity-token-file", tokenFile, c.name("oidc/file-over-env"), "--", "true"); r.code != exitOK {
+			t.Fatal(r)
+		}
+		assumed(t, sts, "s3lock")
+	})
 	t.Run("wrong token", func(t *testing.T) {
 		sts := s3test.NewSTS(t, s3test.STSConfig{Roles: []string{role}, WebIdentityToken: "another",
 			AccessKey: tg.AccessKey, SecretKey: tg.SecretKey})
@@ -232,7 +283,12 @@ func TestBadInput_ConnectionSettings(t *testing.T) {
 			"duration 5m0s is outside [15m, 12h]"},
 		{"role ARN", nil, []string{"--assume-role-arn", "locks"}, `ARN "locks" is not of the form arn:`},
 		{"role ARN from the environment", append(c.without(envAssumeRoleARN), envAssumeRoleARN+"=locks"), nil, `ARN "locks"`},
-		{"session name without a role", nil, []string{"--assume-role-session-name", "ci"}, "assume role: a role ARN is required"},
+		{"session name without a role", nil, []string{"--assume-role-session-name", "ci"}, "assume role: a role ARN is required: " +
+			"--assume-role-session-name asks to assume a role, so set --assume-role-arn or " + envAssumeRoleARN},
+		{"session name without a role from the environment", append(c.without(envAssumeRoleSession, envAssumeRoleARN),
+			envAssumeRoleSession+"=ci"), nil, envAssumeRoleSession + " asks to assume a role, so set --assume-role-arn or " + envAssumeRoleARN},
+		{"external id without a role from the environment", append(c.without(envAssumeRoleExternalID, envAssumeRoleARN),
+			envAssumeRoleExternalID+"=ext-1"), nil, envAssumeRoleExternalID + " asks to assume a role, so set --assume-role-arn or " + envAssumeRoleARN},
 		{"web identity token and file", nil, []string{"--web-identity-role-arn", "arn:aws:iam::1:role/r",
 			"--web-identity-token", "t", "--web-identity-token-file", "/tmp/t"}, "exclude each other"},
 		{"web identity token file missing", nil, []string{"--web-identity-role-arn", "arn:aws:iam::1:role/r",
@@ -245,6 +301,8 @@ func TestBadInput_ConnectionSettings(t *testing.T) {
 		{"retry mode", nil, []string{"--retry-mode", "legacy"}, `retry mode "legacy"`},
 		{"proxy", nil, []string{"--https-proxy", "ftp://proxy:21"}, `scheme "ftp"`},
 		{"no-proxy", nil, []string{"--no-proxy", "10.0.0.0/33"}, "not a CIDR range"},
+		{"HTTPS_PROXY of another scheme", append(c.without("HTTPS_PROXY", "https_proxy"), "HTTPS_PROXY=ftp://proxy:21"),
+			[]string{"--no-proxy", "example.com"}, `HTTPS_PROXY "ftp://proxy:21" has scheme "ftp"`},
 		{"FIPS with a custom endpoint", nil, []string{"--use-fips-endpoint"}, "FIPS endpoints cannot be combined"},
 		{"shared config file missing", nil, []string{"--shared-config-files", "/nonexistent/config"}, `shared config file "/nonexistent/config"`},
 	} {
@@ -260,5 +318,25 @@ func TestBadInput_ConnectionSettings(t *testing.T) {
 				t.Fatalf("%s; want exit %d and one line saying %q", r, exitUsage, tc.says)
 			}
 		})
+	}
+}
+
+// --use-fips-endpoint=false (and the other switches set to false) override
+// their AWS variables, as the S3 backend's settings set to false do:
+// AWS_USE_FIPS_ENDPOINT=true with a custom endpoint fails every request
+// (the SDK has no FIPS variant of it), unless the flag turns FIPS off.
+func TestRun_FalseSwitchOverridesTheEnvironment(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	env := append(c.without("AWS_USE_FIPS_ENDPOINT"), "AWS_USE_FIPS_ENDPOINT=true")
+	if r := c.runWith(env, "", "run", "--quiet", c.name("fips/env"), "--", "true"); r.code == exitOK {
+		t.Fatalf("AWS_USE_FIPS_ENDPOINT=true with a custom endpoint: %s; want a failure (else this proves nothing)", r)
+	}
+	name := c.name("fips/off")
+	if r := c.runWith(env, "", "run", "--quiet", "--use-fips-endpoint=false", name, "--", "true"); r.code != exitOK {
+		t.Fatalf("--use-fips-endpoint=false with AWS_USE_FIPS_ENDPOINT=true: %s", r)
+	}
+	if st := c.current(name); !st.Released {
+		t.Fatalf("after run the lock is %+v", st)
 	}
 }

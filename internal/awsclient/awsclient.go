@@ -18,9 +18,10 @@
 // unreachable endpoint show up on the first call.
 //
 // The file layout: options.go the options and their rules, awsclient.go
-// the loading and the clients, roles.go the assumed roles (assume_role,
-// assume_role_with_web_identity), transport.go the HTTP client (timeouts,
-// TLS, retries), proxy.go the proxy rules, objects.go the settings of the
+// the loading and the clients, paths.go the files the options name,
+// roles.go the assumed roles (assume_role, assume_role_with_web_identity),
+// transport.go the HTTP client (timeouts, TLS, retries), proxy.go the proxy
+// rules, checksums.go skip_s3_checksum, objects.go the settings of the
 // objects s3lock writes.
 package awsclient
 
@@ -69,6 +70,7 @@ func S3Client(cfg aws.Config, opts Options) *s3.Client {
 		if opts.SkipS3Checksum {
 			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+			o.APIOptions = append(o.APIOptions, contentMD5Instead)
 		}
 	})
 }
@@ -89,9 +91,13 @@ func STSClient(cfg aws.Config, opts Options) *sts.Client {
 // LoadConfig returns the aws.Config that New builds its client from: region,
 // credentials (assumed roles included), HTTP client and retryer. The custom
 // Endpoint and path-style addressing are S3 client settings and are not part
-// of it, so the same config can serve other AWS clients (STS, say).
+// of it, so the same config can serve other AWS clients (STS, say). It
+// resolves opts first (Options.Resolved).
 func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
-	opts = opts.withEnvironment()
+	opts, err := opts.Resolved()
+	if err != nil {
+		return aws.Config{}, err
+	}
 	if err := opts.validate(); err != nil {
 		return aws.Config{}, err
 	}
@@ -113,16 +119,6 @@ func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
 	return cfg, nil
 }
 
-// withEnvironment fills what the S3 backend also reads from the environment
-// and the SDK would not apply to explicit settings.
-func (o Options) withEnvironment() Options {
-	if w := o.AssumeRoleWithWebIdentity; w != nil {
-		resolved := w.withEnvironment()
-		o.AssumeRoleWithWebIdentity = &resolved
-	}
-	return o
-}
-
 // loaders are the options of config.LoadDefaultConfig for o.
 func (o Options) loaders() ([]func(*config.LoadOptions) error, error) {
 	httpClient, caBundle, err := o.httpClient()
@@ -142,6 +138,7 @@ func (o Options) loaders() ([]func(*config.LoadOptions) error, error) {
 		// SDK would otherwise add.
 		loaders = append(loaders, config.WithCustomCABundle(caBundle))
 	}
+	loaders = append(loaders, o.switches()...)
 	if o.Region != "" {
 		loaders = append(loaders, config.WithRegion(o.Region))
 	}
@@ -149,10 +146,10 @@ func (o Options) loaders() ([]func(*config.LoadOptions) error, error) {
 		loaders = append(loaders, config.WithSharedConfigProfile(o.Profile))
 	}
 	if len(o.SharedConfigFiles) > 0 {
-		loaders = append(loaders, config.WithSharedConfigFiles(expandAll(o.SharedConfigFiles)))
+		loaders = append(loaders, config.WithSharedConfigFiles(o.SharedConfigFiles))
 	}
 	if len(o.SharedCredentialsFiles) > 0 {
-		loaders = append(loaders, config.WithSharedCredentialsFiles(expandAll(o.SharedCredentialsFiles)))
+		loaders = append(loaders, config.WithSharedCredentialsFiles(o.SharedCredentialsFiles))
 	}
 	if o.AccessKey != "" {
 		loaders = append(loaders, config.WithCredentialsProvider(
@@ -160,15 +157,6 @@ func (o Options) loaders() ([]func(*config.LoadOptions) error, error) {
 	}
 	if o.AppID != "" {
 		loaders = append(loaders, config.WithAppID(o.AppID))
-	}
-	if o.SkipMetadataAPICheck {
-		loaders = append(loaders, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
-	}
-	if o.UseFIPSEndpoint {
-		loaders = append(loaders, config.WithUseFIPSEndpoint(aws.FIPSEndpointStateEnabled))
-	}
-	if o.UseDualStackEndpoint {
-		loaders = append(loaders, config.WithUseDualStackEndpoint(aws.DualStackEndpointStateEnabled))
 	}
 	if o.SSOEndpoint != "" {
 		loaders = append(loaders, config.WithSSOProviderOptions(o.ssoEndpoint))
@@ -185,6 +173,36 @@ func (o Options) loaders() ([]func(*config.LoadOptions) error, error) {
 			}))
 	}
 	return loaders, nil
+}
+
+// switches are the loaders of the switches set explicitly: as LoadOptions
+// they take precedence over the environment (AWS_EC2_METADATA_DISABLED,
+// AWS_USE_FIPS_ENDPOINT, AWS_USE_DUALSTACK_ENDPOINT) and the shared config,
+// off as well as on.
+func (o Options) switches() []func(*config.LoadOptions) error {
+	var loaders []func(*config.LoadOptions) error
+	if skip := o.SkipMetadataAPICheck; skip != nil {
+		state := imds.ClientEnabled
+		if *skip {
+			state = imds.ClientDisabled
+		}
+		loaders = append(loaders, config.WithEC2IMDSClientEnableState(state))
+	}
+	if fips := o.UseFIPSEndpoint; fips != nil {
+		state := aws.FIPSEndpointStateDisabled
+		if *fips {
+			state = aws.FIPSEndpointStateEnabled
+		}
+		loaders = append(loaders, config.WithUseFIPSEndpoint(state))
+	}
+	if dual := o.UseDualStackEndpoint; dual != nil {
+		state := aws.DualStackEndpointStateDisabled
+		if *dual {
+			state = aws.DualStackEndpointStateEnabled
+		}
+		loaders = append(loaders, config.WithUseDualStackEndpoint(state))
+	}
+	return loaders
 }
 
 // stsOf is the STS client of an SDK-made AssumeRole provider, rebuilt with
@@ -218,9 +236,11 @@ func (o Options) ssoEndpoint(so *ssocreds.Options) {
 	}
 }
 
-// awsRegionPattern is the shape of AWS region names: us-east-1,
-// eu-central-2, us-gov-west-1, cn-northwest-1, us-isob-east-1, ...
-var awsRegionPattern = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+// awsRegionPattern is the shape of AWS region names in every partition: a
+// prefix of 2 to 4 letters, words, a number: us-east-1, eu-central-2,
+// us-gov-west-1, cn-northwest-1, us-isob-east-1, eu-isoe-west-1,
+// eusc-de-east-1 (the European Sovereign Cloud), ...
+var awsRegionPattern = regexp.MustCompile(`^[a-z]{2,4}(-[a-z]+)+-[0-9]+$`)
 
 // checkRegion applies the default region of custom endpoints and checks the
 // region's name where it must be AWS's.

@@ -22,14 +22,20 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
 
-// isolate clears every AWS setting the machine running the tests may have,
-// so only what a test sets itself is in effect.
+// proxyVariables are the proxy settings of the environment, which Go and
+// awsclient read in both cases.
+var proxyVariables = map[string]bool{
+	"HTTP_PROXY": true, "http_proxy": true, "HTTPS_PROXY": true, "https_proxy": true, "NO_PROXY": true, "no_proxy": true,
+}
+
+// isolate clears every AWS and proxy setting the machine running the tests
+// may have, so only what a test sets itself is in effect.
 func isolate(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AWS_") {
+		if strings.HasPrefix(k, "AWS_") || proxyVariables[k] {
 			t.Setenv(k, "") // restores the old value after the test
 			os.Unsetenv(k)
 		}

@@ -60,7 +60,12 @@ var (
 // uses the standard AWS configuration chain with the package defaults.
 //
 // Options travel as JSON (to the provider's run guard), so every field is
-// plain data.
+// plain data; call Resolved before they leave the process, so that the files
+// they name and what they take from the environment mean the same there.
+//
+// The pointer fields tell "not set" (nil) from a value set explicitly,
+// false or empty included, which then overrides the environment and the
+// shared config, as the S3 backend's settings of the same names do.
 type Options struct {
 	// Region of the bucket. Empty: AWS_REGION, AWS_DEFAULT_REGION or the
 	// profile's region; with a custom Endpoint, DefaultEndpointRegion if
@@ -72,7 +77,9 @@ type Options struct {
 	// SharedConfigFiles and SharedCredentialsFiles replace the shared config
 	// and credentials files (default AWS_CONFIG_FILE, else ~/.aws/config, and
 	// AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials). A leading "~/"
-	// is the home directory. Each file named must be readable.
+	// is the home directory, a relative path is relative to the current
+	// directory (Resolved makes both absolute). Each file named must be
+	// readable.
 	SharedConfigFiles      []string
 	SharedCredentialsFiles []string
 	// AccessKey, SecretKey and Token are static credentials. They take
@@ -104,40 +111,53 @@ type Options struct {
 	// SSOEndpoint overrides the endpoint of the IAM Identity Center (SSO)
 	// portal API, which SSO profiles get their credentials from.
 	SSOEndpoint string
-	// UseFIPSEndpoint and UseDualStackEndpoint resolve AWS's FIPS and
-	// dual-stack (IPv6) endpoints. False leaves it to AWS_USE_FIPS_ENDPOINT,
-	// AWS_USE_DUALSTACK_ENDPOINT and the shared config. They exclude a custom
-	// Endpoint or STSEndpoint, which the SDK would not resolve.
-	UseFIPSEndpoint      bool
-	UseDualStackEndpoint bool
+	// UseFIPSEndpoint and UseDualStackEndpoint turn AWS's FIPS and
+	// dual-stack (IPv6) endpoints on (true) or off (false), whatever
+	// AWS_USE_FIPS_ENDPOINT, AWS_USE_DUALSTACK_ENDPOINT and the shared config
+	// say; nil leaves it to those. True excludes a custom Endpoint or
+	// STSEndpoint, which the SDK would not resolve.
+	UseFIPSEndpoint      *bool
+	UseDualStackEndpoint *bool
 	// SkipRegionValidation accepts a region that does not look like an AWS
 	// region name. The check only applies without a custom S3 endpoint:
 	// S3-compatible stores name their regions as they like.
 	SkipRegionValidation bool
-	// SkipMetadataAPICheck never asks the EC2 instance metadata service
-	// (IMDS) for credentials or a region. False leaves it to
-	// AWS_EC2_METADATA_DISABLED.
-	SkipMetadataAPICheck bool
-	// SkipS3Checksum sends no checksum with S3 requests that do not require
-	// one, and checks none in responses, for S3-compatible stores that reject
-	// the SDK's checksum headers.
+	// SkipMetadataAPICheck true never asks the EC2 instance metadata service
+	// (IMDS) for credentials or a region; false does, whatever
+	// AWS_EC2_METADATA_DISABLED says; nil leaves it to that variable.
+	SkipMetadataAPICheck *bool
+	// SkipS3Checksum sends none of the SDK's flexible checksum headers
+	// (x-amz-checksum-*, x-amz-sdk-checksum-algorithm), and checks no
+	// checksum in responses, for S3-compatible stores that reject them. The
+	// one request s3lock makes whose checksum S3 requires, DeleteObjects,
+	// then carries Content-MD5 instead (see checksums.go).
 	SkipS3Checksum bool
 
 	// CustomCABundle is a PEM file of the certificates that the endpoints'
 	// TLS certificates must chain to, instead of the system's. Empty:
 	// AWS_CA_BUNDLE. It excludes Insecure.
 	CustomCABundle string
+	// caBundleFromEnv says that Resolved took CustomCABundle from
+	// AWS_CA_BUNDLE, so that errors name the variable. (It does not travel
+	// as JSON; errors elsewhere name the setting.)
+	caBundleFromEnv bool
 	// Insecure accepts any TLS certificate. It excludes CustomCABundle.
 	Insecure bool
 	// HTTPProxy and HTTPSProxy are the proxies of http:// and https://
 	// requests, NoProxy the hosts reached without one (comma-separated
 	// domains, IP addresses, CIDR ranges, with an optional port, or "*").
-	// Each empty one falls back to its environment variable (HTTP_PROXY,
-	// HTTPS_PROXY, NO_PROXY, or their lower-case forms). When any of the
-	// three is set, the proxies also apply to loopback hosts, which Go's
-	// environment-only proxy rules never send through a proxy; see proxy.go.
-	HTTPProxy  string
-	HTTPSProxy string
+	// With the meanings of the S3 backend's http_proxy, https_proxy and
+	// no_proxy (aws-sdk-go-base's legacy proxy mode): a nil proxy falls back
+	// to its environment variable (HTTP_PROXY, HTTPS_PROXY, or their
+	// lower-case forms), an empty one means none; HTTPProxy alone also
+	// carries https:// requests when neither HTTPSProxy nor HTTPS_PROXY is
+	// set. An empty NoProxy falls back to NO_PROXY (or no_proxy), whose
+	// malformed entries are ignored, as Go ignores them; a malformed NoProxy
+	// is an error. When any of the three is set, the proxies also apply to
+	// loopback hosts, which Go's environment-only proxy rules never send
+	// through a proxy; see proxy.go.
+	HTTPProxy  *string
+	HTTPSProxy *string
 	NoProxy    string
 
 	// ConnectTimeout bounds one TCP connect and one TLS handshake
@@ -211,11 +231,11 @@ func (o Options) validate() error {
 // endpoints, and would fail every request.
 func (o Options) validateEndpointVariants() error {
 	for _, v := range []struct {
-		on   bool
+		on   *bool
 		name string
 	}{{o.UseFIPSEndpoint, "FIPS"}, {o.UseDualStackEndpoint, "dual-stack"}} {
 		switch {
-		case !v.on:
+		case !isTrue(v.on):
 		case o.Endpoint != "":
 			return fmt.Errorf("%s endpoints cannot be combined with the custom S3 endpoint %s: they are variants "+
 				"of AWS's own endpoints; drop one of the two settings", v.name, o.Endpoint)
@@ -241,6 +261,9 @@ func (o Options) validateFiles() error {
 	}
 	return nil
 }
+
+// isTrue reports whether an optional switch is set to true.
+func isTrue(p *bool) bool { return p != nil && *p }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {

@@ -2,12 +2,9 @@ package awsclient
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -255,7 +252,7 @@ func ValidateRoleDuration(d time.Duration) error {
 // credentials are by then, as the S3 backend chains them.
 func (o Options) assumeRoles(cfg *aws.Config) {
 	if w := o.AssumeRoleWithWebIdentity; w != nil {
-		var token stscreds.IdentityTokenRetriever = stscreds.IdentityTokenFile(expandHome(w.WebIdentityTokenFile))
+		var token stscreds.IdentityTokenRetriever = stscreds.IdentityTokenFile(w.WebIdentityTokenFile)
 		if w.WebIdentityToken != "" {
 			token = staticToken(w.WebIdentityToken)
 		}
@@ -318,48 +315,3 @@ func policyDescriptors(arns []string) []types.PolicyDescriptorType {
 type staticToken string
 
 func (t staticToken) GetIdentityToken() ([]byte, error) { return []byte(t), nil }
-
-// readable checks that a file named in the options can be read, and says
-// which setting named it otherwise.
-func readable(what, name string) error {
-	f, err := os.Open(expandHome(name))
-	if err != nil {
-		return fmt.Errorf("%s %q cannot be read: %w", what, name, unwrapPathError(err))
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return fmt.Errorf("%s %q is a directory, not a file", what, name)
-	}
-	return nil
-}
-
-// unwrapPathError drops the path of an *os.PathError (the message names the
-// file already).
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// expandHome replaces a leading "~/" with the home directory, as the S3
-// backend does for the files it is given.
-func expandHome(name string) string {
-	if !strings.HasPrefix(name, "~/") {
-		return name
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return name
-	}
-	return filepath.Join(home, name[2:])
-}
-
-func expandAll(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = expandHome(n)
-	}
-	return out
-}

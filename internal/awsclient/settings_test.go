@@ -1,12 +1,15 @@
 package awsclient_test
 
 import (
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
@@ -126,22 +130,32 @@ func TestNew_Proxy(t *testing.T) {
 			}
 		}
 	}
-	direct := func(t *testing.T, proxy *s3test.ForwardProxy, opts awsclient.Options) {
+	direct := func(t *testing.T, opts awsclient.Options, bucket string, proxies ...*s3test.ForwardProxy) {
 		t.Helper()
 		client, err := awsclient.New(t.Context(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		roundTrip(t, client, ns.Bucket)
-		if n := proxy.Count(); n != 0 {
-			t.Fatalf("%d requests went through the proxy (%v), want none", n, proxy.Hosts())
+		roundTrip(t, client, bucket)
+		for _, proxy := range proxies {
+			if n := proxy.Count(); n != 0 {
+				t.Fatalf("%d requests went through the proxy (%v), want none", n, proxy.Hosts())
+			}
+		}
+	}
+	tunnels := func(t *testing.T, proxy *s3test.ForwardProxy) {
+		t.Helper()
+		for _, r := range proxy.Requests() {
+			if r.Method != http.MethodConnect {
+				t.Errorf("the proxy got %s, want CONNECT tunnels for https", r.Method)
+			}
 		}
 	}
 
 	t.Run("http_proxy", func(t *testing.T) {
 		proxy := s3test.NewForwardProxy(t)
 		opts := storeOptions(tg)
-		opts.HTTPProxy = proxy.URL
+		opts.HTTPProxy = aws.String(proxy.URL)
 		through(t, proxy, opts, ns.Bucket, host)
 		for _, r := range proxy.Requests() {
 			if r.Method == http.MethodConnect || r.Header.Get("Authorization") == "" {
@@ -153,43 +167,81 @@ func TestNew_Proxy(t *testing.T) {
 		st := s3test.NewTLSStore(t)
 		proxy := s3test.NewForwardProxy(t)
 		opts := storeOptions(st.Target)
-		opts.CustomCABundle, opts.HTTPSProxy = st.CAFile, proxy.URL
+		opts.CustomCABundle, opts.HTTPSProxy = st.CAFile, aws.String(proxy.URL)
 		through(t, proxy, opts, st.Bucket, strings.TrimPrefix(st.Endpoint, "https://"))
-		for _, r := range proxy.Requests() {
-			if r.Method != http.MethodConnect {
-				t.Errorf("the proxy got %s, want CONNECT tunnels for https", r.Method)
-			}
-		}
+		tunnels(t, proxy)
 	})
 	t.Run("https_proxy does not carry http", func(t *testing.T) {
 		proxy := s3test.NewForwardProxy(t)
 		opts := storeOptions(tg)
-		opts.HTTPSProxy = proxy.URL
-		direct(t, proxy, opts)
+		opts.HTTPSProxy = aws.String(proxy.URL)
+		direct(t, opts, ns.Bucket, proxy)
+	})
+	// The S3 backend's legacy proxy mode: http_proxy alone is the proxy of
+	// https:// requests too (a regression test: it once left them direct).
+	t.Run("http_proxy alone carries https", func(t *testing.T) {
+		st := s3test.NewTLSStore(t)
+		proxy := s3test.NewForwardProxy(t)
+		opts := storeOptions(st.Target)
+		opts.CustomCABundle, opts.HTTPProxy = st.CAFile, aws.String(proxy.URL)
+		through(t, proxy, opts, st.Bucket, strings.TrimPrefix(st.Endpoint, "https://"))
+		tunnels(t, proxy)
+	})
+	t.Run("HTTPS_PROXY over http_proxy for https", func(t *testing.T) {
+		st := s3test.NewTLSStore(t)
+		httpProxy, httpsProxy := s3test.NewForwardProxy(t), s3test.NewForwardProxy(t)
+		t.Setenv("HTTPS_PROXY", httpsProxy.URL)
+		opts := storeOptions(st.Target)
+		opts.CustomCABundle, opts.HTTPProxy = st.CAFile, aws.String(httpProxy.URL)
+		through(t, httpsProxy, opts, st.Bucket, strings.TrimPrefix(st.Endpoint, "https://"))
+		if n := httpProxy.Count(); n != 0 {
+			t.Errorf("%d requests went through http_proxy (%v), want them all through HTTPS_PROXY", n, httpProxy.Hosts())
+		}
+	})
+	t.Run(`https_proxy "" is none, whatever HTTPS_PROXY says`, func(t *testing.T) {
+		st := s3test.NewTLSStore(t)
+		httpProxy, envProxy := s3test.NewForwardProxy(t), s3test.NewForwardProxy(t)
+		t.Setenv("HTTPS_PROXY", envProxy.URL)
+		opts := storeOptions(st.Target)
+		opts.CustomCABundle, opts.HTTPProxy, opts.HTTPSProxy = st.CAFile, aws.String(httpProxy.URL), aws.String("")
+		direct(t, opts, st.Bucket, httpProxy, envProxy)
+	})
+	t.Run(`http_proxy "" is none, whatever HTTP_PROXY says`, func(t *testing.T) {
+		proxy := s3test.NewForwardProxy(t)
+		t.Setenv("HTTP_PROXY", proxy.URL)
+		opts := storeOptions(tg)
+		opts.HTTPProxy = aws.String("")
+		direct(t, opts, ns.Bucket, proxy)
 	})
 	for _, np := range []string{"127.0.0.1", host, "localhost,127.0.0.0/8", "*"} {
 		t.Run("no_proxy="+np, func(t *testing.T) {
 			proxy := s3test.NewForwardProxy(t)
 			opts := storeOptions(tg)
-			opts.HTTPProxy, opts.NoProxy = proxy.URL, np
-			direct(t, proxy, opts)
+			opts.HTTPProxy, opts.NoProxy = aws.String(proxy.URL), np
+			direct(t, opts, ns.Bucket, proxy)
 		})
 	}
 	t.Run("no_proxy of another port", func(t *testing.T) {
 		proxy := s3test.NewForwardProxy(t)
 		opts := storeOptions(tg)
-		opts.HTTPProxy, opts.NoProxy = proxy.URL, "127.0.0.1:1"
+		opts.HTTPProxy, opts.NoProxy = aws.String(proxy.URL), "127.0.0.1:1"
 		through(t, proxy, opts, ns.Bucket, host)
 	})
-	t.Run("HTTP_PROXY alone", func(t *testing.T) {
-		// Go's own environment rules: never a proxy for loopback.
+	// NO_PROXY is shared with other tools, whose syntaxes Go skips: its
+	// entries that this syntax does not read are skipped too (a
+	// regression test: they once failed the whole configuration).
+	t.Run("NO_PROXY with entries of other syntaxes", func(t *testing.T) {
 		proxy := s3test.NewForwardProxy(t)
-		t.Setenv("HTTP_PROXY", proxy.URL)
-		direct(t, proxy, storeOptions(tg))
+		t.Setenv("NO_PROXY", "172.16.*, *.corp.*, [fd00::]/8, 127.0.0.1")
+		opts := storeOptions(tg)
+		opts.HTTPProxy = aws.String(proxy.URL)
+		direct(t, opts, ns.Bucket, proxy)
 	})
 	t.Run("HTTP_PROXY with an explicit no_proxy", func(t *testing.T) {
 		// An explicit setting switches to this package's rules, which
-		// apply the environment's proxy to loopback too.
+		// apply the environment's proxy to loopback too. (HTTP_PROXY
+		// alone, Go's own rules, is TestRun_Proxy's in cmd/s3lock: Go
+		// reads the environment once per process.)
 		proxy := s3test.NewForwardProxy(t)
 		t.Setenv("HTTP_PROXY", proxy.URL)
 		opts := storeOptions(tg)
@@ -203,7 +255,7 @@ func TestNew_Proxy(t *testing.T) {
 func endpointHosts(t *testing.T, opts awsclient.Options, call func(aws.Config) error) []string {
 	t.Helper()
 	proxy := s3test.NewForwardProxy(t)
-	opts.HTTPSProxy, opts.MaxAttempts = proxy.URL, 1
+	opts.HTTPSProxy, opts.MaxAttempts = aws.String(proxy.URL), 1
 	cfg, err := awsclient.LoadConfig(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -235,12 +287,26 @@ func TestNew_EndpointVariants(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := base
-			opts.UseFIPSEndpoint, opts.UseDualStackEndpoint = tc.fips, tc.dual
+			opts.UseFIPSEndpoint, opts.UseDualStackEndpoint = aws.Bool(tc.fips), aws.Bool(tc.dual)
 			if hosts := endpointHosts(t, opts, head(opts)); len(hosts) != 1 || hosts[0] != tc.want {
 				t.Fatalf("requests went to %v, want %s", hosts, tc.want)
 			}
 		})
 	}
+	// Set explicitly, false overrides the environment, as the S3 backend's
+	// use_fips_endpoint = false does; unset leaves it to the environment.
+	t.Run("false over AWS_USE_FIPS_ENDPOINT and AWS_USE_DUALSTACK_ENDPOINT", func(t *testing.T) {
+		t.Setenv("AWS_USE_FIPS_ENDPOINT", "true")
+		t.Setenv("AWS_USE_DUALSTACK_ENDPOINT", "true")
+		if hosts := endpointHosts(t, base, head(base)); len(hosts) != 1 || hosts[0] != "locks.s3-fips.dualstack.us-east-1.amazonaws.com:443" {
+			t.Fatalf("unset, with the variables true: requests went to %v, want the FIPS dual-stack endpoint", hosts)
+		}
+		opts := base
+		opts.UseFIPSEndpoint, opts.UseDualStackEndpoint = aws.Bool(false), aws.Bool(false)
+		if hosts := endpointHosts(t, opts, head(opts)); len(hosts) != 1 || hosts[0] != "locks.s3.us-east-1.amazonaws.com:443" {
+			t.Fatalf("false, with the variables true: requests went to %v, want locks.s3.us-east-1.amazonaws.com:443", hosts)
+		}
+	})
 	t.Run("sts_region", func(t *testing.T) {
 		opts := base
 		opts.STSRegion = "eu-west-1"
@@ -254,46 +320,96 @@ func TestNew_EndpointVariants(t *testing.T) {
 	})
 }
 
-// SkipS3Checksum: PUTs carry no checksum header (stores such as Hetzner's
-// refuse them); without it the SDK sends one. The headers are seen at a
-// forward proxy, which gets http:// requests whole.
+// SkipS3Checksum: PUTs carry no flexible checksum header (stores such as
+// Hetzner's refuse them); without it the SDK sends one. DeleteObjects, whose
+// checksum S3 requires, carries Content-MD5 instead of the SDK's CRC32 (a
+// regression test: it once kept x-amz-checksum-crc32), and the store
+// deletes the objects. The headers and bodies are seen at a forward proxy,
+// which gets http:// requests whole.
 func TestNew_SkipS3Checksum(t *testing.T) {
 	ns := localOnly(t)
 	isolate(t)
-	checksums := func(t *testing.T, skip bool) []string {
+	flexible := func(h http.Header) []string {
+		var found []string
+		for k := range h {
+			if k = strings.ToLower(k); strings.HasPrefix(k, "x-amz-checksum-") || k == "x-amz-sdk-checksum-algorithm" ||
+				k == "x-amz-trailer" {
+				found = append(found, k)
+			}
+		}
+		sort.Strings(found)
+		return found
+	}
+	// requests makes a round trip and a DeleteObjects, and returns the PUTs
+	// and the DeleteObjects the proxy carried.
+	requests := func(t *testing.T, skip bool) (puts, deletes []s3test.ProxiedRequest) {
 		t.Helper()
 		proxy := s3test.NewForwardProxy(t)
 		opts := storeOptions(ns.Target)
-		opts.HTTPProxy, opts.SkipS3Checksum = proxy.URL, skip
+		opts.HTTPProxy, opts.SkipS3Checksum = aws.String(proxy.URL), skip
 		client, err := awsclient.New(t.Context(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		roundTrip(t, client, ns.Bucket)
-		var found []string
-		puts := 0
+		prefix := "checksums-" + s3test.RandomHex(4) + "/"
+		var ids []types.ObjectIdentifier
+		for _, k := range []string{"a", "b"} {
+			key := prefix + k
+			if _, err := client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key),
+				Body: strings.NewReader(k)}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, types.ObjectIdentifier{Key: aws.String(key)})
+		}
+		out, err := client.DeleteObjects(t.Context(), &s3.DeleteObjectsInput{Bucket: aws.String(ns.Bucket),
+			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			t.Fatalf("DeleteObjects (skip_s3_checksum %v): %v", skip, err)
+		}
+		if len(out.Errors) != 0 {
+			t.Fatalf("DeleteObjects (skip_s3_checksum %v) refused keys: %+v", skip, out.Errors)
+		}
+		if left := s3test.Keys(t, client, ns.Bucket, prefix); len(left) != 0 {
+			t.Fatalf("DeleteObjects (skip_s3_checksum %v) left %v", skip, left)
+		}
 		for _, r := range proxy.Requests() {
-			if r.Method != http.MethodPut {
-				continue
-			}
-			puts++
-			for k := range r.Header {
-				if k = strings.ToLower(k); strings.HasPrefix(k, "x-amz-checksum-") || k == "x-amz-sdk-checksum-algorithm" ||
-					k == "x-amz-trailer" {
-					found = append(found, k)
-				}
+			switch {
+			case r.Method == http.MethodPut:
+				puts = append(puts, r)
+			case r.Method == http.MethodPost && strings.Contains(r.Query, "delete"):
+				deletes = append(deletes, r)
 			}
 		}
-		if puts == 0 {
-			t.Fatal("no PUT went through the proxy")
+		if len(puts) == 0 || len(deletes) != 1 {
+			t.Fatalf("the proxy carried %d PUTs and %d DeleteObjects, want some and one", len(puts), len(deletes))
 		}
-		return found
+		return puts, deletes
 	}
-	if found := checksums(t, false); len(found) == 0 {
-		t.Error("without skip_s3_checksum the PUT carried no checksum header: the test proves nothing")
+
+	puts, deletes := requests(t, false)
+	for _, r := range puts {
+		if len(flexible(r.Header)) == 0 {
+			t.Error("without skip_s3_checksum a PUT carried no checksum header: the test proves nothing")
+		}
 	}
-	if found := checksums(t, true); len(found) != 0 {
-		t.Errorf("with skip_s3_checksum the PUT carried %v", found)
+	if found := flexible(deletes[0].Header); len(found) == 0 {
+		t.Error("without skip_s3_checksum DeleteObjects carried no flexible checksum: the test proves nothing")
+	}
+
+	puts, deletes = requests(t, true)
+	for _, r := range puts {
+		if found := flexible(r.Header); len(found) != 0 {
+			t.Errorf("with skip_s3_checksum a PUT carried %v", found)
+		}
+	}
+	del := deletes[0]
+	if found := flexible(del.Header); len(found) != 0 {
+		t.Errorf("with skip_s3_checksum DeleteObjects carried %v", found)
+	}
+	sum := md5.Sum(del.Body)
+	if got, want := del.Header.Get("Content-MD5"), base64.StdEncoding.EncodeToString(sum[:]); got != want {
+		t.Errorf("with skip_s3_checksum DeleteObjects carried Content-MD5 %q, want %q, the MD5 of its body", got, want)
 	}
 }
 
@@ -361,19 +477,29 @@ func TestNew_SkipMetadataAPICheck(t *testing.T) {
 	defer imds.Close()
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "")
 	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.URL)
-	for _, skip := range []bool{false, true} {
+	check := func(skip *bool, disabledEnv string, wantAsked bool) {
+		t.Helper()
+		t.Setenv("AWS_EC2_METADATA_DISABLED", disabledEnv)
 		asked.Store(0)
 		cfg, err := awsclient.LoadConfig(t.Context(), awsclient.Options{Region: "us-east-1", SkipMetadataAPICheck: skip, MaxAttempts: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cfg.Credentials.Retrieve(t.Context()); err == nil {
-			t.Fatalf("skip %v: credentials found where there are none", skip)
+			t.Fatalf("skip %v: credentials found where there are none", aws.ToBool(skip))
 		}
-		if n := asked.Load(); (n > 0) == skip {
-			t.Errorf("skip_metadata_api_check %v: the metadata service was asked %d times", skip, n)
+		if n := asked.Load(); (n > 0) != wantAsked {
+			t.Errorf("skip_metadata_api_check %v, AWS_EC2_METADATA_DISABLED=%q: the metadata service was asked %d times",
+				skip != nil && *skip, disabledEnv, n)
 		}
 	}
+	check(nil, "", true)
+	check(aws.Bool(false), "", true)
+	check(aws.Bool(true), "", false)
+	check(nil, "true", false)
+	// Set explicitly, false overrides the variable, as the S3 backend's
+	// skip_metadata_api_check = false does.
+	check(aws.Bool(false), "true", true)
 }
 
 // SharedConfigFiles and SharedCredentialsFiles replace the default files; a
@@ -412,6 +538,13 @@ func TestNew_RegionValidation(t *testing.T) {
 		{Region: "garage", Endpoint: "https://garage.example.com"},
 		{Region: "us-gov-west-1"},
 		{Region: "cn-northwest-1"},
+		{Region: "us-isob-east-1"},
+		{Region: "eu-isoe-west-1"},
+		{Region: "us-isof-south-1"},
+		// The European Sovereign Cloud: a prefix of four letters (a
+		// regression test: such a region was once refused).
+		{Region: "eusc-de-east-1"},
+		{Region: "eusc-de-east-1", STSRegion: "eusc-de-east-1"},
 	} {
 		client, err := awsclient.New(t.Context(), opts)
 		if err != nil {
@@ -447,11 +580,13 @@ func TestNew_InvalidSettings(t *testing.T) {
 		{"insecure with a CA bundle", awsclient.Options{CustomCABundle: notPEM, Insecure: true}, "pointless"},
 		{"shared config file missing", awsclient.Options{SharedConfigFiles: []string{"/nonexistent/config"}}, `shared config file "/nonexistent/config" cannot be read`},
 		{"shared credentials file a directory", awsclient.Options{SharedCredentialsFiles: []string{dir}}, "is a directory"},
-		{"FIPS with a custom endpoint", awsclient.Options{UseFIPSEndpoint: true, Endpoint: "https://minio.example.com"}, "FIPS endpoints cannot be combined with the custom S3 endpoint"},
-		{"dual-stack with a custom STS endpoint", awsclient.Options{UseDualStackEndpoint: true, STSEndpoint: "https://sts.example.com"}, "dual-stack endpoints cannot be combined with the custom STS endpoint"},
+		{"FIPS with a custom endpoint", awsclient.Options{UseFIPSEndpoint: aws.Bool(true), Endpoint: "https://minio.example.com"}, "FIPS endpoints cannot be combined with the custom S3 endpoint"},
+		{"dual-stack with a custom STS endpoint", awsclient.Options{UseDualStackEndpoint: aws.Bool(true), STSEndpoint: "https://sts.example.com"}, "dual-stack endpoints cannot be combined with the custom STS endpoint"},
 		{"unknown retry mode", awsclient.Options{RetryMode: "legacy"}, `retry mode "legacy" is neither`},
-		{"proxy of another scheme", awsclient.Options{HTTPSProxy: "ftp://proxy:21"}, `has scheme "ftp"`},
-		{"proxy password not shown", awsclient.Options{HTTPSProxy: "ftp://user:hunter2@proxy:21"}, "user:xxxxx@proxy"},
+		{"proxy of another scheme", awsclient.Options{HTTPSProxy: aws.String("ftp://proxy:21")}, `HTTPS proxy "ftp://proxy:21" has scheme "ftp"`},
+		{"proxy password not shown", awsclient.Options{HTTPSProxy: aws.String("ftp://user:hunter2@proxy:21")}, "user:xxxxx@proxy"},
+		{"password of a proxy that is no URL not shown", awsclient.Options{HTTPProxy: aws.String("http://user:hunter2@proxy:%zz")},
+			`HTTP proxy "http://user:xxxxx@proxy:%zz" is not a URL`},
 		{"no_proxy with a bad CIDR", awsclient.Options{NoProxy: "10.0.0.0/33"}, `no-proxy entry "10.0.0.0/33" is not a CIDR range`},
 		{"SSO endpoint not a URL", awsclient.Options{SSOEndpoint: "portal.example.com"}, "not an http:// or https:// URL"},
 		{"STS region of another shape", awsclient.Options{STSRegion: "global"}, `STS region "global"`},
@@ -467,4 +602,13 @@ func TestNew_InvalidSettings(t *testing.T) {
 			}
 		})
 	}
+	// A proxy of the environment, in use once a proxy setting is given,
+	// is named by its variable.
+	t.Run("HTTPS_PROXY of another scheme", func(t *testing.T) {
+		t.Setenv("https_proxy", "ftp://user:hunter2@proxy:21")
+		_, err := awsclient.New(t.Context(), awsclient.Options{Region: "us-east-1", NoProxy: "example.com"})
+		if !errors.Is(err, awsclient.ErrInvalidOptions) || !strings.Contains(err.Error(), `https_proxy "ftp://user:xxxxx@proxy:21" has scheme "ftp"`) {
+			t.Fatalf("got %v, want the variable named, without the password", err)
+		}
+	})
 }

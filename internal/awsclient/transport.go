@@ -55,21 +55,17 @@ func (o Options) httpClient() (*awshttp.BuildableClient, io.Reader, error) {
 	return client, bundle, nil
 }
 
-// caBundle reads the custom CA bundle, or the one named by AWS_CA_BUNDLE,
-// and checks that it holds certificates. With Insecure there is none to
-// read: no certificate is checked.
+// caBundle reads the custom CA bundle (Resolved fills it from AWS_CA_BUNDLE)
+// and checks that it holds certificates.
 func (o Options) caBundle() (io.Reader, error) {
 	name, what := o.CustomCABundle, "custom CA bundle"
-	if name == "" {
-		if o.Insecure {
-			return nil, nil
-		}
-		name, what = os.Getenv(envCABundle), envCABundle
+	if o.caBundleFromEnv {
+		what = envCABundle
 	}
 	if name == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(expandHome(name))
+	pem, err := os.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s %q cannot be read: %w", ErrInvalidOptions, what, name, unwrapPathError(err))
 	}

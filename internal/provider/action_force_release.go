@@ -77,7 +77,8 @@ func (a *forceReleaseAction) Schema(_ context.Context, _ action.SchemaRequest, r
 				MarkdownDescription: "For a slot lock (one that admits several holders): the slot whose epoch to " +
 					"release, as `s3lock status` shows each held slot with its epoch. Without it, `epoch` is an " +
 					"epoch of the lock itself; a slot lock's own epoch is its marker, and releasing that makes it a " +
-					"plain lock again, which is safe only once none of its slots is held.",
+					"plain lock again (the next acquirer chooses how many holders it admits); it is refused, and nothing " +
+					"changes, while any of its slots is held: release those first.",
 				Optional:   true,
 				Validators: []validator.Int64{int64validator.Between(1, s3lock.MaxSlots)},
 			},
@@ -120,8 +121,8 @@ func (a *forceReleaseAction) Invoke(ctx context.Context, req action.InvokeReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	l := leaseRef{bucket: cfg.Bucket.ValueString(), name: cfg.Name.ValueString(), epoch: uint64(cfg.Epoch.ValueInt64())}
 	slot := int(cfg.Slot.ValueInt64()) // 0: the lock itself
+	l := leaseRef{bucket: cfg.Bucket.ValueString(), name: cfg.Name.ValueString(), epoch: uint64(cfg.Epoch.ValueInt64()), slot: slot}
 	client, ok := a.factory.client(ctx, l.bucket, &resp.Diagnostics)
 	if !ok {
 		return
@@ -135,7 +136,7 @@ func (a *forceReleaseAction) Invoke(ctx context.Context, req action.InvokeReques
 		err = client.ForceRelease(ctx, l.name, l.epoch)
 	}
 	if err != nil {
-		resp.Diagnostics.Append(forceReleaseFailed(l, slot, err, describeCurrent(ctx, client, l.name)))
+		resp.Diagnostics.Append(forceReleaseFailed(l, err, describeCurrent(ctx, client, l.name)))
 		return
 	}
 	tflog.Warn(ctx, "force-released lease", map[string]any{"bucket": l.bucket, "lock": l.name, "slot": slot, "epoch": l.epoch})
@@ -163,9 +164,12 @@ func beforeForceRelease(ctx context.Context, c *s3lock.Client, l leaseRef, slot 
 		return fmt.Sprintf("%s could not be read (%v); releasing epoch %d.", lock, err, l.epoch), 0
 	case slot > 0:
 		return beforeSlotRelease(lock, st, l.epoch, slot)
+	case st.Slots > 1 && st.Epoch == l.epoch && len(st.Holders) > 0:
+		return fmt.Sprintf("%s admits %d holders, %d of its slots are held, and epoch %d is its marker, which is "+
+			"released only once none of its slots is held.", lock, st.Slots, len(st.Holders), l.epoch), 0
 	case st.Slots > 1 && st.Epoch == l.epoch:
-		return fmt.Sprintf("%s admits %d holders, %d of its slots are held, and epoch %d is its marker: releasing "+
-			"it makes the lock a plain lock again.", lock, st.Slots, len(st.Holders), l.epoch), 0
+		return fmt.Sprintf("%s admits %d holders, none of its slots is held, and epoch %d is its marker: releasing "+
+			"it makes the lock a plain lock again.", lock, st.Slots, l.epoch), 0
 	case st.Epoch == l.epoch && st.Phase() == s3lock.PhaseHeld:
 		return fmt.Sprintf("%s: epoch %d is held by %q; releasing it.", lock, l.epoch, st.Holder), 0
 	case st.Epoch == l.epoch:

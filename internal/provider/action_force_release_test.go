@@ -115,8 +115,9 @@ func TestAccForceReleaseAction_ReleasesOneEpoch(t *testing.T) {
 }
 
 // TestAccForceReleaseAction_Slot: with slot, the action releases one slot
-// of a slot lock and leaves its other slots alone (Terraform 1.14 and
-// later).
+// of a slot lock and leaves its other slots alone; without slot, it refuses
+// to release the lock's marker while a slot is held, saying so (Terraform
+// 1.14 and later).
 func TestAccForceReleaseAction_Slot(t *testing.T) {
 	e := newAccEnv(t)
 	requireCLI(t, tfharness.Actions)
@@ -124,7 +125,8 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 	kept := e.hold(t, "job-a", name, time.Hour, s3lock.Slots(2))
 	stuck := e.hold(t, "job-b", name, time.Hour, s3lock.Slots(2))
 	config := strings.Replace(forceReleaseConfig("slot", e.bucket, name, fmt.Sprint(stuck.Epoch())),
-		"  }\n}", fmt.Sprintf("    slot   = %d\n  }\n}", stuck.Slot()), 1)
+		"  }\n}", fmt.Sprintf("    slot   = %d\n  }\n}", stuck.Slot()), 1) +
+		forceReleaseConfig("marker", e.bucket, name, "1")
 	h, dir := cliWorkdir(t, e, config, tfharness.Actions)
 
 	out, err := h.Invoke(t.Context(), dir, "action.s3lock_force_release.slot")
@@ -147,6 +149,21 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 	// The freed slot takes a new holder at once.
 	if l := e.hold(t, "job-c", name, time.Hour, s3lock.Slots(2)); l.Slot() != stuck.Slot() {
 		t.Errorf("job-c got slot %d, want the freed slot %d", l.Slot(), stuck.Slot())
+	}
+
+	// The lock's own epoch 1 is its marker: released only once no slot is
+	// held.
+	out, err = h.Invoke(t.Context(), dir, "action.s3lock_force_release.marker")
+	if err == nil {
+		t.Fatalf("the marker of a lock with held slots was released:\n%s", out)
+	}
+	wantOutput(t, "force-release of the marker", out,
+		fmt.Sprintf(`Lock %q in bucket %q admits 2 holders, 2 of its slots are held, and epoch 1 is its marker, which is `+
+			`released only once none of its slots is held.`, name, e.bucket),
+		"Could not force-release lease", "Epoch 1 is the marker of a lock that admits several holders",
+		"nothing was changed", "The lock admits 2 holders; 2 of its slots are held now", "this action with slot")
+	if st := e.current(t, name); st.Slots != 2 || st.Released || len(st.Holders) != 2 {
+		t.Errorf("after the refused release, the lock is %+v; want its marker and both slots held", st)
 	}
 }
 

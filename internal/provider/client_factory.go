@@ -29,9 +29,11 @@ type clientFactory struct {
 	hooks   testHooks
 	leases  *leaseRegistry // nil: not tracked
 	// run holds ephemeral leases for the whole run (nil: per phase), with
-	// guardConfig to build the guard's client.
+	// guardConfig to build the guard's client; claims orders this
+	// process's claims of them.
 	run         *runguard.Client
 	guardConfig runguard.ClientConfig
+	claims      *runClaims
 }
 
 // testHooks let the acceptance tests observe and steer the provider that
@@ -83,7 +85,7 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 	}
 	opts = append(opts, objectOpts...)
 	f := &clientFactory{api: awsclient.S3Client(awsCfg, awsOpts), options: opts, holder: holder,
-		hooks: p.hooks, leases: p.leases, run: p.run,
+		hooks: p.hooks, leases: p.leases, run: p.run, claims: p.claims,
 		// The run guard renews the run's leases with its own client: it
 		// needs the same encryption and ACL.
 		guardConfig: runguard.ClientConfig{AWS: awsOpts, Holder: holder, ExpectedBucketOwner: owner, Objects: objects}}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -89,7 +90,8 @@ func waiterObject() schema.NestedAttributeObject {
 }
 
 // lockStateModelV0 is what s3lock.Client.Current says about a lock; shared by
-// both data sources.
+// both data sources. For a slot lock (one that admits several holders), the
+// lock's own attributes are its marker's and Holders lists its held slots.
 type lockStateModelV0 struct {
 	Held          types.Bool   `tfsdk:"held"`
 	Released      types.Bool   `tfsdk:"released"`
@@ -102,11 +104,83 @@ type lockStateModelV0 struct {
 	ReleasedBy    types.String `tfsdk:"released_by"`
 	LeaseDuration types.String `tfsdk:"lease_duration"`
 	Metadata      types.Map    `tfsdk:"metadata"`
+	Slots         types.Int64  `tfsdk:"slots"`
+	Holders       types.List   `tfsdk:"holders"`
+}
+
+// holderModelV0 is one held slot of a slot lock.
+type holderModelV0 struct {
+	Slot          types.Int64  `tfsdk:"slot"`
+	Epoch         types.Int64  `tfsdk:"epoch"`
+	Key           types.String `tfsdk:"key"`
+	Holder        types.String `tfsdk:"holder"`
+	AcquiredAt    types.String `tfsdk:"acquired_at"`
+	ExpiresAt     types.String `tfsdk:"expires_at"`
+	LeaseDuration types.String `tfsdk:"lease_duration"`
+	Metadata      types.Map    `tfsdk:"metadata"`
+}
+
+// holderFrom converts an entry of s3lock.State.Holders.
+func holderFrom(h s3lock.State) holderModelV0 {
+	return holderModelV0{
+		Slot:          types.Int64Value(int64(h.Slot)),
+		Epoch:         types.Int64Value(int64(h.Epoch)),
+		Key:           types.StringValue(h.Key),
+		Holder:        stringOrNull(h.Holder),
+		AcquiredAt:    timeValue(h.AcquiredAt),
+		ExpiresAt:     timeValue(h.ExpiresAt),
+		LeaseDuration: types.StringValue(formatDuration(h.LeaseDuration)),
+		Metadata:      metadataValue(h.Metadata),
+	}
+}
+
+// holderObject is the schema of one held slot; its Type is the element type
+// of the holders list.
+func holderObject() schema.NestedAttributeObject {
+	return schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+		"slot": schema.Int64Attribute{
+			MarkdownDescription: "The slot, from `1` to `slots`.",
+			Computed:            true,
+		},
+		"epoch": schema.Int64Attribute{
+			MarkdownDescription: "Epoch of the slot's lease: the slot's fencing token (it grows with every holder " +
+				"of the slot, not across slots).",
+			Computed: true,
+		},
+		"key": schema.StringAttribute{
+			MarkdownDescription: "Key of the lease's epoch object, `<name>/lock-slots/<slot>/lock-<epoch>.json`. " +
+				"`<bucket>/<name>/lock-slots/<slot>/<epoch>` imports the lease into an `s3lock_lease` resource.",
+			Computed: true,
+		},
+		"holder": schema.StringAttribute{
+			MarkdownDescription: "Who acquired the slot's lease.",
+			Computed:            true,
+		},
+		"acquired_at": schema.StringAttribute{
+			MarkdownDescription: "When the slot's lease was acquired (RFC 3339, the holder's clock).",
+			Computed:            true,
+		},
+		"expires_at": schema.StringAttribute{
+			MarkdownDescription: "When the slot's lease lapses unless its holder renews it (RFC 3339, derived " +
+				"from the store's clock).",
+			Computed: true,
+		},
+		"lease_duration": schema.StringAttribute{
+			MarkdownDescription: "Duration of the slot's lease, e.g. `\"1h\"`.",
+			Computed:            true,
+		},
+		"metadata": schema.MapAttribute{
+			MarkdownDescription: "Metadata its holder attached to the slot's lease.",
+			ElementType:         types.StringType,
+			Computed:            true,
+		},
+	}}
 }
 
 // lockStateFrom converts an s3lock.State. A lock that never existed reads as
-// not held, not released, epoch 0, everything else null.
-func lockStateFrom(s s3lock.State) lockStateModelV0 {
+// not held, not released, epoch 0, slots 1, everything else null or empty. A
+// slot lock has no lease_duration of its own (its marker never lapses).
+func lockStateFrom(ctx context.Context, s s3lock.State) (lockStateModelV0, diag.Diagnostics) {
 	m := lockStateModelV0{
 		Held:          types.BoolValue(s.Held),
 		Released:      types.BoolValue(s.Released),
@@ -119,11 +193,18 @@ func lockStateFrom(s s3lock.State) lockStateModelV0 {
 		ReleasedBy:    stringOrNull(s.ReleasedBy),
 		LeaseDuration: types.StringNull(),
 		Metadata:      metadataValue(s.Metadata),
+		Slots:         types.Int64Value(int64(max(s.Slots, defaultSlots))),
 	}
-	if s.Epoch > 0 {
+	if s.Epoch > 0 && s.Slots <= 1 {
 		m.LeaseDuration = types.StringValue(formatDuration(s.LeaseDuration))
 	}
-	return m
+	holders := make([]holderModelV0, len(s.Holders))
+	for i, h := range s.Holders {
+		holders[i] = holderFrom(h)
+	}
+	var diags diag.Diagnostics
+	m.Holders, diags = types.ListValueFrom(ctx, holderObject().Type(), holders)
+	return m, diags
 }
 
 // lockStateAttributes are the schema attributes of lockStateModelV0.
@@ -131,7 +212,8 @@ func lockStateAttributes() map[string]schema.Attribute {
 	return map[string]schema.Attribute{
 		"held": schema.BoolAttribute{
 			MarkdownDescription: "Whether the lock's newest lease is held now: neither released nor lapsed, " +
-				"as judged by the store's clock.",
+				"as judged by the store's clock. For a lock that admits several holders: whether any of its " +
+				"slots is held.",
 			Computed: true,
 		},
 		"released": schema.BoolAttribute{
@@ -141,7 +223,9 @@ func lockStateAttributes() map[string]schema.Attribute {
 		},
 		"epoch": schema.Int64Attribute{
 			MarkdownDescription: "The lock's newest epoch (the fencing token of its newest lease); `0` if the lock " +
-				"never existed.",
+				"never existed. For a lock that admits several holders, the epoch of its marker (the epoch that " +
+				"made it such a lock, which an operator force-releases to change its `slots`); each holder's " +
+				"epoch is in `holders`.",
 			Computed: true,
 		},
 		"key": schema.StringAttribute{
@@ -149,8 +233,9 @@ func lockStateAttributes() map[string]schema.Attribute {
 			Computed:            true,
 		},
 		"holder": schema.StringAttribute{
-			MarkdownDescription: "Who acquired the newest lease.",
-			Computed:            true,
+			MarkdownDescription: "Who acquired the newest lease; null for a lock that admits several holders " +
+				"(see `holders`).",
+			Computed: true,
 		},
 		"acquired_at": schema.StringAttribute{
 			MarkdownDescription: "When the newest lease was acquired (RFC 3339, the holder's clock).",
@@ -170,13 +255,28 @@ func lockStateAttributes() map[string]schema.Attribute {
 			Computed:            true,
 		},
 		"lease_duration": schema.StringAttribute{
-			MarkdownDescription: "Duration of the newest lease, e.g. `\"1h\"`.",
-			Computed:            true,
+			MarkdownDescription: "Duration of the newest lease, e.g. `\"1h\"`; null for a lock that admits " +
+				"several holders (see `holders`).",
+			Computed: true,
 		},
 		"metadata": schema.MapAttribute{
 			MarkdownDescription: "Metadata its holder attached to the newest lease.",
 			ElementType:         types.StringType,
 			Computed:            true,
+		},
+		"slots": schema.Int64Attribute{
+			MarkdownDescription: "How many holders the lock admits: `1` for a mutex, which is also what a lock " +
+				"that never existed reads as; n for a lock that admits n holders (its leases were acquired with " +
+				"`slots` = n, or `s3lock run --slots n`), until an operator force-releases its marker. It is the " +
+				"value that the `slots` of its leases must have.",
+			Computed: true,
+		},
+		"holders": schema.ListNestedAttribute{
+			MarkdownDescription: "For a lock that admits several holders: its held slots, sorted by slot, each " +
+				"with its own lease. Empty when none is held, and for a mutex, whose one lease the other " +
+				"attributes describe.",
+			Computed:     true,
+			NestedObject: holderObject(),
 		},
 	}
 }
@@ -206,8 +306,10 @@ func (d *leaseDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads who holds a lock now, without taking it: its newest epoch, holder, expiry " +
-			"and metadata, and who waits for it in its line. A lock that never existed reads as not held, with " +
-			"epoch `0`. It costs a LIST and a GET for the lock, and a LIST of the line and a GET per waiter.",
+			"and metadata, and who waits for it in its line; for a lock that admits several holders (`slots`), " +
+			"each held slot with its own epoch, holder and expiry (`holders`). A lock that never existed reads as " +
+			"not held, with epoch `0`. It costs a LIST and a GET for the lock (and a GET per slot of a lock that " +
+			"admits several holders), and a LIST of the line and a GET per waiter.",
 		Attributes: attrs,
 	}
 }
@@ -253,6 +355,7 @@ func (d *leaseDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	list, diags := types.ListValueFrom(ctx, waiterObject().Type(), waiters)
 	resp.Diagnostics.Append(diags...)
 	cfg.Waiters = list
-	cfg.lockStateModelV0 = lockStateFrom(st)
+	cfg.lockStateModelV0, diags = lockStateFrom(ctx, st)
+	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, cfg)...)
 }

@@ -19,9 +19,11 @@ import (
 // expectedAttrs are the attributes a data source must show for a lock in
 // state st, as s3lock.Client.Current reads it: "" means null (absent).
 // expires_at is derived from the time of each read, so it is only checked to
-// be present exactly when the lock is held.
+// be present exactly when the lock (the slot) is held.
 func expectedAttrs(st s3lock.State) map[string]string {
 	m := map[string]string{
+		"slots":       strconv.Itoa(max(st.Slots, 1)),
+		"holders.#":   strconv.Itoa(len(st.Holders)),
 		"held":        strconv.FormatBool(st.Held),
 		"released":    strconv.FormatBool(st.Released),
 		"epoch":       strconv.FormatUint(st.Epoch, 10),
@@ -32,13 +34,29 @@ func expectedAttrs(st s3lock.State) map[string]string {
 		"released_by": st.ReleasedBy,
 		"metadata.%":  "",
 	}
-	if st.Epoch > 0 {
+	if st.Epoch > 0 && st.Slots <= 1 {
 		m["lease_duration"] = formatDuration(st.LeaseDuration)
 	}
 	if len(st.Metadata) > 0 {
 		m["metadata.%"] = strconv.Itoa(len(st.Metadata))
 		for k, v := range st.Metadata {
 			m["metadata."+k] = v
+		}
+	}
+	for i, h := range st.Holders {
+		p := fmt.Sprintf("holders.%d.", i)
+		m[p+"slot"] = strconv.Itoa(h.Slot)
+		m[p+"epoch"] = strconv.FormatUint(h.Epoch, 10)
+		m[p+"key"] = h.Key
+		m[p+"holder"] = h.Holder
+		m[p+"acquired_at"] = formatTime(h.AcquiredAt)
+		m[p+"lease_duration"] = formatDuration(h.LeaseDuration)
+		m[p+"metadata.%"] = ""
+		if len(h.Metadata) > 0 {
+			m[p+"metadata.%"] = strconv.Itoa(len(h.Metadata))
+			for k, v := range h.Metadata {
+				m[p+"metadata."+k] = v
+			}
 		}
 	}
 	return m
@@ -56,8 +74,13 @@ func compareAttrs(attrs map[string]string, prefix string, st s3lock.State) error
 			diffs = append(diffs, fmt.Sprintf("%s%s = %q, Current says %q", prefix, k, got, v))
 		}
 	}
-	if _, ok := attrs[prefix+"expires_at"]; ok != st.Held {
-		diffs = append(diffs, fmt.Sprintf("%sexpires_at present %v, but held is %v", prefix, ok, st.Held))
+	if _, ok := attrs[prefix+"expires_at"]; ok != (st.Held && st.Slots <= 1) {
+		diffs = append(diffs, fmt.Sprintf("%sexpires_at present %v, but held is %v (slots %d)", prefix, ok, st.Held, st.Slots))
+	}
+	for i := range st.Holders {
+		if _, ok := attrs[fmt.Sprintf("%sholders.%d.expires_at", prefix, i)]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%sholders.%d.expires_at is null, but the slot is held", prefix, i))
+		}
 	}
 	if len(diffs) > 0 {
 		return fmt.Errorf("%s", strings.Join(diffs, "\n"))
@@ -180,6 +203,84 @@ func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
 		Steps: []tfresource.TestStep{{
 			Config: config.String(),
 			Check:  tfresource.ComposeAggregateTestCheckFunc(checks...),
+		}},
+	})
+}
+
+// TestAccLeaseDataSource_SlotHolders: for a lock that admits several
+// holders, both data sources show how many it admits and its held slots,
+// each with its epoch, key, holder, expiry and metadata, as
+// s3lock.Client.Current reads them; the lock's own attributes are its
+// marker's; a mutex admits 1 and lists no holders.
+func TestAccLeaseDataSource_SlotHolders(t *testing.T) {
+	e := newAccEnv(t)
+	prefix := e.name("pool/")
+	runners, mutex, free := prefix+"runners", prefix+"mutex", prefix+"runners-free"
+	e.hold(t, "runner-a", runners, time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"job": "build"}))
+	e.hold(t, "runner-b", runners, 30*time.Minute, s3lock.Slots(3))
+	e.hold(t, "deployer", mutex, time.Hour)
+	if err := e.hold(t, "runner-c", free, time.Hour, s3lock.Slots(2)).Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	config := e.providerConfig(nil) + fmt.Sprintf(`
+data "s3lock_lease" "runners" {
+  bucket = %q
+  name   = %q
+}
+
+data "s3lock_lease" "free" {
+  bucket = %q
+  name   = %q
+}
+
+data "s3lock_leases" "pool" {
+  bucket = %q
+  prefix = %q
+}
+`, e.bucket, runners, e.bucket, free, e.bucket, prefix)
+	check := func(*terraform.State) error {
+		st := e.current(t, runners)
+		switch {
+		case st.Slots != 3 || len(st.Holders) != 2 || !st.Held:
+			return fmt.Errorf("the setup did not work: %q is %+v", runners, st)
+		case st.Holders[0].Slot >= st.Holders[1].Slot:
+			return fmt.Errorf("Current's holders are not sorted by slot: %+v", st.Holders)
+		}
+		return nil
+	}
+	entry := func(i int, name string) tfresource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			a := s.RootModule().Resources["data.s3lock_leases.pool"].Primary.Attributes
+			p := fmt.Sprintf("leases.%d.", i)
+			if a[p+"name"] != name {
+				return fmt.Errorf("%sname = %q, want %q", p, a[p+"name"], name)
+			}
+			return compareAttrs(a, p, e.current(t, name))
+		}
+	}
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			Check: tfresource.ComposeAggregateTestCheckFunc(
+				check,
+				checkDataMatchesCurrent(t, e, "data.s3lock_lease.runners", runners),
+				checkDataMatchesCurrent(t, e, "data.s3lock_lease.free", free),
+				tfresource.TestCheckResourceAttr("data.s3lock_lease.runners", "slots", "3"),
+				tfresource.TestCheckResourceAttr("data.s3lock_lease.runners", "holders.#", "2"),
+				tfresource.TestCheckResourceAttr("data.s3lock_lease.runners", "held", "true"),
+				tfresource.TestCheckNoResourceAttr("data.s3lock_lease.runners", "holder"),
+				tfresource.TestCheckNoResourceAttr("data.s3lock_lease.runners", "lease_duration"),
+				tfresource.TestCheckResourceAttr("data.s3lock_lease.free", "slots", "2"),
+				tfresource.TestCheckResourceAttr("data.s3lock_lease.free", "holders.#", "0"),
+				tfresource.TestCheckResourceAttr("data.s3lock_lease.free", "held", "false"),
+				tfresource.TestCheckResourceAttr("data.s3lock_leases.pool", "leases.#", "3"),
+				entry(0, mutex),
+				entry(1, runners),
+				entry(2, free),
+				tfresource.TestCheckResourceAttr("data.s3lock_leases.pool", "leases.0.slots", "1"),
+				tfresource.TestCheckResourceAttr("data.s3lock_leases.pool", "leases.0.holders.#", "0"),
+			),
 		}},
 	})
 }

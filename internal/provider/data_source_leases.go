@@ -46,8 +46,9 @@ func (d *leasesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists every lock whose name starts with a prefix, with who holds it now: for " +
 			"dashboards and policy checks (\"who holds what right now\"). It lists the keys under the prefix " +
-			"and reads each lock's newest epoch object; `waiter_count` comes from the same listing. The " +
-			"`s3lock_lease` data source tells who waits for one lock.",
+			"and reads each lock's newest epoch object (and each held slot of a lock that admits several " +
+			"holders, listed in `holders`); `waiter_count` comes from the same listing. The `s3lock_lease` data " +
+			"source tells who waits for one lock.",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the locks.",
@@ -100,8 +101,10 @@ func (d *leasesDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		if st.Phase() == s3lock.PhaseUnreadable {
 			resp.Diagnostics.Append(unreadableLock(bucket, st))
 		}
+		state, diags := lockStateFrom(ctx, st)
+		resp.Diagnostics.Append(diags...)
 		entries[i] = leaseEntryModelV0{Name: types.StringValue(st.Name), WaiterCount: types.Int64Value(int64(st.Waiters)),
-			lockStateModelV0: lockStateFrom(st)}
+			lockStateModelV0: state}
 	}
 	list, diags := types.ListValueFrom(ctx, leaseEntryObject().Type(), entries)
 	resp.Diagnostics.Append(diags...)

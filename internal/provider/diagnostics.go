@@ -20,15 +20,18 @@ import (
 // lock names the lock, its bucket and keys, the cause (the SDK's error) and
 // what to do about it.
 
-// leaseRef names a lease, or a lock when epoch is 0, for diagnostics.
+// leaseRef names a lease, or a lock when epoch is 0, for diagnostics. slot
+// is the slot a lease of a slot lock holds (its epoch is the slot's); 0 for
+// a mutex's lease.
 type leaseRef struct {
 	bucket, name string
 	epoch        uint64
+	slot         int
 }
 
 // tokenRef is the leaseRef of a token.
 func tokenRef(t s3lock.Token) leaseRef {
-	return leaseRef{bucket: t.Bucket, name: t.Name, epoch: t.Epoch}
+	return leaseRef{bucket: t.Bucket, name: t.Name, epoch: t.Epoch, slot: t.Slot}
 }
 
 // notExclusive is the one wording of what a lost lease means for the work
@@ -77,6 +80,11 @@ func lockFailed(summary string, l leaseRef, err error, next string) diag.Diagnos
 	if errors.As(err, &se) {
 		return superseded(l, se)
 	}
+	var mismatch *s3lock.SlotsError
+	if errors.As(err, &mismatch) {
+		return slotsMismatch(l, mismatch.Slots, mismatch.Want,
+			fmt.Sprintf("Its marker, s3://%s/%s, records that.", mismatch.Bucket, mismatch.Key))
+	}
 	if errors.Is(err, s3lock.ErrLeaseLost) {
 		return leaseLost(diag.SeverityError, l, err, "", next)
 	}
@@ -97,6 +105,31 @@ func superseded(l leaseRef, err *s3lock.SupersededError) diag.Diagnostic {
 		"changed. The newer run takes its place in line. This is what order = \"newest\" is for (of the runs "+
 		"waiting, only the newest applies, as for deploys of successive commits); use order = \"fifo\" if "+
 		"every run must apply in turn.", by))
+}
+
+// slotsMismatch is a lease whose slots differ from the number of holders its
+// lock admits (s3lock.ErrSlotsMismatch): admits is that number (1: the lock
+// is a mutex), want the lease's slots, and source a sentence that says how
+// the provider knows ("Its marker ... records that."). Waiting does not
+// help, so the lease fails at once; the remedy is the configuration.
+func slotsMismatch(l leaseRef, admits, want int, source string) diag.Diagnostic {
+	holders := fmt.Sprintf("admits %d holders", admits)
+	if admits <= 1 {
+		holders = "admits one holder (it is a mutex)"
+	}
+	asked := fmt.Sprintf("this lease asks for slots = %d", want)
+	if want <= 1 {
+		asked = "this lease asks for a mutex (slots = 1, the default)"
+	}
+	detail := fmt.Sprintf("Lock %q in bucket %q %s, but %s. %s\n\nEvery holder of a lock must ask for the same "+
+		"number of slots (Terraform, the s3lock CLI's --slots and the SDK alike): set slots = %d, or use another "+
+		"lock name.", l.name, l.bucket, holders, asked, source, admits)
+	if admits > 1 {
+		detail += " An operator changes the number of holders a lock admits by force-releasing its marker's " +
+			"epoch (the lock's epoch in the s3lock_lease data source) with the s3lock_force_release action or " +
+			"`s3lock force-release`, once none of its slots is held."
+	}
+	return diag.NewAttributeErrorDiagnostic(path.Root("slots"), "Lock admits another number of holders", detail)
 }
 
 // Summaries of lockFailed, one per operation.
@@ -122,10 +155,37 @@ func inheritedNotCurrent(l leaseRef, st s3lock.State) diag.Diagnostic {
 		"(S3LOCK_EPOCH), but the lock is now at epoch %d (%s)", l.epoch, st.Epoch, st.Phase()), "", "")
 }
 
+// inheritedSlotsMismatch is a lease inherited from `s3lock run` that holds
+// another number of slots than the ephemeral lease asks for (want): the
+// run's lease is used only as what the configuration asks for.
+func inheritedSlotsMismatch(in inheritedLease, want int) diag.Diagnostic {
+	source := fmt.Sprintf("This run runs under `s3lock run --slots %d`, which holds slot %d of it (S3LOCK_SLOTS, "+
+		"S3LOCK_SLOT).", in.Slots, in.Slot)
+	if in.Slots <= 1 {
+		source = "This run runs under `s3lock run`, which holds it as a mutex (S3LOCK_SLOTS=1)."
+	}
+	return slotsMismatch(in.ref(), in.Slots, want, source)
+}
+
+// inheritedSlotLost is a slot lease inherited from `s3lock run` (l.slot > 0)
+// that is no longer held; err says why (a *s3lock.LeaseLostError).
+func inheritedSlotLost(l leaseRef, err error) diag.Diagnostic {
+	return leaseLost(diag.SeverityError, l, fmt.Errorf("this run runs under `s3lock run`, whose lease is slot %d "+
+		"at epoch %d (S3LOCK_SLOT, S3LOCK_EPOCH), and it is no longer held: %w", l.slot, l.epoch, err), "", "")
+}
+
 // inheritedCheckFailed is a lease inherited from `s3lock run` that could not
 // be checked.
 func inheritedCheckFailed(l leaseRef, err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Could not check the lease of s3lock run", lockErrorDetail(l, err))
+}
+
+// runSlotsMismatch is an ephemeral lease that asks for want slots of a lock
+// the run holds already (another block of the run took it) with another
+// number of slots: the run's blocks share its one lease.
+func runSlotsMismatch(l leaseRef, held s3lock.Token, want int) diag.Diagnostic {
+	return slotsMismatch(l, leaseSlots(held), want, fmt.Sprintf("This run holds it already (epoch %d), through "+
+		"another ephemeral s3lock_lease block on the same lock, and the blocks of a run share its one lease.", held.Epoch))
 }
 
 // guardRemedy says what to do when the run's guard cannot be used.
@@ -161,9 +221,25 @@ func leaseTooShortForRun(l leaseRef, dur, minimum time.Duration) diag.Diagnostic
 // says who holds the lock now (describeCurrent).
 func importRefused(l leaseRef, err error, current string) diag.Diagnostic {
 	detail := lockErrorDetail(l, err)
-	if errors.Is(err, s3lock.ErrLeaseLost) {
-		detail += fmt.Sprintf("\n\nOnly the lock's current epoch, while it is held, can be imported (ID format %q).%s",
-			importIDFormat, current)
+	var marker *s3lock.SlotsError
+	switch {
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		format := importIDFormat
+		if l.slot > 0 {
+			format = importSlotIDFormat
+		}
+		detail += fmt.Sprintf("\n\nOnly the current epoch, while it is held, can be imported (ID format %q).%s",
+			format, current)
+	case errors.Is(err, s3lock.ErrSlotsMismatch) && l.slot > 0:
+		detail += fmt.Sprintf("\n\nThe import ID names slot %d of lock %q, which has no such slot.%s The lease of a "+
+			"lock that admits one holder is imported by %q; that of one slot of a lock that admits several, by %q.",
+			l.slot, l.name, current, importIDFormat, importSlotIDFormat)
+	case errors.As(err, &marker):
+		// The SDK's error speaks to an acquirer; an import is not one.
+		detail = fmt.Sprintf("%s: epoch %d is the marker of a lock that admits %d holders, each holding one of its "+
+			"slots, not a lease.%s Import the lease of one slot by %q, e.g. \"%s\" for epoch 7 of slot 2; the "+
+			"s3lock_lease data source lists the held slots in holders.", lockWhere(l), l.epoch, marker.Slots, current,
+			importSlotIDFormat, leaseID(l.bucket, l.name, 2, 7))
 	}
 	return diag.NewErrorDiagnostic("Cannot import lease", detail)
 }
@@ -172,7 +248,9 @@ func importRefused(l leaseRef, err error, current string) diag.Diagnostic {
 func invalidImportID(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Invalid import ID", fmt.Sprintf("%v.\n\nThe import ID of an s3lock_lease is %q, "+
 		"e.g. \"my-locks/deploy/prod/42\": the bucket comes before the first slash and the epoch after the "+
-		"last one; the lock name (which may contain slashes) is in between.", err, importIDFormat))
+		"last one; the lock name (which may contain slashes) is in between. The lease of one slot of a lock that "+
+		"admits several holders (slots) is %q, e.g. \"my-locks/ci/runners/lock-slots/2/7\" for epoch 7 of "+
+		"slot 2, as in the key of its epoch object.", err, importIDFormat, importSlotIDFormat))
 }
 
 // invalidImportIdentity is an import block identity that does not name a
@@ -180,7 +258,9 @@ func invalidImportID(err error) diag.Diagnostic {
 func invalidImportIdentity(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Invalid import identity", fmt.Sprintf("%s.\n\nThe identity of an s3lock_lease "+
 		"is the lease's bucket, lock name and epoch, e.g. identity = { bucket = \"my-locks\", name = \"deploy/prod\", "+
-		"epoch = 42 } (the import ID %q in parts).", strings.TrimPrefix(err.Error(), "s3lock: "), importIDFormat))
+		"epoch = 42 } (the import ID %q in parts), and, for the lease of one slot of a lock that admits several "+
+		"holders, its slot: identity = { bucket = \"my-locks\", name = \"ci/runners\", slot = 2, epoch = 7 }.",
+		strings.TrimPrefix(err.Error(), "s3lock: "), importIDFormat))
 }
 
 // unreadableToken is a lease token in private state that does not parse.
@@ -244,15 +324,24 @@ func actionArgumentNull(action, attr string) diag.Diagnostic {
 }
 
 // forceReleaseFailed is an s3lock_force_release action whose release of
-// epoch l.epoch (of slot, when slot > 0) failed; current says who holds the
-// lock now (describeCurrent, may be "").
-func forceReleaseFailed(l leaseRef, slot int, err error, current string) diag.Diagnostic {
-	what, ref := fmt.Sprintf("epoch %d", l.epoch), l
-	if slot > 0 {
-		// The slot's own keys are the SDK's business: the error names them.
-		what, ref = fmt.Sprintf("epoch %d in its slot %d", l.epoch, slot), leaseRef{bucket: l.bucket, name: l.name}
+// epoch l.epoch (of slot l.slot, when l.slot > 0) failed; current says who
+// holds the lock now (describeCurrent, may be "").
+func forceReleaseFailed(l leaseRef, err error, current string) diag.Diagnostic {
+	what := fmt.Sprintf("epoch %d", l.epoch)
+	if l.slot > 0 {
+		what = fmt.Sprintf("epoch %d in its slot %d", l.epoch, l.slot)
 	}
-	detail := lockErrorDetail(ref, err)
+	detail := lockErrorDetail(l, err)
+	if errors.Is(err, s3lock.ErrHeld) && l.slot == 0 {
+		// The SDK refuses to release the marker of a slot lock while any of
+		// its slots is held: that is all there is to say, not "someone else
+		// holds the lock".
+		return diag.NewErrorDiagnostic("Could not force-release lease", fmt.Sprintf("%s: %v\n\nEpoch %d is the "+
+			"marker of a lock that admits several holders: it is released only once none of its slots is held, so "+
+			"nothing was changed.%s Release the held slots first (this action with slot, once per held slot; the "+
+			"s3lock_lease data source lists them in holders), or wait until their holders release them.",
+			lockWhere(l), err, l.epoch, current))
+	}
 	if errors.Is(err, s3lock.ErrNoSuchEpoch) {
 		detail += fmt.Sprintf("\n\nThe action releases the one epoch it is given and no other, and lock %q has no "+
 			"%s: nothing was changed.%s Read the lock's current epochs with the s3lock_lease data source or "+
@@ -369,16 +458,12 @@ func invalidObjectSettings(err error) diag.Diagnostic {
 
 // Attribute validators.
 
-// invalidObjectSetting is one object setting that awsclient or the SDK
-// refused (an SSE-C key that is not the base64 of 32 bytes, an unknown
-// ACL). The error never contains the value.
-func invalidObjectSetting(p path.Path, err error) diag.Diagnostic {
-	return diag.NewAttributeErrorDiagnostic(p, "Invalid "+p.String(), objectSettingsReason(err))
-}
-
-// invalidAWSSetting is one connection setting that awsclient refused (an
-// ARN, a session policy, a proxy URL, a no_proxy list).
-func invalidAWSSetting(p path.Path, err error) diag.Diagnostic {
+// invalidSetting is one provider setting that an awsclient or SDK rule
+// refused: an object setting (an SSE-C key that is not the base64 of 32
+// bytes, an unknown ACL; the error never contains the value) or a
+// connection setting (an ARN, a session policy, a proxy URL, whose password
+// the error hides, a no_proxy list).
+func invalidSetting(p path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(p, "Invalid "+p.String(), objectSettingsReason(err))
 }
 
@@ -459,11 +544,23 @@ func epochObjects(bucket, name string) string {
 // lockErrorDetail explains a failed operation on a lock: which lock, which
 // bucket and keys, the error, and what to do about it.
 func lockErrorDetail(l leaseRef, err error) string {
-	where := epochObjects(l.bucket, l.name)
-	if l.epoch > 0 {
+	return fmt.Sprintf("%s: %v", lockWhere(l), err) + hintSuffix(l.bucket, l.name+"/*", err)
+}
+
+// lockWhere names a lock, its bucket and the key concerned: the lease's
+// epoch object (its slot's, for a slot lease), or all the lock's epochs.
+func lockWhere(l leaseRef) string {
+	where, slot := epochObjects(l.bucket, l.name), ""
+	switch {
+	case l.epoch > 0 && l.slot > 0:
+		where = fmt.Sprintf("s3://%s/%s", l.bucket, s3lock.SlotKey(l.name, l.slot, l.epoch))
+	case l.epoch > 0:
 		where = fmt.Sprintf("s3://%s/%s", l.bucket, s3lock.Key(l.name, l.epoch))
 	}
-	return fmt.Sprintf("Lock %q in bucket %q (%s): %v", l.name, l.bucket, where, err) + hintSuffix(l.bucket, l.name+"/*", err)
+	if l.slot > 0 {
+		slot = fmt.Sprintf(", slot %d", l.slot)
+	}
+	return fmt.Sprintf("Lock %q in bucket %q%s (%s)", l.name, l.bucket, slot, where)
 }
 
 // hintSuffix is hintFor as a paragraph to append, or "".
@@ -478,7 +575,13 @@ func hintSuffix(bucket, objects string, err error) string {
 // already gives; "" when there is nothing to add. objects names the keys
 // concerned, e.g. "deploy/prod/*".
 func hintFor(bucket, objects string, err error) string {
+	var held *s3lock.HeldError
 	switch {
+	case errors.As(err, &held) && held.Slots > 1:
+		return fmt.Sprintf("All %d slots of the lock are held by others, or (with order = \"fifo\" or \"newest\") "+
+			"others queued for a slot first. Wait for a slot to free (raise the wait time: timeouts.create or "+
+			"wait_timeout), or, if a holder is gone for good, force-release its slot's epoch (the "+
+			"s3lock_force_release action with slot, or `s3lock force-release --slot`).", held.Slots)
 	case errors.Is(err, s3lock.ErrHeld):
 		return "Someone else holds the lock, or (with order = \"fifo\" or \"newest\") others queued for it first. " +
 			"Wait for them (raise the wait time: timeouts.create or wait_timeout), or, if the holder is gone for " +
@@ -505,6 +608,9 @@ func describeCurrent(ctx context.Context, c *s3lock.Client, name string) string 
 	if err != nil {
 		return ""
 	}
+	if st.Slots > 1 {
+		return describeHolders(c.Bucket(), st)
+	}
 	switch st.Phase() {
 	case s3lock.PhaseFree:
 		return " The lock has no epochs now."
@@ -517,6 +623,24 @@ func describeCurrent(ctx context.Context, c *s3lock.Client, name string) string 
 		return fmt.Sprintf(" Its newest epoch, %d, was released.", st.Epoch)
 	}
 	return fmt.Sprintf(" Its newest epoch, %d, lapsed.", st.Epoch)
+}
+
+// describeHolders is describeCurrent of a slot lock: which of its slots are
+// held, by whom, at which epoch.
+func describeHolders(bucket string, st s3lock.State) string {
+	if len(st.Holders) == 0 {
+		return fmt.Sprintf(" The lock admits %d holders; none of its slots is held now.", st.Slots)
+	}
+	held := make([]string, len(st.Holders))
+	for i, h := range st.Holders {
+		held[i] = fmt.Sprintf("slot %d by %q at epoch %d (s3://%s/%s)", h.Slot, h.Holder, h.Epoch, bucket, h.Key)
+	}
+	are := "are"
+	if len(st.Holders) == 1 {
+		are = "is"
+	}
+	return fmt.Sprintf(" The lock admits %d holders; %d of its slots %s held now: %s.", st.Slots, len(st.Holders), are,
+		strings.Join(held, ", "))
 }
 
 // describeLock describes the lock an attribute belongs to, from its bucket

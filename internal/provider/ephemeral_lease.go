@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
@@ -45,6 +43,8 @@ type leaseEphemeralModelV0 struct {
 	WaitTimeout   types.String `tfsdk:"wait_timeout"`
 	Metadata      types.Map    `tfsdk:"metadata"`
 	Order         types.String `tfsdk:"order"`
+	Slots         types.Int64  `tfsdk:"slots"`
+	Slot          types.Int64  `tfsdk:"slot"`
 	Epoch         types.Int64  `tfsdk:"epoch"`
 	Key           types.String `tfsdk:"key"`
 	Holder        types.String `tfsdk:"holder"`
@@ -72,7 +72,8 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"serialize-applies guide. Under `s3lock run` of the same lock, the lease is the CLI's. Holding the " +
 			"lease for the whole run needs Linux (elsewhere, when the provider is not started by Terraform, when " +
 			"`terraform` is its container's init process, and with `S3LOCK_RUN_GUARD=off`, each phase takes the " +
-			"lock on its own).",
+			"lock on its own). With `slots` = n > 1 the lock admits n holders at once, and the run holds one of " +
+			"its slots (`slot`).",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the lock.",
@@ -120,12 +121,24 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Computed:   true,
 				Validators: []validator.String{orderValidator()},
 			},
+			"slots": schema.Int64Attribute{
+				MarkdownDescription: slotsDescription("`wait_timeout`", " Under `s3lock run --slots n` of the "+
+					"same lock, the lease is the CLI's slot, and `slots` must be n. When two blocks of one run take "+
+					"the same lock, they share the run's one lease, and must ask for the same `slots`."),
+				Optional:   true,
+				Computed:   true,
+				Validators: slotsValidators(),
+			},
+			"slot": schema.Int64Attribute{
+				MarkdownDescription: slotDescription,
+				Computed:            true,
+			},
 			"epoch": schema.Int64Attribute{
-				MarkdownDescription: "Epoch of the lease: the fencing token of this run.",
+				MarkdownDescription: "Epoch of the lease: the fencing token of this run (of its slot, with `slots` > 1).",
 				Computed:            true,
 			},
 			"key": schema.StringAttribute{
-				MarkdownDescription: "Key of the lease's epoch object in the bucket.",
+				MarkdownDescription: "Key of the lease's epoch object in the bucket (its slot's, with `slots` > 1).",
 				Computed:            true,
 			},
 			"holder": schema.StringAttribute{
@@ -174,13 +187,19 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	cfg.LeaseDuration = types.StringValue(formatDuration(set.dur))
 	cfg.WaitTimeout = types.StringValue(formatDuration(set.wait))
 	cfg.Order = types.StringValue(string(set.order))
-	if epoch, ok := inheritedEpoch(bucket, name); ok {
-		st, ok := checkInherited(ctx, client, bucket, name, epoch, &resp.Diagnostics)
+	cfg.Slots = types.Int64Value(int64(set.slots))
+	if in, ok := inheritedFrom(bucket, name); ok {
+		if in.Slots != set.slots {
+			resp.Diagnostics.Append(inheritedSlotsMismatch(in, set.slots))
+			return
+		}
+		st, ok := checkInherited(ctx, client, in, &resp.Diagnostics)
 		if !ok {
 			return
 		}
-		resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateInheritedKey, []byte(strconv.FormatUint(epoch, 10)))...)
-		e.result(ctx, resp, cfg, epoch, st.Key, st.Holder, st.AcquiredAt, st.ExpiresAt)
+		resp.Diagnostics.Append(storeInherited(ctx, resp.Private, in)...)
+		e.result(ctx, resp, cfg, openedLease{epoch: in.Epoch, slot: in.Slot, key: st.Key, holder: st.Holder,
+			acquired: st.AcquiredAt, expires: st.ExpiresAt})
 		return
 	}
 	// Per phase, the lease renews itself in this provider process for as
@@ -189,19 +208,20 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	// it. For the whole run, the run's guard renews it.
 	// The order matters only here, where the run queues: the whole run's
 	// later phases find the lease held by the run's guard.
-	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order)}
+	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order), s3lock.Slots(set.slots)}
 	if set.meta != nil {
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}
 	if e.factory.run != nil {
-		held, ok := e.openForRun(ctx, bucket, name, set.dur, func() (*s3lock.Lease, error) {
+		held, ok := e.openForRun(ctx, lock, set, func() (*s3lock.Lease, error) {
 			return acquireLease(ctx, e.factory, client, name, set.wait, append(opts, s3lock.WithoutAutoRenew())...)
 		}, &resp.Diagnostics)
 		if !ok {
 			return
 		}
 		resp.Diagnostics.Append(storeToken(ctx, resp.Private, held.Token)...)
-		e.result(ctx, resp, cfg, held.Token.Epoch, held.Key, held.Holder, held.AcquiredAt, held.ExpiresAt)
+		e.result(ctx, resp, cfg, openedLease{epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
+			holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt})
 		return
 	}
 	lease, err := acquireLease(ctx, e.factory, client, name, set.wait, opts...)
@@ -209,10 +229,12 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		resp.Diagnostics.Append(lockFailed(acquireFailed, lock, err, ""))
 		return
 	}
-	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
+	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "slot": lease.Slot(),
+		"epoch": lease.Epoch(), "key": lease.Key()})
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, lease.Token())...)
 	e.factory.leases.add(lease)
-	e.result(ctx, resp, cfg, lease.Epoch(), lease.Key(), lease.Holder(), lease.AcquiredAt(), lease.ExpiresAt())
+	e.result(ctx, resp, cfg, openedLease{epoch: lease.Epoch(), slot: lease.Slot(), key: lease.Key(),
+		holder: lease.Holder(), acquired: lease.AcquiredAt(), expires: lease.ExpiresAt()})
 }
 
 // openSettings are the settings of an Open, defaults applied.
@@ -220,6 +242,15 @@ type openSettings struct {
 	dur, wait time.Duration
 	meta      map[string]string
 	order     s3lock.Order
+	slots     int
+}
+
+// openedLease is the lease an Open got, for its result.
+type openedLease struct {
+	epoch             uint64
+	slot              int
+	key, holder       string
+	acquired, expires time.Time
 }
 
 // settings reads Open's lease_duration, wait_timeout, order (with their
@@ -236,6 +267,7 @@ func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemera
 	if set.order, err = parseOrder(cfg.Order); err != nil {
 		diags.Append(invalidOrder(path.Root("order"), err))
 	}
+	set.slots = slotsOf(cfg.Slots)
 	var d diag.Diagnostics
 	set.meta, d = metadataFrom(ctx, cfg.Metadata)
 	diags.Append(d...)
@@ -244,15 +276,15 @@ func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemera
 
 // result sets Open's result: the configuration with the lease's computed
 // attributes, and when Terraform should renew it.
-func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.OpenResponse, cfg leaseEphemeralModelV0,
-	epoch uint64, key, holder string, acquired, expires time.Time) {
-	cfg.Epoch = types.Int64Value(int64(epoch))
-	cfg.Key = types.StringValue(key)
-	cfg.Holder = types.StringValue(holder)
-	cfg.AcquiredAt = timeValue(acquired)
-	cfg.ExpiresAt = timeValue(expires)
+func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.OpenResponse, cfg leaseEphemeralModelV0, l openedLease) {
+	cfg.Slot = types.Int64Value(int64(l.slot))
+	cfg.Epoch = types.Int64Value(int64(l.epoch))
+	cfg.Key = types.StringValue(l.key)
+	cfg.Holder = types.StringValue(l.holder)
+	cfg.AcquiredAt = timeValue(l.acquired)
+	cfg.ExpiresAt = timeValue(l.expires)
 	resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
-	resp.RenewAt = renewAt(e.factory.now(), expires)
+	resp.RenewAt = renewAt(e.factory.now(), l.expires)
 }
 
 // Renew is called by Terraform at RenewAt while the run lasts. The lease
@@ -261,8 +293,8 @@ func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.Ope
 // held; only a per-phase lease this process does not hold (opened by another
 // instance of the provider) is renewed here.
 func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
-	if epoch := loadInherited(ctx, req.Private); epoch > 0 {
-		e.checkInheritedLease(ctx, epoch, &resp.Diagnostics, func(st s3lock.State) {
+	if in, ok := loadInherited(ctx, req.Private); ok {
+		e.checkInheritedLease(ctx, in, &resp.Diagnostics, func(st s3lock.State) {
 			resp.RenewAt = renewAt(e.factory.now(), st.ExpiresAt)
 		})
 		return
@@ -303,9 +335,9 @@ func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewR
 // only checks the lease (the run's guard releases it as terraform exits). A
 // lease lost during the run is an error: the run relied on it.
 func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseRequest, resp *ephemeral.CloseResponse) {
-	if epoch := loadInherited(ctx, req.Private); epoch > 0 {
+	if in, ok := loadInherited(ctx, req.Private); ok {
 		// s3lock run releases it when its command ends.
-		e.checkInheritedLease(ctx, epoch, &resp.Diagnostics, func(s3lock.State) {})
+		e.checkInheritedLease(ctx, in, &resp.Diagnostics, func(s3lock.State) {})
 		return
 	}
 	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
@@ -377,14 +409,13 @@ func renewAt(now, expires time.Time) time.Time {
 
 // checkInheritedLease checks, for Renew and Close, that the lease inherited
 // from s3lock run is still the lock's current one, and calls ok with the
-// lock's state if so.
-func (e *leaseEphemeralResource) checkInheritedLease(ctx context.Context, epoch uint64, diags *diag.Diagnostics, ok func(s3lock.State)) {
-	bucket, name := os.Getenv("S3LOCK_BUCKET"), os.Getenv("S3LOCK_NAME")
-	client, good := e.factory.client(ctx, bucket, diags)
+// lease's state if so.
+func (e *leaseEphemeralResource) checkInheritedLease(ctx context.Context, in inheritedLease, diags *diag.Diagnostics, ok func(s3lock.State)) {
+	client, good := e.factory.client(ctx, in.Bucket, diags)
 	if !good {
 		return
 	}
-	if st, good := checkInherited(ctx, client, bucket, name, epoch, diags); good {
+	if st, good := checkInherited(ctx, client, in, diags); good {
 		ok(st)
 	}
 }

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"strconv"
 
@@ -16,49 +18,111 @@ import (
 // apply p'`, which must plan and apply under one lock) already holds the
 // lock: the CLI renews it and releases it when the command ends. An
 // ephemeral lease on the same lock then uses that lease — after checking
-// that it is the lock's current, held epoch — instead of waiting for it;
-// it neither renews nor releases it.
+// that it is the lock's current, held epoch (the slot's, under `s3lock run
+// --slots N`) — instead of waiting for it; it neither renews nor releases
+// it.
 
 // privateInheritedKey marks, in an ephemeral lease's private data, a lease
-// inherited from `s3lock run`: its value is the epoch.
-const privateInheritedKey = "inherited_epoch"
+// inherited from `s3lock run`: its value is the inheritedLease as JSON.
+const privateInheritedKey = "inherited_lease"
 
-// inheritedEpoch returns the epoch of the lease `s3lock run` holds on the
-// lock, if this process runs under one for it (S3LOCK_BUCKET, S3LOCK_NAME,
-// S3LOCK_KEY and S3LOCK_EPOCH, which only `s3lock run` sets together).
-func inheritedEpoch(bucket, name string) (uint64, bool) {
-	if os.Getenv("S3LOCK_BUCKET") != bucket || os.Getenv("S3LOCK_NAME") != name || os.Getenv("S3LOCK_KEY") == "" {
-		return 0, false
-	}
-	epoch, err := strconv.ParseUint(os.Getenv("S3LOCK_EPOCH"), 10, 64)
-	if err != nil || s3lock.Key(name, epoch) != os.Getenv("S3LOCK_KEY") {
-		return 0, false
-	}
-	return epoch, true
+// inheritedLease is the lease of an enclosing `s3lock run`, as its
+// environment describes it.
+type inheritedLease struct {
+	Bucket string `json:"bucket"`
+	Name   string `json:"name"`
+	Epoch  uint64 `json:"epoch"`
+	// Slot is the slot the run holds (S3LOCK_SLOT), 0 for a mutex; Slots
+	// how many holders the lock admits (S3LOCK_SLOTS), 1 for a mutex.
+	Slot  int `json:"slot"`
+	Slots int `json:"slots"`
 }
 
-// checkInherited reads the lock and returns its state if epoch is its
-// current, held epoch; otherwise it reports why the inherited lease cannot
-// be used.
-func checkInherited(ctx context.Context, c *s3lock.Client, bucket, name string, epoch uint64, diags *diag.Diagnostics) (s3lock.State, bool) {
-	lease := leaseRef{bucket: bucket, name: name, epoch: epoch}
-	st, err := c.Current(ctx, name)
+// ref is the leaseRef of the inherited lease.
+func (in inheritedLease) ref() leaseRef {
+	return leaseRef{bucket: in.Bucket, name: in.Name, epoch: in.Epoch, slot: in.Slot}
+}
+
+// inheritedFrom returns the lease `s3lock run` holds on the lock, if this
+// process runs under one for it: S3LOCK_BUCKET, S3LOCK_NAME, S3LOCK_KEY and
+// S3LOCK_EPOCH, and S3LOCK_SLOT and S3LOCK_SLOTS, which only `s3lock run`
+// sets together (a CLI from before slot locks sets neither: a mutex), and
+// which agree: S3LOCK_KEY is the key of that epoch (of that slot).
+func inheritedFrom(bucket, name string) (inheritedLease, bool) {
+	if os.Getenv("S3LOCK_BUCKET") != bucket || os.Getenv("S3LOCK_NAME") != name || os.Getenv("S3LOCK_KEY") == "" {
+		return inheritedLease{}, false
+	}
+	epoch, err := strconv.ParseUint(os.Getenv("S3LOCK_EPOCH"), 10, 64)
+	if err != nil {
+		return inheritedLease{}, false
+	}
+	in := inheritedLease{Bucket: bucket, Name: name, Epoch: epoch, Slot: 0, Slots: defaultSlots}
+	if v := os.Getenv("S3LOCK_SLOT"); v != "" {
+		if in.Slot, err = strconv.Atoi(v); err != nil {
+			return inheritedLease{}, false
+		}
+	}
+	if v := os.Getenv("S3LOCK_SLOTS"); v != "" {
+		if in.Slots, err = strconv.Atoi(v); err != nil {
+			return inheritedLease{}, false
+		}
+	}
+	key := s3lock.Key(name, epoch)
+	switch {
+	case in.Slot == 0 && in.Slots == 1: // a mutex
+	case in.Slot >= 1 && in.Slot <= in.Slots && in.Slots <= s3lock.MaxSlots:
+		key = s3lock.SlotKey(name, in.Slot, epoch)
+	default:
+		return inheritedLease{}, false
+	}
+	return in, key == os.Getenv("S3LOCK_KEY")
+}
+
+// checkInherited reads the inherited lease and returns its state if it is
+// the lock's current, held epoch (the slot's, for a slot lease); otherwise
+// it reports why the inherited lease cannot be used.
+func checkInherited(ctx context.Context, c *s3lock.Client, in inheritedLease, diags *diag.Diagnostics) (s3lock.State, bool) {
+	lease := in.ref()
+	if in.Slot > 0 {
+		st, err := c.LookupSlotEpoch(ctx, in.Name, in.Slot, in.Epoch)
+		switch {
+		case errors.Is(err, s3lock.ErrLeaseLost):
+			diags.Append(inheritedSlotLost(lease, err))
+			return st, false
+		case err != nil:
+			diags.Append(inheritedCheckFailed(lease, err))
+			return st, false
+		}
+		tflog.Info(ctx, "using the slot lease of the enclosing s3lock run", map[string]any{
+			"bucket": in.Bucket, "lock": in.Name, "slot": in.Slot, "epoch": in.Epoch})
+		return st, true
+	}
+	st, err := c.Current(ctx, in.Name)
 	switch {
 	case err != nil:
 		diags.Append(inheritedCheckFailed(lease, err))
 		return st, false
-	case st.Phase() != s3lock.PhaseHeld || st.Epoch != epoch:
+	case st.Phase() != s3lock.PhaseHeld || st.Epoch != in.Epoch || st.Slots > 1:
 		diags.Append(inheritedNotCurrent(lease, st))
 		return st, false
 	}
-	tflog.Info(ctx, "using the lease of the enclosing s3lock run", map[string]any{"bucket": bucket, "lock": name, "epoch": epoch})
+	tflog.Info(ctx, "using the lease of the enclosing s3lock run", map[string]any{"bucket": in.Bucket, "lock": in.Name, "epoch": in.Epoch})
 	return st, true
 }
 
-// loadInherited returns the epoch of an inherited lease recorded in private
-// data, or 0.
-func loadInherited(ctx context.Context, p privateGetter) uint64 {
+// storeInherited records an inherited lease in private data.
+func storeInherited(ctx context.Context, p privateSetter, in inheritedLease) diag.Diagnostics {
+	raw, _ := json.Marshal(in) // strings and numbers: it cannot fail
+	return p.SetKey(ctx, privateInheritedKey, raw)
+}
+
+// loadInherited returns the inherited lease recorded in private data; ok is
+// false when there is none.
+func loadInherited(ctx context.Context, p privateGetter) (inheritedLease, bool) {
 	raw, _ := p.GetKey(ctx, privateInheritedKey)
-	epoch, _ := strconv.ParseUint(string(raw), 10, 64)
-	return epoch
+	var in inheritedLease
+	if len(raw) == 0 || json.Unmarshal(raw, &in) != nil || in.Epoch == 0 {
+		return inheritedLease{}, false
+	}
+	return in, true
 }

@@ -3,7 +3,8 @@ package provider
 import (
 	"context"
 	"errors"
-	"time"
+	"fmt"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -21,15 +22,24 @@ import (
 // phase's, get the same epoch. Close only ends a phase.
 
 // openForRun returns the run's lease of the lock: the one the run already
-// holds (also when another provider configuration of the run took it), or a
-// new one that acquire takes and the guard adopts.
-func (e *leaseEphemeralResource) openForRun(ctx context.Context, bucket, name string, dur time.Duration, acquire func() (*s3lock.Lease, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
-	lock := leaseRef{bucket: bucket, name: name}
-	if dur < runguard.MinimumLease {
-		diags.Append(leaseTooShortForRun(lock, dur, runguard.MinimumLease))
+// holds (also when another provider configuration of the run took it), if
+// it has the slots set asks for, or a new one that acquire takes and the
+// guard adopts. The guard takes a lease over by its token, which carries
+// the slot of a slot lease.
+func (e *leaseEphemeralResource) openForRun(ctx context.Context, lock leaseRef, set openSettings, acquire func() (*s3lock.Lease, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
+	bucket, name := lock.bucket, lock.name
+	if set.dur < runguard.MinimumLease {
+		diags.Append(leaseTooShortForRun(lock, set.dur, runguard.MinimumLease))
 		return nil, false
 	}
 	run, cfg := e.factory.run, e.factory.guardConfig
+	done, err := e.factory.claims.take(ctx, bucket+"/"+name)
+	if err != nil {
+		diags.Append(lockFailed(acquireFailed, lock, fmt.Errorf("waiting for another block of this run to open "+
+			"the lock: %w", err), ""))
+		return nil, false
+	}
+	defer done()
 	held, err := run.Claim(ctx, cfg, bucket, name)
 	if err != nil {
 		diags.Append(guardUnreachable(lock, err))
@@ -40,7 +50,12 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, bucket, name st
 			diags.Append(leaseLost(diag.SeverityError, tokenRef(held.Token), errors.New(held.Lost), "", ""))
 			return nil, false
 		}
-		tflog.Info(ctx, "this run already holds the lock", map[string]any{"bucket": bucket, "lock": name, "epoch": held.Token.Epoch})
+		if leaseSlots(held.Token) != set.slots {
+			diags.Append(runSlotsMismatch(lock, held.Token, set.slots))
+			return nil, false
+		}
+		tflog.Info(ctx, "this run already holds the lock", map[string]any{"bucket": bucket, "lock": name,
+			"slot": held.Token.Slot, "epoch": held.Token.Epoch})
 		return held, true
 	}
 	lease, err := acquire()
@@ -56,9 +71,46 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, bucket, name st
 		return nil, false
 	}
 	tflog.Info(ctx, "acquired lock for this run; it is held until terraform exits", map[string]any{
-		"bucket": bucket, "lock": name, "epoch": token.Epoch, "key": adopted.Key,
+		"bucket": bucket, "lock": name, "slot": token.Slot, "epoch": token.Epoch, "key": adopted.Key,
 	})
 	return adopted, true
+}
+
+// runClaims orders, within one provider process, the opening of the run's
+// lease of each lock. The guard makes a second claim of a lock wait until the
+// process that claimed it first adopts or abandons it, and a process's line
+// to the guard carries one request at a time: two ephemeral blocks of one
+// run that open the same lock at once in one process would each wait for
+// the other. So a block takes its lock's turn here first, for its claim,
+// acquisition and adoption; the next block's claim then finds the run's
+// lease. (A process serves one provider configuration: the bucket and name
+// name the lock.)
+type runClaims struct {
+	mu    sync.Mutex
+	turns map[string]chan struct{}
+}
+
+func newRunClaims() *runClaims { return &runClaims{turns: map[string]chan struct{}{}} }
+
+// take waits for lock's turn, or for ctx to end, and returns the function
+// that ends the turn.
+func (c *runClaims) take(ctx context.Context, lock string) (done func(), err error) {
+	if c == nil {
+		return func() {}, nil // a provider not made by NewForRun: no run lease
+	}
+	c.mu.Lock()
+	turn, ok := c.turns[lock]
+	if !ok {
+		turn = make(chan struct{}, 1)
+		c.turns[lock] = turn
+	}
+	c.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // releaseToken releases a lease this process acquired but could not hand to

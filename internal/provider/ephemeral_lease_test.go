@@ -45,6 +45,8 @@ func ephemeralLeaseConfig(bucket, name string, extra ...string) string {
 // echoedLease reads the ephemeral lease's result that the echo resource
 // recorded during apply.
 type echoedLease struct {
+	Slots         json.Number       `json:"slots"`
+	Slot          json.Number       `json:"slot"`
 	Epoch         json.Number       `json:"epoch"`
 	Key           string            `json:"key"`
 	Holder        string            `json:"holder"`
@@ -315,6 +317,12 @@ func TestAccLeaseEphemeral_Validation(t *testing.T) {
 			lock:  "ok",
 			extra: []string{`order = "oldest"`},
 			want:  matchError("Invalid order", `order "oldest"`, `"fifo"`),
+		},
+		{
+			name:  "negative slots",
+			lock:  "ok",
+			extra: []string{"slots = -1"},
+			want:  matchError("Invalid Attribute Value", "slots", "between 1 and 64, got: -1"),
 		},
 		{
 			name: "empty name",

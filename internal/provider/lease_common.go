@@ -89,7 +89,7 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 				"bucket": h.Bucket, "lock": h.Name, "holder": h.Holder, "epoch": h.Epoch, "wait": wait.String(),
 			})
 		})
-		tflog.Info(ctx, "waiting for lock", map[string]any{
+		fields := map[string]any{
 			"bucket":      h.Bucket,
 			"lock":        h.Name,
 			"holder":      h.Holder,
@@ -98,7 +98,13 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 			"expires_in":  h.ExpiresIn.Round(time.Second).String(),
 			"acquired_at": formatTime(h.AcquiredAt),
 			"ahead":       h.Ahead,
-		})
+		}
+		if h.Slots > 1 {
+			// All slots are held; the holder is the one whose lease runs
+			// out first.
+			fields["slots"], fields["slot"] = h.Slots, h.Slot
+		}
+		tflog.Info(ctx, "waiting for lock", fields)
 		if f.hooks.onWait != nil {
 			f.hooks.onWait(h)
 		}
@@ -107,16 +113,20 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 }
 
 // resumeLease takes over the lease of a token, or, when there is no token
-// (state written by hand), the lock's current epoch if it is epoch. The
-// returned lease does not renew itself; callers Detach or Release it.
-func resumeLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, name string, epoch uint64) (*s3lock.Lease, error) {
+// (state written by hand), the lock's (the slot's) current epoch if it is
+// l's. The returned lease does not renew itself; callers Detach or Release
+// it.
+func resumeLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l leaseRef) (*s3lock.Lease, error) {
 	if token != nil {
 		return c.Resume(ctx, *token, s3lock.WithoutAutoRenew())
 	}
 	tflog.Debug(ctx, "no lease token in private state; adopting the lock's current epoch", map[string]any{
-		"bucket": c.Bucket(), "lock": name, "epoch": epoch,
+		"bucket": c.Bucket(), "lock": l.name, "slot": l.slot, "epoch": l.epoch,
 	})
-	return c.Adopt(ctx, name, epoch, s3lock.WithoutAutoRenew())
+	if l.slot > 0 {
+		return c.AdoptSlot(ctx, l.name, l.slot, l.epoch, s3lock.WithoutAutoRenew())
+	}
+	return c.Adopt(ctx, l.name, l.epoch, s3lock.WithoutAutoRenew())
 }
 
 // formatTime writes a time as RFC 3339 in UTC; the zero time is "".

@@ -28,9 +28,10 @@ var (
 func NewLeaseListResource() list.ListResource { return &leaseListResource{} }
 
 // leaseListResource finds the leases that an s3lock_lease resource could
-// import: every lock under a prefix whose newest lease is held now. It only
-// reads (the SDK's List: one listing and one GET per lock); nothing is
-// adopted until an import block imports a result.
+// import: every lock under a prefix whose newest lease is held now, and every
+// held slot of a lock that admits several holders. It only reads (the SDK's
+// List: one listing and one GET per lock and per slot); nothing is adopted
+// until an import block imports a result.
 type leaseListResource struct {
 	factory *clientFactory
 }
@@ -48,14 +49,14 @@ func (l *leaseListResource) Metadata(_ context.Context, req resource.MetadataReq
 func (l *leaseListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists the held leases under a prefix, for `terraform query`: each result is the " +
-			"identity of an `s3lock_lease` (bucket, name and epoch) that an import block can adopt, such as a " +
-			"lease an earlier pipeline step or the s3lock CLI took, and, when Terraform asks for them " +
-			"(`include_resource = true`, or `-generate-config-out`), the attributes the lease has once imported, " +
-			"so that the generated resource blocks import without changes. Locks that are free, released or " +
-			"lapsed are left out (there is nothing to import), and so are slot locks (which admit several " +
-			"holders, while an `s3lock_lease` holds its lock alone) and locks whose newest epoch object is " +
-			"unreadable (with a warning). Listing writes nothing: a lease is only adopted when an import block " +
-			"imports it.",
+			"identity of an `s3lock_lease` (bucket, name and epoch, and the slot for the lease of a slot) that an " +
+			"import block can adopt, such as a lease an earlier pipeline step or the s3lock CLI took, and, when " +
+			"Terraform asks for them (`include_resource = true`, or `-generate-config-out`), the attributes the " +
+			"lease has once imported, so that the generated resource blocks import without changes. A lock that " +
+			"admits several holders (`slots`) gives one result per held slot, each its own lease. Locks that are " +
+			"free, released or lapsed are left out (there is nothing to import), and so are locks whose newest " +
+			"epoch object is unreadable (with a warning). Listing writes nothing: a lease is only adopted when an " +
+			"import block imports it.",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the locks.",
@@ -82,7 +83,8 @@ func (l *leaseListResource) Configure(_ context.Context, req resource.ConfigureR
 }
 
 // List lists the locks under the prefix with the SDK and returns the mutexes
-// whose newest lease is held, sorted by name, at most req.Limit of them.
+// whose newest lease is held and the held slots of slot locks, sorted by name
+// (and slot), at most req.Limit of them.
 func (l *leaseListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
 	var cfg leaseListModelV0
 	diags := req.Config.Get(ctx, &cfg)
@@ -104,59 +106,77 @@ func (l *leaseListResource) List(ctx context.Context, req list.ListRequest, stre
 	tflog.Debug(ctx, "listed locks for terraform query", map[string]any{"bucket": bucket, "prefix": prefix, "locks": len(states)})
 	stream.Results = func(push func(list.ListResult) bool) {
 		found := int64(0)
+		// lease pushes the result for a held lease; false: stop.
+		lease := func(lock, held s3lock.State) bool {
+			if req.Limit > 0 && found >= req.Limit {
+				return false
+			}
+			found++
+			return push(listedLease(ctx, req, bucket, lock, held))
+		}
 		for _, st := range states {
-			var result list.ListResult
 			switch {
 			case st.Slots > 1:
-				continue // a slot lock: not a lease an s3lock_lease can adopt
+				// A slot lock: each held slot is a lease of its own.
+				for _, h := range st.Holders {
+					if !lease(st, h) {
+						return
+					}
+				}
 			case st.Phase() == s3lock.PhaseHeld:
-				if req.Limit > 0 && found >= req.Limit {
+				if !lease(st, st) {
 					return
 				}
-				found++
-				result = listedLease(ctx, req, bucket, st)
 			case st.Phase() == s3lock.PhaseUnreadable:
-				result = list.ListResult{Diagnostics: diag.Diagnostics{unreadableLock(bucket, st)}}
+				if !push(list.ListResult{Diagnostics: diag.Diagnostics{unreadableLock(bucket, st)}}) {
+					return
+				}
 			default:
-				continue // free, released or lapsed: nothing to import
-			}
-			if !push(result) {
-				return
+				// Free, released or lapsed: nothing to import.
 			}
 		}
 	}
 }
 
-// listedLease is the result for a held lease: its identity, a display name
-// and, when Terraform asks for it, the state an import of it would have.
-func listedLease(ctx context.Context, req list.ListRequest, bucket string, st s3lock.State) list.ListResult {
-	ref := leaseRef{bucket: bucket, name: st.Name, epoch: st.Epoch}
+// listedLease is the result for a held lease of lock: held is the lock's
+// state for a mutex, the slot's (an entry of lock.Holders) for a slot lock.
+// It has the lease's identity, a display name and, when Terraform asks for
+// it, the state an import of it would have.
+func listedLease(ctx context.Context, req list.ListRequest, bucket string, lock, held s3lock.State) list.ListResult {
+	ref := leaseRef{bucket: bucket, name: lock.Name, epoch: held.Epoch, slot: held.Slot}
 	result := req.NewListResult(ctx)
-	result.DisplayName = fmt.Sprintf("%s epoch %d, held by %s", st.Name, st.Epoch, st.Holder)
+	result.DisplayName = fmt.Sprintf("%s epoch %d, held by %s", lock.Name, held.Epoch, held.Holder)
+	if ref.slot > 0 {
+		result.DisplayName = fmt.Sprintf("%s slot %d of %d, epoch %d, held by %s", lock.Name, ref.slot, lock.Slots,
+			held.Epoch, held.Holder)
+	}
 	result.Diagnostics.Append(setLeaseIdentity(ctx, result.Identity, ref)...)
 	if req.IncludeResource {
-		result.Diagnostics.Append(setListedState(ctx, result.Resource, ref, st)...)
+		result.Diagnostics.Append(setListedState(ctx, result.Resource, ref, max(lock.Slots, 1), held)...)
 	}
 	return result
 }
 
-// setListedState writes the state that ImportState gives the lease ref, from
-// what the listing read (st), without adopting the lease: so that the
+// setListedState writes the state that ImportState gives the lease ref of a
+// lock that admits slots holders, from what the listing read (st, the
+// slot's state for a slot lease), without adopting the lease: so that the
 // resource blocks `terraform query -generate-config-out` writes from it plan
 // no changes after the import. expires_at is the time the lease is trusted
 // until, as a refresh reads it.
-func setListedState(ctx context.Context, res *tfsdk.Resource, ref leaseRef, st s3lock.State) diag.Diagnostics {
+func setListedState(ctx context.Context, res *tfsdk.Resource, ref leaseRef, slots int, st s3lock.State) diag.Diagnostics {
 	var diags diag.Diagnostics
 	set := func(attr string, v any) {
 		diags.Append(res.SetAttribute(ctx, path.Root(attr), v)...)
 	}
-	set("id", types.StringValue(leaseID(ref.bucket, ref.name, ref.epoch)))
+	set("id", types.StringValue(leaseID(ref.bucket, ref.name, ref.slot, ref.epoch)))
 	set("bucket", types.StringValue(ref.bucket))
 	set("name", types.StringValue(ref.name))
 	set("lease_duration", types.StringValue(formatDuration(st.LeaseDuration)))
 	set("metadata", metadataValue(st.Metadata))
 	// As on import: how the lease was waited for is not recorded in it.
 	set("order", types.StringValue(string(defaultOrder)))
+	set("slots", types.Int64Value(int64(slots)))
+	set("slot", types.Int64Value(int64(ref.slot)))
 	set("epoch", types.Int64Value(int64(ref.epoch)))
 	set("key", types.StringValue(st.Key))
 	set("holder", types.StringValue(st.Holder))

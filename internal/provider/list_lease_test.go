@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,25 +46,39 @@ func listConfig(bucket, prefix string, extra ...string) string {
 	return b.String()
 }
 
-// leaseIdentityCheck is the identity of a lease, for query checks.
+// leaseIdentityCheck is the identity of a mutex's lease, for query and state
+// checks: it has no slot.
 func leaseIdentityCheck(bucket, name string, epoch int64) map[string]knownvalue.Check {
 	return map[string]knownvalue.Check{
 		"bucket": knownvalue.StringExact(bucket),
 		"name":   knownvalue.StringExact(name),
 		"epoch":  knownvalue.Int64Exact(epoch),
+		"slot":   knownvalue.Null(),
 	}
+}
+
+// slotLeaseIdentityCheck is the identity of the lease of a slot.
+func slotLeaseIdentityCheck(bucket, name string, slot int, epoch uint64) map[string]knownvalue.Check {
+	c := leaseIdentityCheck(bucket, name, int64(epoch))
+	c["slot"] = knownvalue.Int64Exact(int64(slot))
+	return c
 }
 
 // TestAccLeaseList_Query: terraform query lists the held leases under the
 // prefix, with their identities and, with include_resource, their
-// attributes; free, released and lapsed locks and locks outside the prefix
-// are left out, and limit caps the results (Terraform 1.14 and later).
+// attributes, and each held slot of a lock that admits several holders as a
+// lease of its own; free, released and lapsed locks and locks outside the
+// prefix are left out, and limit caps the results (Terraform 1.14 and
+// later).
 func TestAccLeaseList_Query(t *testing.T) {
 	e := newAccEnv(t)
 	requireCLI(t, tfharness.ListResources)
 	prefix := e.name("deploy/")
 	prod, stage, released, lapsed := prefix+"prod", prefix+"stage", prefix+"old", prefix+"lapsed"
+	runners := prefix + "runners"
 	e.hold(t, "pipeline-1", prod, 2*time.Hour, s3lock.WithMetadata(map[string]string{"run": "42"}))
+	slotA := e.hold(t, "runner-a", runners, time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"job": "7"}))
+	slotB := e.hold(t, "runner-b", runners, time.Hour, s3lock.Slots(3))
 	// stage is at epoch 2.
 	if err := e.hold(t, "pipeline-0", stage, time.Hour).Release(t.Context()); err != nil {
 		t.Fatal(err)
@@ -78,6 +93,7 @@ func TestAccLeaseList_Query(t *testing.T) {
 
 	held := "s3lock_lease.held"
 	prodOnly := queryfilter.ByResourceIdentity(leaseIdentityCheck(e.bucket, prod, 1))
+	slotAOnly := queryfilter.ByResourceIdentity(slotLeaseIdentityCheck(e.bucket, runners, slotA.Slot(), slotA.Epoch()))
 	tfresource.ParallelTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: e.protoV6Factories(),
 		Steps: []tfresource.TestStep{
@@ -86,18 +102,34 @@ func TestAccLeaseList_Query(t *testing.T) {
 				Query:  true,
 				Config: listConfig(e.bucket, prefix, "include_resource = true"),
 				QueryResultChecks: []querycheck.QueryResultCheck{
-					querycheck.ExpectLength(held, 2),
+					querycheck.ExpectLength(held, 4),
 					querycheck.ExpectIdentity(held, leaseIdentityCheck(e.bucket, prod, 1)),
 					querycheck.ExpectIdentity(held, leaseIdentityCheck(e.bucket, stage, 2)),
+					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotA.Slot(), slotA.Epoch())),
+					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotB.Slot(), slotB.Epoch())),
+					querycheck.ExpectResourceDisplayName(held, slotAOnly, knownvalue.StringExact(
+						fmt.Sprintf("%s slot %d of 3, epoch 1, held by runner-a", runners, slotA.Slot()))),
+					querycheck.ExpectResourceKnownValues(held, slotAOnly, []querycheck.KnownValueCheck{
+						{Path: tfjsonpath.New("id"), KnownValue: knownvalue.StringExact(leaseID(e.bucket, runners, slotA.Slot(), 1))},
+						{Path: tfjsonpath.New("slots"), KnownValue: knownvalue.Int64Exact(3)},
+						{Path: tfjsonpath.New("slot"), KnownValue: knownvalue.Int64Exact(int64(slotA.Slot()))},
+						{Path: tfjsonpath.New("holder"), KnownValue: knownvalue.StringExact("runner-a")},
+						{Path: tfjsonpath.New("key"), KnownValue: knownvalue.StringExact(slotA.Key())},
+						{Path: tfjsonpath.New("lease_duration"), KnownValue: knownvalue.StringExact("1h")},
+						{Path: tfjsonpath.New("metadata"), KnownValue: knownvalue.MapExact(map[string]knownvalue.Check{
+							"job": knownvalue.StringExact("7")})},
+					}),
 					querycheck.ExpectResourceDisplayName(held, prodOnly, knownvalue.StringExact(prod+" epoch 1, held by pipeline-1")),
 					querycheck.ExpectResourceKnownValues(held, prodOnly, []querycheck.KnownValueCheck{
-						{Path: tfjsonpath.New("id"), KnownValue: knownvalue.StringExact(leaseID(e.bucket, prod, 1))},
+						{Path: tfjsonpath.New("id"), KnownValue: knownvalue.StringExact(leaseID(e.bucket, prod, 0, 1))},
 						{Path: tfjsonpath.New("holder"), KnownValue: knownvalue.StringExact("pipeline-1")},
 						{Path: tfjsonpath.New("key"), KnownValue: knownvalue.StringExact(s3lock.Key(prod, 1))},
 						{Path: tfjsonpath.New("lease_duration"), KnownValue: knownvalue.StringExact("2h")},
 						{Path: tfjsonpath.New("metadata"), KnownValue: knownvalue.MapExact(map[string]knownvalue.Check{
 							"run": knownvalue.StringExact("42")})},
 						{Path: tfjsonpath.New("order"), KnownValue: knownvalue.StringExact("fifo")},
+						{Path: tfjsonpath.New("slots"), KnownValue: knownvalue.Int64Exact(1)},
+						{Path: tfjsonpath.New("slot"), KnownValue: knownvalue.Int64Exact(0)},
 					}),
 				},
 			},
@@ -110,15 +142,26 @@ func TestAccLeaseList_Query(t *testing.T) {
 					querycheck.ExpectIdentity(held, leaseIdentityCheck(e.bucket, prod, 1)),
 				},
 			},
+			{
+				// The slots count as leases against the limit.
+				Query:  true,
+				Config: listConfig(e.bucket, prefix+"r", "limit = 1"),
+				QueryResultChecks: []querycheck.QueryResultCheck{
+					querycheck.ExpectLength(held, 1),
+					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners,
+						min(slotA.Slot(), slotB.Slot()), 1)),
+				},
+			},
 		},
 	})
 }
 
 // TestAccLeaseList_GenerateConfigImportsCleanly: `terraform query
 // -generate-config-out` writes a resource and an import block (by identity)
-// for every held lease; the plan of that configuration imports them and
-// changes nothing, the imported state is what the query listed, and destroy
-// releases the leases (Terraform 1.14 and later).
+// for every held lease, each held slot of a lock that admits several
+// holders included; the plan of that configuration imports them and changes
+// nothing, the imported state is what the query listed, and destroy releases
+// the leases (Terraform 1.14 and later).
 func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 	e := newAccEnv(t)
 	requireCLI(t, tfharness.ListResources)
@@ -127,6 +170,12 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 		prefix + "migrate": e.hold(t, "pipeline-step-1", prefix+"migrate", 2*time.Hour,
 			s3lock.WithMetadata(map[string]string{"run": "42", "change": "CHG-7"})),
 		prefix + "deploy": e.hold(t, "pipeline-step-2", prefix+"deploy", 90*time.Minute),
+	}
+	// Two of the three slots of a pool of runners, by their lease keys.
+	runners := prefix + "runners"
+	for _, who := range []string{"runner-a", "runner-b"} {
+		l := e.hold(t, who, runners, time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"runner": who}))
+		leases[l.Key()] = l
 	}
 	h, dir := cliWorkdir(t, e, "", tfharness.ListResources)
 	// The documented example, on the test's bucket.
@@ -165,12 +214,20 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 	imported := showResources(t, h, dir)
 	for _, r := range found.Results {
 		name, _ := r.Identity["name"].(string)
+		key, _ := r.ResourceObject["key"].(string)
 		l, ok := leases[name]
+		if !ok {
+			l, ok = leases[key]
+			name = key
+		}
 		if !ok {
 			t.Errorf("query found %v, which is not a lease of the test", r.Identity)
 			continue
 		}
-		want := map[string]any{"bucket": e.bucket, "name": name, "epoch": json.Number(fmt.Sprint(l.Epoch()))}
+		want := map[string]any{"bucket": e.bucket, "name": l.Name(), "epoch": json.Number(fmt.Sprint(l.Epoch())), "slot": nil}
+		if l.Slot() > 0 {
+			want["slot"] = json.Number(fmt.Sprint(l.Slot()))
+		}
 		if !reflect.DeepEqual(r.Identity, want) {
 			t.Errorf("query identity %v, want %v", r.Identity, want)
 		}
@@ -189,6 +246,13 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for name, l := range leases {
+		if l.Slot() > 0 {
+			_, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), l.Name(), l.Slot(), l.Epoch())
+			if reason, lost := s3lock.LostReason(err); !lost || reason != s3lock.LostReleased {
+				t.Errorf("after destroy, slot %d of %q: %v; want epoch %d released", l.Slot(), l.Name(), err, l.Epoch())
+			}
+			continue
+		}
 		if st := e.current(t, name); st.Epoch != l.Epoch() || !st.Released {
 			t.Errorf("after destroy, lock %q is %s at epoch %d; want epoch %d released", name, st.Phase(), st.Epoch, l.Epoch())
 		}
@@ -234,7 +298,7 @@ type shownResource struct {
 }
 
 // showResources returns the s3lock_lease resources in the state of dir, by
-// lock name.
+// lock name (by key, for the lease of a slot).
 func showResources(t *testing.T, h *tfharness.Harness, dir string) map[string]shownResource {
 	t.Helper()
 	cmd := h.Command(t.Context(), dir, "show", "-json")
@@ -257,6 +321,9 @@ func showResources(t *testing.T, h *tfharness.Harness, dir string) map[string]sh
 	out := map[string]shownResource{}
 	for _, r := range state.Values.RootModule.Resources {
 		name, _ := r.Values["name"].(string)
+		if slot, _ := r.Values["slot"].(json.Number); slot != "" && slot != "0" {
+			name, _ = r.Values["key"].(string)
+		}
 		out[name] = r
 	}
 	return out
@@ -350,11 +417,12 @@ func hasDiagnostic(diags []tfharness.Diagnostic, want []string) bool {
 	return false
 }
 
-// TestLeaseList_HeldMutexesUpToLimit: List returns the held mutexes, not
-// slot locks, and stops at the limit Terraform gives, and when Terraform
-// stops reading. (Terraform also cuts the results at its limit, so the
-// acceptance tests cannot tell whether the provider does.)
-func TestLeaseList_HeldMutexesUpToLimit(t *testing.T) {
+// TestLeaseList_HeldLeasesUpToLimit: List returns the held mutexes and each
+// held slot of a slot lock, and stops at the limit Terraform gives (each
+// slot counts), and when Terraform stops reading. (Terraform also cuts the
+// results at its limit, so the acceptance tests cannot tell whether the
+// provider does.)
+func TestLeaseList_HeldLeasesUpToLimit(t *testing.T) {
 	ns := s3test.New(t)
 	sdk, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("pipeline"))
 	if err != nil {
@@ -368,11 +436,19 @@ func TestLeaseList_HeldMutexesUpToLimit(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = l.Release(context.Background()) })
 	}
-	slots, err := sdk.TryAcquire(t.Context(), ns.Name("d-slots"), s3lock.WithoutAutoRenew(), s3lock.Slots(2))
-	if err != nil {
-		t.Fatal(err)
+	var slots []int
+	for range 2 {
+		l, err := sdk.TryAcquire(t.Context(), ns.Name("d-slots"), s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.Slots(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots = append(slots, l.Slot())
+		t.Cleanup(func() { _ = l.Release(context.Background()) })
 	}
-	t.Cleanup(func() { _ = slots.Release(context.Background()) })
+	slices.Sort(slots)
+	for _, slot := range slots {
+		names = append(names, fmt.Sprintf("%s slot %d", ns.Name("d-slots"), slot))
+	}
 	l := &leaseListResource{factory: &clientFactory{api: ns.Client, options: []s3lock.Option{s3lock.WithHolder("lister")}}}
 	listed := func(t *testing.T, limit int64, take int) []string {
 		t.Helper()
@@ -387,7 +463,11 @@ func TestLeaseList_HeldMutexesUpToLimit(t *testing.T) {
 			if d := r.Identity.Get(t.Context(), &id); d.HasError() {
 				t.Fatal(d)
 			}
-			got = append(got, id.Name.ValueString())
+			n := id.Name.ValueString()
+			if !id.Slot.IsNull() {
+				n = fmt.Sprintf("%s slot %d", n, id.Slot.ValueInt64())
+			}
+			got = append(got, n)
 			if len(got) == take {
 				break
 			}
@@ -402,8 +482,10 @@ func TestLeaseList_HeldMutexesUpToLimit(t *testing.T) {
 	}{
 		{name: "no limit", want: names},
 		{name: "limit", limit: 2, want: names[:2]},
+		{name: "limit among the slots", limit: 4, want: names[:4]},
 		{name: "limit above the count", limit: 10, want: names},
 		{name: "reader stops", take: 1, want: names[:1]},
+		{name: "reader stops among the slots", take: 4, want: names[:4]},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,8 +50,10 @@ type s3lockProvider struct {
 	// leases are the ephemeral leases open in this process.
 	leases *leaseRegistry
 	// run, when set, holds ephemeral leases for the whole Terraform run
-	// (see ephemeral_lease_run.go); nil: one lease per phase.
-	run *runguard.Client
+	// (see ephemeral_lease_run.go); nil: one lease per phase. claims
+	// orders this process's claims of the run's leases.
+	run    *runguard.Client
+	claims *runClaims
 }
 
 // New returns a constructor of the provider for providerserver.
@@ -75,9 +77,9 @@ func NewWithCleanup(version string) (func() provider.Provider, func(context.Cont
 // the run's guard process, across the run's phases and provider processes;
 // the cleanup function then has nothing of its own to release.
 func NewForRun(version string, run *runguard.Client) (func() provider.Provider, func(context.Context) ([]s3lock.Token, error)) {
-	leases := newLeaseRegistry()
+	leases, claims := newLeaseRegistry(), newRunClaims()
 	return func() provider.Provider {
-		return &s3lockProvider{version: version, leases: leases, run: run}
+		return &s3lockProvider{version: version, leases: leases, run: run, claims: claims}
 	}, leases.releaseAll
 }
 

@@ -166,9 +166,12 @@ func isUnknown(v attr.Value) bool {
 
 // awsOptions translates the provider block into the options of the AWS
 // client shared with the CLI: the standard chain (environment, shared files,
-// instance roles), overridden by what the provider block sets. The
-// validators have checked the values; an error here names a value that
-// reached Configure without them.
+// instance roles), overridden by what the provider block sets, false and ""
+// included where the S3 backend lets them override the environment. The
+// options are resolved (awsclient.Options.Resolved): they go to the run
+// guard, which runs in another directory. The validators have checked the
+// values; an error here names a value that reached Configure without them,
+// or a path that cannot be resolved.
 func awsOptions(ctx context.Context, cfg providerModelV0) (awsclient.Options, error) {
 	o := awsclient.Options{
 		Region:               cfg.Region.ValueString(),
@@ -178,15 +181,15 @@ func awsOptions(ctx context.Context, cfg providerModelV0) (awsclient.Options, er
 		Token:                cfg.Token.ValueString(),
 		UsePathStyle:         cfg.UsePathStyle.ValueBool(),
 		STSRegion:            cfg.STSRegion.ValueString(),
-		UseFIPSEndpoint:      cfg.UseFIPSEndpoint.ValueBool(),
-		UseDualStackEndpoint: cfg.UseDualStackEndpoint.ValueBool(),
+		UseFIPSEndpoint:      cfg.UseFIPSEndpoint.ValueBoolPointer(),
+		UseDualStackEndpoint: cfg.UseDualStackEndpoint.ValueBoolPointer(),
 		SkipRegionValidation: cfg.SkipRegionValidation.ValueBool(),
-		SkipMetadataAPICheck: cfg.SkipMetadataAPICheck.ValueBool(),
+		SkipMetadataAPICheck: cfg.SkipMetadataAPICheck.ValueBoolPointer(),
 		SkipS3Checksum:       cfg.SkipS3Checksum.ValueBool(),
 		CustomCABundle:       cfg.CustomCABundle.ValueString(),
 		Insecure:             cfg.Insecure.ValueBool(),
-		HTTPProxy:            cfg.HTTPProxy.ValueString(),
-		HTTPSProxy:           cfg.HTTPSProxy.ValueString(),
+		HTTPProxy:            cfg.HTTPProxy.ValueStringPointer(),
+		HTTPSProxy:           cfg.HTTPSProxy.ValueStringPointer(),
 		NoProxy:              cfg.NoProxy.ValueString(),
 		RetryMode:            cfg.RetryMode.ValueString(),
 		MaxAttempts:          defaultMaxRetries + 1,
@@ -215,7 +218,7 @@ func awsOptions(ctx context.Context, cfg providerModelV0) (awsclient.Options, er
 			return o, err
 		}
 	}
-	return o, nil
+	return o.Resolved()
 }
 
 func (ar assumeRoleModel) options(ctx context.Context) (*awsclient.AssumeRole, error) {

@@ -29,16 +29,18 @@ func connectionAttributes() map[string]schema.Attribute {
 		"assume_role_with_web_identity": webIdentityAttribute(),
 		"shared_config_files": schema.ListAttribute{
 			MarkdownDescription: "Paths of the AWS shared configuration files to read instead of the default " +
-				"(`AWS_CONFIG_FILE`, else `~/.aws/config`). A leading `~/` is the home directory; each file must be " +
-				"readable. Same as the S3 backend's `shared_config_files`.",
+				"(`AWS_CONFIG_FILE`, else `~/.aws/config`). A leading `~/` is the home directory, a relative path is " +
+				"relative to the directory Terraform runs in; each file must be readable. Same as the S3 backend's " +
+				"`shared_config_files`.",
 			ElementType: types.StringType,
 			Optional:    true,
 			Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 		},
 		"shared_credentials_files": schema.ListAttribute{
 			MarkdownDescription: "Paths of the AWS shared credentials files to read instead of the default " +
-				"(`AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`). A leading `~/` is the home directory; each " +
-				"file must be readable. Same as the S3 backend's `shared_credentials_files`.",
+				"(`AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`). A leading `~/` is the home directory, a " +
+				"relative path is relative to the directory Terraform runs in; each file must be readable. Same as the " +
+				"S3 backend's `shared_credentials_files`.",
 			ElementType: types.StringType,
 			Optional:    true,
 			Validators:  []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
@@ -57,15 +59,17 @@ func connectionAttributes() map[string]schema.Attribute {
 			Validators: []validator.String{stringvalidator.OneOf(awsclient.RetryModeStandard, awsclient.RetryModeAdaptive)},
 		},
 		"use_fips_endpoint": schema.BoolAttribute{
-			MarkdownDescription: "Use AWS's FIPS endpoints for S3 and STS. Excludes `endpoints.s3` and `endpoints.sts`, " +
-				"which the AWS SDK does not turn into FIPS variants. Default: `AWS_USE_FIPS_ENDPOINT` or the shared " +
-				"configuration's `use_fips_endpoint`. Same as the S3 backend's `use_fips_endpoint`.",
+			MarkdownDescription: "Use AWS's FIPS endpoints for S3 and STS. `true` excludes `endpoints.s3` and " +
+				"`endpoints.sts`, which the AWS SDK does not turn into FIPS variants; `false` turns them off whatever " +
+				"`AWS_USE_FIPS_ENDPOINT` says. Default: `AWS_USE_FIPS_ENDPOINT` or the shared configuration's " +
+				"`use_fips_endpoint`. Same as the S3 backend's `use_fips_endpoint`.",
 			Optional: true,
 		},
 		"use_dualstack_endpoint": schema.BoolAttribute{
-			MarkdownDescription: "Use AWS's dual-stack (IPv4 and IPv6) endpoints for S3 and STS. Excludes " +
-				"`endpoints.s3` and `endpoints.sts`. Default: `AWS_USE_DUALSTACK_ENDPOINT` or the shared configuration's " +
-				"`use_dualstack_endpoint`. Same as the S3 backend's `use_dualstack_endpoint`.",
+			MarkdownDescription: "Use AWS's dual-stack (IPv4 and IPv6) endpoints for S3 and STS. `true` excludes " +
+				"`endpoints.s3` and `endpoints.sts`; `false` turns them off whatever `AWS_USE_DUALSTACK_ENDPOINT` says. " +
+				"Default: `AWS_USE_DUALSTACK_ENDPOINT` or the shared configuration's `use_dualstack_endpoint`. Same as " +
+				"the S3 backend's `use_dualstack_endpoint`.",
 			Optional: true,
 		},
 		"skip_region_validation": schema.BoolAttribute{
@@ -82,14 +86,17 @@ func connectionAttributes() map[string]schema.Attribute {
 		},
 		"skip_metadata_api_check": schema.BoolAttribute{
 			MarkdownDescription: "Never ask the EC2 instance metadata service (IMDS) for credentials, so that a " +
-				"machine without it does not wait for it. Default: the AWS SDK's (`AWS_EC2_METADATA_DISABLED`). Same as " +
-				"the S3 backend's `skip_metadata_api_check`.",
+				"machine without it does not wait for it; `false` does ask it, whatever `AWS_EC2_METADATA_DISABLED` " +
+				"says. Default: the AWS SDK's (`AWS_EC2_METADATA_DISABLED`). Same as the S3 backend's " +
+				"`skip_metadata_api_check`.",
 			Optional: true,
 		},
 		"skip_s3_checksum": schema.BoolAttribute{
-			MarkdownDescription: "Send no checksum with S3 requests that do not require one, and check none in " +
-				"responses: for S3-compatible stores (Hetzner, older Ceph and MinIO, ...) that reject the AWS SDK's " +
-				"checksum headers. Default `false`. Same as the S3 backend's `skip_s3_checksum`.",
+			MarkdownDescription: "Send none of the AWS SDK's flexible checksum headers (`x-amz-checksum-*`, " +
+				"`x-amz-sdk-checksum-algorithm`) and check no checksum in responses: for S3-compatible stores (Hetzner, " +
+				"older Ceph and MinIO, ...) that reject them. `DeleteObjects` (the cleanup of old epochs), whose " +
+				"checksum S3 requires, then sends `Content-MD5` instead, as the AWS SDKs did before 2025. Default " +
+				"`false`. Same as the S3 backend's `skip_s3_checksum`.",
 			Optional: true,
 		},
 	}
@@ -101,15 +108,16 @@ func connectionAttributes() map[string]schema.Attribute {
 
 // transportAttributes are the schema of the TLS and proxy settings.
 func transportAttributes() map[string]schema.Attribute {
-	proxy := func(scheme, name, env string) schema.StringAttribute {
+	loopback := "Once any of `http_proxy`, `https_proxy` or `no_proxy` is set, the proxies also carry requests to " +
+		"`localhost` and loopback addresses (with the environment alone, Go never proxies those, nor does the S3 " +
+		"backend): list them in `no_proxy` to reach them directly."
+	proxy := func(scheme, name, env, meaning string) schema.StringAttribute {
 		return schema.StringAttribute{
 			MarkdownDescription: "URL of the proxy for " + scheme + " requests (S3 and STS), e.g. " +
-				"`http://proxy.example.com:3128`. Defaults to `" + env + "` (or its lower-case form). Once any of " +
-				"`http_proxy`, `https_proxy` or `no_proxy` is set, the proxies also carry requests to `localhost` and " +
-				"loopback addresses (with the environment alone, Go never proxies those): list them in `no_proxy` to " +
-				"reach them directly. Same as the S3 backend's `" + name + "`.",
+				"`http://proxy.example.com:3128`. Defaults to `" + env + "` (or its lower-case form); `\"\"` is no " +
+				"proxy, whatever `" + env + "` says. " + meaning + loopback + " Same as the S3 backend's `" + name + "`.",
 			Optional: true,
-			Validators: []validator.String{ruleValidator{description: "must be an http, https or socks5 URL with a host",
+			Validators: []validator.String{ruleValidator{description: "must be empty or an http, https or socks5 URL with a host",
 				rule: awsclient.ValidateProxy, report: reportAWSSetting}},
 		}
 	}
@@ -117,8 +125,8 @@ func transportAttributes() map[string]schema.Attribute {
 		"custom_ca_bundle": schema.StringAttribute{
 			MarkdownDescription: "PEM file of the CA certificates that the endpoints' TLS certificates must chain to, " +
 				"instead of the system's: for a store with a self-signed or private-CA certificate. Defaults to " +
-				"`AWS_CA_BUNDLE`. A leading `~/` is the home directory. Excludes `insecure`. Same as the S3 backend's " +
-				"`custom_ca_bundle`.",
+				"`AWS_CA_BUNDLE`. A leading `~/` is the home directory, a relative path is relative to the directory " +
+				"Terraform runs in. Excludes `insecure`. Same as the S3 backend's `custom_ca_bundle`.",
 			Optional:   true,
 			Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 		},
@@ -128,12 +136,15 @@ func transportAttributes() map[string]schema.Attribute {
 				"backend's `insecure`.",
 			Optional: true,
 		},
-		"http_proxy":  proxy("http://", "http_proxy", "HTTP_PROXY"),
-		"https_proxy": proxy("https://", "https_proxy", "HTTPS_PROXY"),
+		"http_proxy": proxy("http://", "http_proxy", "HTTP_PROXY", "As for the S3 backend, it also carries https:// "+
+			"requests unless `https_proxy` or `HTTPS_PROXY` is set: set `https_proxy = \"\"` to send those directly. "),
+		"https_proxy": proxy("https://", "https_proxy", "HTTPS_PROXY", "Not set, and without `HTTPS_PROXY`, it is "+
+			"`http_proxy` when that is set. "),
 		"no_proxy": schema.StringAttribute{
 			MarkdownDescription: "Hosts reached without a proxy, comma-separated: domain names (with their " +
 				"subdomains; a leading `.` for subdomains only), IP addresses, CIDR ranges, each with an optional " +
-				"`:port`, or `*` for all. Defaults to `NO_PROXY` (or `no_proxy`). Same as the S3 backend's `no_proxy`.",
+				"`:port`, or `*` for all. Defaults to `NO_PROXY` (or `no_proxy`), whose entries of other syntaxes " +
+				"(`172.16.*`, `[fd00::]/8`) are ignored, as Go ignores them. Same as the S3 backend's `no_proxy`.",
 			Optional: true,
 			Validators: []validator.String{ruleValidator{description: "must be a comma-separated list of hosts",
 				rule: awsclient.ValidateNoProxy, report: reportAWSSetting}},
@@ -253,7 +264,7 @@ func assumeRoleAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{
 		MarkdownDescription: "Assume an IAM role with STS `AssumeRole` and use its credentials. With " +
 			"`assume_role_with_web_identity` too, the web identity's role is assumed first and this one with its " +
-			"credentials. Same as the S3 backend's `assume_role`, with one role (the backend also takes a chain).",
+			"credentials. Same as the S3 backend's `assume_role`.",
 		Optional:   true,
 		Attributes: attrs,
 	}
@@ -282,8 +293,8 @@ func webIdentityAttribute() schema.SingleNestedAttribute {
 	}
 	attrs["web_identity_token_file"] = schema.StringAttribute{
 		MarkdownDescription: "File with the OIDC or OAuth token, read again whenever the credentials are renewed " +
-			"(CI runners and Kubernetes rotate it). Defaults to `" + awsclient.EnvWebIdentityTokenFile + "` when " +
-			"`web_identity_token` is not set either.",
+			"(CI runners and Kubernetes rotate it); a relative path is relative to the directory Terraform runs in. " +
+			"Defaults to `" + awsclient.EnvWebIdentityTokenFile + "` when `web_identity_token` is not set either.",
 		Optional:   true,
 		Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 	}
@@ -298,5 +309,5 @@ func webIdentityAttribute() schema.SingleNestedAttribute {
 
 // reportAWSSetting reports a value that an awsclient rule refused.
 func reportAWSSetting(p path.Path, _ string, err error) diag.Diagnostic {
-	return invalidAWSSetting(p, err)
+	return invalidSetting(p, err)
 }

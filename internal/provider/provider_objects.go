@@ -52,7 +52,7 @@ func objectAttributes() map[string]schema.Attribute {
 						return err
 					},
 					// The report never shows the value.
-					report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidObjectSetting(p, err) }},
+					report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidSetting(p, err) }},
 				stringvalidator.ConflictsWith(path.MatchRoot("kms_key_id")),
 			},
 		},
@@ -66,7 +66,7 @@ func objectAttributes() map[string]schema.Attribute {
 						_, err := awsclient.ObjectSettings{ACL: acl}.Options()
 						return err
 					},
-					report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidObjectSetting(p, err) }},
+					report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidSetting(p, err) }},
 			},
 		},
 	}

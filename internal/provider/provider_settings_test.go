@@ -190,6 +190,16 @@ func TestAccProvider_Proxy(t *testing.T) {
 			}},
 		})
 	})
+	tunnels := func(p *s3test.ForwardProxy) tfresource.TestCheckFunc {
+		return func(*terraform.State) error {
+			for _, r := range p.Requests() {
+				if r.Method != http.MethodConnect {
+					return fmt.Errorf("the proxy got %s %s, want CONNECT tunnels", r.Method, r.Host)
+				}
+			}
+			return nil
+		}
+	}
 	t.Run("https_proxy", func(t *testing.T) {
 		st := s3test.NewTLSStore(t)
 		proxy := s3test.NewForwardProxy(t)
@@ -199,17 +209,72 @@ func TestAccProvider_Proxy(t *testing.T) {
 				Config: blockWith(with(storeArgs(st.Target), "https_proxy", fmt.Sprintf("%q", proxy.URL),
 					"custom_ca_bundle", fmt.Sprintf("%q", st.CAFile))) + leaseConfig(st.Bucket, "proxy/https"),
 				Check: tfresource.ComposeAggregateTestCheckFunc(heldOn(st.Client, st.Bucket, "proxy/https"),
-					onlyTo(proxy, strings.TrimPrefix(st.Endpoint, "https://")),
+					onlyTo(proxy, strings.TrimPrefix(st.Endpoint, "https://")), tunnels(proxy)),
+			}},
+		})
+	})
+	// As in the S3 backend, http_proxy alone also carries https:// requests
+	// (a regression test: a backend block's http_proxy once left all of
+	// them direct), and https_proxy = "" sends them directly.
+	t.Run("http_proxy carries https", func(t *testing.T) {
+		st := s3test.NewTLSStore(t)
+		proxy := s3test.NewForwardProxy(t)
+		tfresource.ParallelTest(t, tfresource.TestCase{
+			ProtoV6ProviderFactories: e.protoV6Factories(),
+			Steps: []tfresource.TestStep{{
+				Config: blockWith(with(storeArgs(st.Target), "http_proxy", fmt.Sprintf("%q", proxy.URL),
+					"custom_ca_bundle", fmt.Sprintf("%q", st.CAFile))) + leaseConfig(st.Bucket, "proxy/http-for-https"),
+				Check: tfresource.ComposeAggregateTestCheckFunc(heldOn(st.Client, st.Bucket, "proxy/http-for-https"),
+					onlyTo(proxy, strings.TrimPrefix(st.Endpoint, "https://")), tunnels(proxy)),
+			}},
+		})
+	})
+	t.Run(`https_proxy = ""`, func(t *testing.T) {
+		st := s3test.NewTLSStore(t)
+		proxy := s3test.NewForwardProxy(t)
+		tfresource.ParallelTest(t, tfresource.TestCase{
+			ProtoV6ProviderFactories: e.protoV6Factories(),
+			Steps: []tfresource.TestStep{{
+				Config: blockWith(with(storeArgs(st.Target), "http_proxy", fmt.Sprintf("%q", proxy.URL), "https_proxy", `""`,
+					"custom_ca_bundle", fmt.Sprintf("%q", st.CAFile))) + leaseConfig(st.Bucket, "proxy/https-direct"),
+				Check: tfresource.ComposeAggregateTestCheckFunc(heldOn(st.Client, st.Bucket, "proxy/https-direct"),
 					func(*terraform.State) error {
-						for _, r := range proxy.Requests() {
-							if r.Method != http.MethodConnect {
-								return fmt.Errorf("the proxy got %s %s, want CONNECT tunnels", r.Method, r.Host)
-							}
+						if n := proxy.Count(); n != 0 {
+							return fmt.Errorf("%d requests went through the proxy (%v), want none", n, proxy.Hosts())
 						}
 						return nil
 					}),
 			}},
 		})
+	})
+}
+
+// TestAccProvider_FalseOverridesTheEnvironment: use_fips_endpoint = false
+// overrides AWS_USE_FIPS_ENDPOINT, as the S3 backend's setting does (a
+// regression test: false was read as not set). With the variable alone,
+// the SDK refuses every request to the custom endpoint, which has no FIPS
+// variant.
+func TestAccProvider_FalseOverridesTheEnvironment(t *testing.T) {
+	e := newAccEnv(t)
+	if !e.ns.Target.Local {
+		t.Skip("needs the local server's static credentials")
+	}
+	t.Setenv("AWS_USE_FIPS_ENDPOINT", "true") // the provider runs in this process
+	args := with(storeArgs(e.ns.Target), "max_retries", "0")
+	name := e.name("fips/off")
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		CheckDestroy:             checkReleased(t, e, name, 1),
+		Steps: []tfresource.TestStep{
+			{
+				Config:      blockWith(args) + leaseConfig(e.bucket, e.name("fips/env")),
+				ExpectError: matchError("FIPS"),
+			},
+			{
+				Config: blockWith(with(args, "use_fips_endpoint", "false")) + leaseConfig(e.bucket, name),
+				Check:  checkLeaseMatchesStore(t, e, "s3lock_lease.test", name),
+			},
+		},
 	})
 }
 
@@ -358,11 +423,43 @@ func TestAccProvider_ConnectionSettingsValidation(t *testing.T) {
 	})
 }
 
+// unmappedOptions are the fields of awsclient.Options that no provider
+// setting fills, and why; TestAWSOptions_EverySetting fails for any other
+// field left zero, so that a new field cannot be forgotten.
+var unmappedOptions = map[string]string{
+	"AppID":           "the CLI's User-Agent tag; the provider's requests carry the SDK's",
+	"ConnectTimeout":  "awsclient's default; the S3 backend has no such setting",
+	"ResponseTimeout": "awsclient's default; the S3 backend has no such setting",
+}
+
+// zeroFields lists the exported fields of the struct v (and of the structs
+// its pointer fields point to) that are zero, as paths such as
+// "AssumeRole.Policy".
+func zeroFields(v reflect.Value, prefix string) []string {
+	var out []string
+	for i := range v.NumField() {
+		f, fv := v.Type().Field(i), v.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := prefix + f.Name
+		switch {
+		case fv.IsZero():
+			out = append(out, name)
+		case fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct:
+			out = append(out, zeroFields(fv.Elem(), name+".")...)
+		}
+	}
+	return out
+}
+
 // TestAWSOptions_EverySetting: every connection setting of the provider
 // block reaches awsclient.Options, the one place that applies them, and the
 // run guard gets them all (its configuration travels as JSON).
 func TestAWSOptions_EverySetting(t *testing.T) {
 	ctx := t.Context()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
 	strs := func(vs ...string) []attr.Value {
 		out := make([]attr.Value, len(vs))
 		for i, v := range vs {
@@ -376,8 +473,9 @@ func TestAWSOptions_EverySetting(t *testing.T) {
 		Region: s("eu-west-1"), Profile: s("ci"),
 		SharedConfigFiles:      types.ListValueMust(types.StringType, strs("~/config")),
 		SharedCredentialsFiles: types.ListValueMust(types.StringType, strs("~/credentials")),
-		Endpoints:              &endpointsModel{S3: s("https://s3.example.com"), STS: s("https://sts.example.com"), SSO: s("https://sso.example.com"), IAM: s("https://iam.example.com")},
-		UsePathStyle:           b, STSRegion: s("eu-central-1"), UseFIPSEndpoint: b, UseDualStackEndpoint: b,
+		AccessKey:              s("AKIA"), SecretKey: s("secret"), Token: s("session"),
+		Endpoints:    &endpointsModel{S3: s("https://s3.example.com"), STS: s("https://sts.example.com"), SSO: s("https://sso.example.com"), IAM: s("https://iam.example.com")},
+		UsePathStyle: b, STSRegion: s("eu-central-1"), UseFIPSEndpoint: b, UseDualStackEndpoint: b,
 		SkipRegionValidation: b, SkipMetadataAPICheck: b, SkipS3Checksum: b, CustomCABundle: s("/ca.pem"), Insecure: b,
 		HTTPProxy: s("http://p:1"), HTTPSProxy: s("http://p:2"), NoProxy: s("example.com"), RetryMode: s("adaptive"),
 		MaxRetries: types.Int64Value(4),
@@ -393,12 +491,17 @@ func TestAWSOptions_EverySetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	yes := func() *bool { v := true; return &v }
+	str := func(v string) *string { return &v }
 	want := awsclient.Options{
-		Region: "eu-west-1", Profile: "ci", SharedConfigFiles: []string{"~/config"}, SharedCredentialsFiles: []string{"~/credentials"},
+		Region: "eu-west-1", Profile: "ci",
+		// Resolved: "~" is the home directory.
+		SharedConfigFiles: []string{filepath.Join(home, "config")}, SharedCredentialsFiles: []string{filepath.Join(home, "credentials")},
+		AccessKey: "AKIA", SecretKey: "secret", Token: "session",
 		Endpoint: "https://s3.example.com", STSEndpoint: "https://sts.example.com", SSOEndpoint: "https://sso.example.com",
-		UsePathStyle: true, STSRegion: "eu-central-1", UseFIPSEndpoint: true, UseDualStackEndpoint: true,
-		SkipRegionValidation: true, SkipMetadataAPICheck: true, SkipS3Checksum: true, CustomCABundle: "/ca.pem", Insecure: true,
-		HTTPProxy: "http://p:1", HTTPSProxy: "http://p:2", NoProxy: "example.com", RetryMode: "adaptive",
+		UsePathStyle: true, STSRegion: "eu-central-1", UseFIPSEndpoint: yes(), UseDualStackEndpoint: yes(),
+		SkipRegionValidation: true, SkipMetadataAPICheck: yes(), SkipS3Checksum: true, CustomCABundle: "/ca.pem", Insecure: true,
+		HTTPProxy: str("http://p:1"), HTTPSProxy: str("http://p:2"), NoProxy: "example.com", RetryMode: "adaptive",
 		MaxAttempts: 5, MaxBackoff: maxRetryBackoff,
 		AssumeRole: &awsclient.AssumeRole{RoleARN: "arn:aws:iam::1:role/a", SessionName: "sa", ExternalID: "ext",
 			Duration: 90 * time.Minute, Policy: "{}", PolicyARNs: []string{"arn:aws:iam::aws:policy/P"},
@@ -409,6 +512,14 @@ func TestAWSOptions_EverySetting(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("awsOptions:\n got %+v\nwant %+v", got, want)
+	}
+	// Every field of the options is filled by some setting, but those of
+	// unmappedOptions: a new field must get a setting or a reason there.
+	for _, f := range zeroFields(reflect.ValueOf(want), "") {
+		if _, ok := unmappedOptions[f]; !ok {
+			t.Errorf("awsclient.Options.%s is filled by no provider setting: map one to it in awsOptions and here, "+
+				"or say in unmappedOptions why none does", f)
+		}
 	}
 
 	// The run guard's configuration crosses a socket as JSON.
@@ -425,6 +536,97 @@ func TestAWSOptions_EverySetting(t *testing.T) {
 	}
 }
 
+// TestAWSOptions_ExplicitFalseAndEmpty: a switch or proxy set to false or ""
+// reaches the options as set (it overrides the environment, as the S3
+// backend's does), one not set as unset.
+func TestAWSOptions_ExplicitFalseAndEmpty(t *testing.T) {
+	no := types.BoolValue(false)
+	set, err := awsOptions(t.Context(), providerModelV0{UseFIPSEndpoint: no, UseDualStackEndpoint: no, SkipMetadataAPICheck: no,
+		HTTPProxy: types.StringValue(""), HTTPSProxy: types.StringValue("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]*bool{"use_fips_endpoint": set.UseFIPSEndpoint,
+		"use_dualstack_endpoint": set.UseDualStackEndpoint, "skip_metadata_api_check": set.SkipMetadataAPICheck} {
+		if p == nil || *p {
+			t.Errorf("%s = false reached the options as %v, want false", name, p)
+		}
+	}
+	if set.HTTPProxy == nil || *set.HTTPProxy != "" || set.HTTPSProxy == nil || *set.HTTPSProxy != "" {
+		t.Errorf(`http_proxy = "" and https_proxy = "" reached the options as %v and %v, want ""`, set.HTTPProxy, set.HTTPSProxy)
+	}
+	null := types.BoolNull()
+	unset, err := awsOptions(t.Context(), providerModelV0{UseFIPSEndpoint: null, UseDualStackEndpoint: null,
+		SkipMetadataAPICheck: null, HTTPProxy: types.StringNull(), HTTPSProxy: types.StringNull()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unset.UseFIPSEndpoint != nil || unset.UseDualStackEndpoint != nil || unset.SkipMetadataAPICheck != nil ||
+		unset.HTTPProxy != nil || unset.HTTPSProxy != nil {
+		t.Errorf("settings not set reached the options as set: %+v", unset)
+	}
+}
+
+// TestNewClientFactory_RunGuardGetsAbsolutePaths: the run guard runs in
+// another directory (next to its socket) and loads the configuration the
+// provider hands it itself, so every file in it is absolute, those of the
+// environment included (a regression test: a relative custom_ca_bundle
+// failed in the guard, so a whole-run lease could not be renewed).
+func TestNewClientFactory_RunGuardGetsAbsolutePaths(t *testing.T) {
+	st := s3test.NewTLSStore(t)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(p string) string {
+		t.Helper()
+		r, err := filepath.Rel(wd, p)
+		if err != nil || filepath.IsAbs(r) {
+			t.Fatalf("no relative path to %s from %s: %v", p, wd, err)
+		}
+		return r
+	}
+	dir := t.TempDir()
+	token, conf := filepath.Join(dir, "token"), filepath.Join(dir, "config")
+	for f, content := range map[string]string{token: "eyJ.token.sig", conf: "[default]\n"} {
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strs := func(v string) types.List {
+		return types.ListValueMust(types.StringType, []attr.Value{types.StringValue(v)})
+	}
+	cfg := providerModelV0{Region: types.StringValue(st.Target.Region), SkipCredentialsValidation: types.BoolValue(true),
+		Endpoints:         &endpointsModel{S3: types.StringValue(st.Endpoint)},
+		CustomCABundle:    types.StringValue(rel(st.CAFile)),
+		SharedConfigFiles: strs(rel(conf)), SharedCredentialsFiles: strs(rel(conf)),
+		AssumeRoleWithWebIdentity: &webIdentityModel{RoleARN: types.StringValue("arn:aws:iam::1:role/w"),
+			PolicyARNs: types.SetNull(types.StringType)},
+	}
+	// With AWS_WEB_IDENTITY_TOKEN_FILE, the SDK wants AWS_ROLE_ARN too.
+	t.Setenv(awsclient.EnvWebIdentityTokenFile, rel(token))
+	t.Setenv(awsclient.EnvRoleARN, "arn:aws:iam::1:role/w")
+	f, d := newClientFactory(t.Context(), cfg, &s3lockProvider{run: &runguard.Client{}})
+	if d != nil {
+		t.Fatalf("newClientFactory: %s: %s", d.Summary(), d.Detail())
+	}
+	raw, err := json.Marshal(f.guardConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent runguard.ClientConfig
+	if err := json.Unmarshal(raw, &sent); err != nil {
+		t.Fatal(err)
+	}
+	opts := sent.AWS
+	if opts.CustomCABundle != st.CAFile || !reflect.DeepEqual(opts.SharedConfigFiles, []string{conf}) ||
+		!reflect.DeepEqual(opts.SharedCredentialsFiles, []string{conf}) || opts.AssumeRoleWithWebIdentity == nil ||
+		opts.AssumeRoleWithWebIdentity.WebIdentityTokenFile != token {
+		t.Fatalf("the run guard gets %+v (web identity %+v); want every file absolute: %s, %s, %s",
+			opts, opts.AssumeRoleWithWebIdentity, st.CAFile, conf, token)
+	}
+}
+
 // TestProvider_ConnectionSettingsNamedAsTheBackend: the provider's index
 // page maps every provider setting to its S3 backend equivalent (or says
 // there is none).
@@ -433,9 +635,15 @@ func TestProvider_ConnectionSettingsNamedAsTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const heading = "## Settings and their S3 backend equivalents"
 	table := string(tmpl)
-	if i := strings.Index(table, "## Settings and their S3 backend equivalents"); i >= 0 {
-		table = table[i:]
+	i := strings.Index(table, heading)
+	if i < 0 {
+		t.Fatalf("templates/index.md.tmpl has no %q section", heading)
+	}
+	table = table[i+len(heading):]
+	if j := strings.Index(table, "\n#"); j >= 0 {
+		table = table[:j] // up to the next heading
 	}
 	var resp provider.SchemaResponse
 	New("test")().Schema(t.Context(), provider.SchemaRequest{}, &resp)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -15,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -35,9 +34,6 @@ var (
 	_ resource.ResourceWithValidateConfig = (*leaseResource)(nil)
 )
 
-// importIDFormat is the one import ID format.
-const importIDFormat = "<bucket>/<name>/<epoch>"
-
 // NewLeaseResource returns the s3lock_lease resource.
 func NewLeaseResource() resource.Resource { return &leaseResource{} }
 
@@ -55,6 +51,8 @@ type leaseResourceModelV0 struct {
 	RenewBefore   types.String   `tfsdk:"renew_before"`
 	Metadata      types.Map      `tfsdk:"metadata"`
 	Order         types.String   `tfsdk:"order"`
+	Slots         types.Int64    `tfsdk:"slots"`
+	Slot          types.Int64    `tfsdk:"slot"`
 	Epoch         types.Int64    `tfsdk:"epoch"`
 	Key           types.String   `tfsdk:"key"`
 	Holder        types.String   `tfsdk:"holder"`
@@ -86,13 +84,16 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"in-place renewal. If the lease is lost meanwhile (it lapsed, or an operator force-released it), " +
 			"the next refresh removes it from state with a warning and the next apply acquires the lock again, " +
 			"with a new `epoch`.\n\n" +
-			"Changing `lease_duration` or `metadata` replaces the lease: it is released and acquired again " +
-			"with a new epoch. Changing `order`, `renew_before` or `timeouts` only changes state.",
+			"Changing `lease_duration`, `metadata` or `slots` replaces the lease: it is released and acquired " +
+			"again with a new epoch. Changing `order`, `renew_before` or `timeouts` only changes state.\n\n" +
+			"With `slots` = n > 1 the lock admits n holders at once, and the lease holds one of its slots " +
+			"(`slot`); `epoch` is then that slot's fencing token.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
-				MarkdownDescription: "Identifier of the lease, `" + importIDFormat + "` (the import ID format).",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Identifier of the lease, `" + importIDFormat + "`, or `" + importSlotIDFormat +
+					"` for the lease of a slot (the import ID formats).",
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the lock. Changing it replaces the lease.",
@@ -151,17 +152,32 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Default:    stringdefault.StaticString(string(defaultOrder)),
 				Validators: []validator.String{orderValidator()},
 			},
+			"slots": schema.Int64Attribute{
+				MarkdownDescription: slotsDescription("`timeouts.create`", " Changing it replaces the lease. "+
+					"An imported lease gets the number of holders its lock admits."),
+				Optional:      true,
+				Computed:      true,
+				Default:       int64default.StaticInt64(defaultSlots),
+				Validators:    slotsValidators(),
+				PlanModifiers: []planmodifier.Int64{replaceIfSlotsChanged()},
+			},
+			"slot": schema.Int64Attribute{
+				MarkdownDescription: slotDescription,
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
 			"epoch": schema.Int64Attribute{
-				MarkdownDescription: "Epoch of the lease: the fencing token. Every acquisition of the lock gets " +
-					"a higher one; pass it to what the lock protects so that it can refuse writes from an older " +
-					"holder.",
+				MarkdownDescription: "Epoch of the lease: the fencing token. Every acquisition of the lock (of the " +
+					"lease's slot, with `slots` > 1) gets a higher one; pass it to what the lock protects so that it " +
+					"can refuse writes from an older holder.",
 				Computed:      true,
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
 			"key": schema.StringAttribute{
-				MarkdownDescription: "Key of the lease's epoch object in the bucket, `<name>/lock-<epoch>.json`.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Key of the lease's epoch object in the bucket, `<name>/lock-<epoch>.json`, or " +
+					"`<name>/lock-slots/<slot>/lock-<epoch>.json` for the lease of a slot.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"holder": schema.StringAttribute{
 				MarkdownDescription: "Identity written into the lease: the provider's `holder`, or, for an " +
@@ -274,7 +290,8 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if !ok {
 		return
 	}
-	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(dur), s3lock.WithOrder(order)}
+	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(dur), s3lock.WithOrder(order),
+		s3lock.Slots(slotsOf(plan.Slots))}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
@@ -286,16 +303,20 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	// The lease outlives this process: stop its background work and keep
 	// the token that lets later runs resume it.
 	token := lease.Detach()
-	tflog.Info(ctx, "acquired lock", map[string]any{"bucket": bucket, "lock": name, "epoch": lease.Epoch(), "key": lease.Key()})
+	tflog.Info(ctx, "acquired lock", map[string]any{"bucket": bucket, "lock": name, "slot": lease.Slot(),
+		"epoch": lease.Epoch(), "key": lease.Key()})
 
-	plan.ID = types.StringValue(leaseID(bucket, name, lease.Epoch()))
+	ref := tokenRef(token)
+	plan.ID = types.StringValue(leaseID(bucket, name, ref.slot, ref.epoch))
+	plan.Slots = types.Int64Value(int64(lease.Slots()))
+	plan.Slot = types.Int64Value(int64(lease.Slot()))
 	plan.Epoch = types.Int64Value(int64(lease.Epoch()))
 	plan.Key = types.StringValue(lease.Key())
 	plan.Holder = types.StringValue(lease.Holder())
 	plan.AcquiredAt = timeValue(lease.AcquiredAt())
 	plan.ExpiresAt = timeValue(lease.ExpiresAt())
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
-	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, leaseRef{bucket: bucket, name: name, epoch: lease.Epoch()})...)
+	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, ref)...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 }
 
@@ -338,6 +359,10 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		// the configuration has unless it says otherwise (no plan diff).
 		state.Order = types.StringValue(string(defaultOrder))
 	}
+	if state.Slots.IsNull() || state.Slot.IsNull() {
+		// State written before slots existed: a mutex's lease.
+		state.Slots, state.Slot = types.Int64Value(defaultSlots), types.Int64Value(0)
+	}
 	if renewedSince(until, state.ExpiresAt) {
 		state.ExpiresAt = timeValue(until)
 	}
@@ -347,14 +372,18 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 // lookupLease reads the lease of the state without disturbing its holder
 // (it writes nothing): who holds it and until when it is trusted. With the
 // lease's token it is a Lookup; without one (state written by hand, or by a
-// provider that did not keep tokens) a LookupEpoch, which accepts whoever
-// holds the state's epoch, as an import does.
+// provider that did not keep tokens) a LookupEpoch (LookupSlotEpoch for the
+// lease of a slot), which accepts whoever holds the state's epoch, as an
+// import does.
 func lookupLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l leaseRef) (string, time.Time, error) {
 	var st s3lock.State
 	var err error
-	if token != nil {
+	switch {
+	case token != nil:
 		st, err = c.Lookup(ctx, *token)
-	} else {
+	case l.slot > 0:
+		st, err = c.LookupSlotEpoch(ctx, l.name, l.slot, l.epoch)
+	default:
 		st, err = c.LookupEpoch(ctx, l.name, l.epoch)
 	}
 	return st.Holder, st.TrustedUntil, err
@@ -397,7 +426,7 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if !ok {
 		return
 	}
-	lease, err := resumeLease(ctx, client, token, ref.name, ref.epoch)
+	lease, err := resumeLease(ctx, client, token, ref)
 	if err == nil {
 		err = lease.Renew(ctx)
 		lease.Detach()
@@ -406,7 +435,7 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		resp.Diagnostics.Append(lockFailed(renewFailed, ref, err, lostBeforeRenewal))
 		return
 	}
-	tflog.Info(ctx, "renewed lease", map[string]any{"bucket": ref.bucket, "lock": ref.name, "epoch": ref.epoch})
+	tflog.Info(ctx, "renewed lease", map[string]any{"bucket": ref.bucket, "lock": ref.name, "slot": ref.slot, "epoch": ref.epoch})
 	plan.ExpiresAt = timeValue(lease.ExpiresAt())
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
@@ -424,11 +453,11 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if !ok {
 		return
 	}
-	lease, err := resumeLease(ctx, client, token, ref.name, ref.epoch)
+	lease, err := resumeLease(ctx, client, token, ref)
 	if err == nil {
 		err = lease.Release(ctx)
 	}
-	fields := map[string]any{"bucket": ref.bucket, "lock": ref.name, "epoch": ref.epoch}
+	fields := map[string]any{"bucket": ref.bucket, "lock": ref.name, "slot": ref.slot, "epoch": ref.epoch}
 	reason, lost := s3lock.LostReason(err)
 	switch {
 	case err == nil:
@@ -444,53 +473,10 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	}
 }
 
-// ImportState adopts the lock's current lease by `<bucket>/<name>/<epoch>`,
-// or by the same three parts as an identity, e.g. one acquired by an earlier
-// pipeline step, and refuses any epoch that is not the current, held one.
-func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	target, diags := importTarget(ctx, req)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	bucket, name, epoch := target.bucket, target.name, target.epoch
-	client, ok := r.factory.client(ctx, bucket, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	lease, err := client.Adopt(ctx, name, epoch, s3lock.WithoutAutoRenew())
-	if err != nil {
-		current := ""
-		if errors.Is(err, s3lock.ErrLeaseLost) {
-			current = describeCurrent(ctx, client, name)
-		}
-		resp.Diagnostics.Append(importRefused(leaseRef{bucket: bucket, name: name, epoch: epoch}, err, current))
-		return
-	}
-	token := lease.Detach()
-	set := func(attr string, v any) {
-		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
-	}
-	set("id", types.StringValue(leaseID(bucket, name, epoch)))
-	set("bucket", types.StringValue(bucket))
-	set("name", types.StringValue(name))
-	set("lease_duration", types.StringValue(formatDuration(lease.Duration())))
-	set("metadata", metadataValue(lease.Metadata()))
-	// How the lease was waited for is not recorded in it; order only matters
-	// while waiting, so the import gets the default.
-	set("order", types.StringValue(string(defaultOrder)))
-	set("epoch", types.Int64Value(int64(epoch)))
-	set("key", types.StringValue(lease.Key()))
-	set("holder", types.StringValue(lease.Holder()))
-	set("acquired_at", timeValue(lease.AcquiredAt()))
-	set("expires_at", timeValue(lease.ExpiresAt()))
-	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, target)...)
-	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
-}
-
 // stateRef names the lease of a state.
 func stateRef(state leaseResourceModelV0) leaseRef {
-	return leaseRef{bucket: state.Bucket.ValueString(), name: state.Name.ValueString(), epoch: uint64(state.Epoch.ValueInt64())}
+	return leaseRef{bucket: state.Bucket.ValueString(), name: state.Name.ValueString(),
+		epoch: uint64(state.Epoch.ValueInt64()), slot: int(state.Slot.ValueInt64())}
 }
 
 // open returns the client for the state's bucket and the lease token kept in
@@ -504,33 +490,6 @@ func (r *leaseResource) open(ctx context.Context, state leaseResourceModelV0, p 
 	}
 	client, ok := r.factory.client(ctx, state.Bucket.ValueString(), diags)
 	return client, token, ok
-}
-
-// leaseID is the resource's id and import ID.
-func leaseID(bucket, name string, epoch uint64) string {
-	return fmt.Sprintf("%s/%s/%d", bucket, name, epoch)
-}
-
-// parseLeaseID splits `<bucket>/<name>/<epoch>`: the bucket ends at the first
-// slash and the epoch starts after the last one.
-func parseLeaseID(id string) (bucket, name string, epoch uint64, err error) {
-	first, last := strings.Index(id, "/"), strings.LastIndex(id, "/")
-	if first <= 0 || last <= first+1 || last == len(id)-1 {
-		return "", "", 0, fmt.Errorf("import ID %q does not have the form %s", id, importIDFormat)
-	}
-	bucket, name, digits := id[:first], id[first+1:last], id[last+1:]
-	epoch, perr := strconv.ParseUint(digits, 10, 64)
-	switch {
-	case perr != nil || epoch == 0 || epoch > s3lock.MaxEpoch:
-		return "", "", 0, fmt.Errorf("import ID %q: epoch %q is not a number between 1 and %d", id, digits, s3lock.MaxEpoch)
-	}
-	if err := s3lock.ValidateBucket(bucket); err != nil {
-		return "", "", 0, fmt.Errorf("import ID %q: %w", id, err)
-	}
-	if err := s3lock.ValidateName(name); err != nil {
-		return "", "", 0, fmt.Errorf("import ID %q: %w", id, err)
-	}
-	return bucket, name, epoch, nil
 }
 
 // mustDuration parses a duration constant.
@@ -554,5 +513,22 @@ func replaceIfDurationChanged() planmodifier.String {
 		},
 		"Changing the duration replaces the lease.",
 		"Changing the duration replaces the lease.",
+	)
+}
+
+// replaceIfSlotsChanged makes a change of slots replace the lease, except
+// in state written before slots existed (null there), whose lease is a
+// mutex's: its default, 1, changes nothing.
+func replaceIfSlotsChanged() planmodifier.Int64 {
+	return int64planmodifier.RequiresReplaceIf(
+		func(_ context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+			before := req.StateValue
+			if before.IsNull() {
+				before = types.Int64Value(defaultSlots)
+			}
+			resp.RequiresReplace = !before.Equal(req.PlanValue)
+		},
+		"Changing the number of holders the lock admits replaces the lease.",
+		"Changing the number of holders the lock admits replaces the lease.",
 	)
 }

@@ -15,10 +15,13 @@ import (
 )
 
 // The resource identity of s3lock_lease (Terraform 1.12 and later, OpenTofu
-// 1.12 and later): the bucket, the lock name and the epoch, the same three
-// parts as the import ID. An epoch is acquired once and never reused, so the
-// identity names one lease for good; it does not change while the resource
-// exists (a renewal keeps the epoch, anything else replaces the lease).
+// 1.12 and later): the bucket, the lock name and the epoch, the same parts as
+// the import ID, and, for the lease of one slot of a lock that admits several
+// holders, the slot (null for a mutex's lease, and in identities stored
+// before slots existed). An epoch (of a slot) is acquired once and never
+// reused, so the identity names one lease for good; it does not change while
+// the resource exists (a renewal keeps the epoch, anything else replaces the
+// lease).
 // Import blocks may give it instead of an ID, and the s3lock_lease list
 // resource returns it for every lease it finds.
 
@@ -29,6 +32,7 @@ type leaseIdentityModelV0 struct {
 	Bucket types.String `tfsdk:"bucket"`
 	Name   types.String `tfsdk:"name"`
 	Epoch  types.Int64  `tfsdk:"epoch"`
+	Slot   types.Int64  `tfsdk:"slot"`
 }
 
 func (r *leaseResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
@@ -51,17 +55,27 @@ func leaseIdentitySchema() identityschema.Schema {
 				RequiredForImport: true,
 				Description:       "Epoch of the lease. Only the lock's current epoch, while it is held, can be imported.",
 			},
+			"slot": identityschema.Int64Attribute{
+				OptionalForImport: true,
+				Description: "The slot the lease holds, from 1 to the number of holders its lock admits, for the " +
+					"lease of a slot (slots greater than 1); epoch is then the slot's. Null for a mutex's lease.",
+			},
 		},
 	}
 }
 
 // leaseIdentity is the identity of the lease l.
 func leaseIdentity(l leaseRef) leaseIdentityModelV0 {
-	return leaseIdentityModelV0{
+	id := leaseIdentityModelV0{
 		Bucket: types.StringValue(l.bucket),
 		Name:   types.StringValue(l.name),
 		Epoch:  types.Int64Value(int64(l.epoch)),
+		Slot:   types.Int64Null(),
 	}
+	if l.slot > 0 {
+		id.Slot = types.Int64Value(int64(l.slot))
+	}
+	return id
 }
 
 // setLeaseIdentity stores the identity of l in id. id is nil when the
@@ -79,11 +93,11 @@ func setLeaseIdentity(ctx context.Context, id *tfsdk.ResourceIdentity, l leaseRe
 // what is wrong with either.
 func importTarget(ctx context.Context, req resource.ImportStateRequest) (leaseRef, diag.Diagnostics) {
 	if req.ID != "" || req.Identity == nil {
-		bucket, name, epoch, err := parseLeaseID(req.ID)
+		l, err := parseLeaseID(req.ID)
 		if err != nil {
 			return leaseRef{}, diag.Diagnostics{invalidImportID(err)}
 		}
-		return leaseRef{bucket: bucket, name: name, epoch: epoch}, nil
+		return l, nil
 	}
 	var id leaseIdentityModelV0
 	diags := req.Identity.Get(ctx, &id)
@@ -109,6 +123,16 @@ func identityRef(id leaseIdentityModelV0) (leaseRef, error) {
 		return leaseRef{}, fmt.Errorf("epoch %d is not a number between 1 and %d", e, s3lock.MaxEpoch)
 	}
 	l.epoch = uint64(id.Epoch.ValueInt64())
+	switch s := id.Slot; {
+	case s.IsUnknown():
+		return leaseRef{}, errors.New("slot must be known (or left out, for a mutex's lease)")
+	case s.IsNull():
+	case s.ValueInt64() < 1 || s.ValueInt64() > s3lock.MaxSlots:
+		return leaseRef{}, fmt.Errorf("slot %d is not a number between 1 and %d (leave it out for a mutex's lease)",
+			s.ValueInt64(), s3lock.MaxSlots)
+	default:
+		l.slot = int(s.ValueInt64())
+	}
 	if err := s3lock.ValidateBucket(l.bucket); err != nil {
 		return leaseRef{}, err
 	}

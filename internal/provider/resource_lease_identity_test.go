@@ -15,19 +15,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// expectLeaseIdentity checks the identity of the lease resource at addr.
+// expectLeaseIdentity checks the identity of the lease resource at addr: a
+// mutex's lease, whose identity has no slot.
 func expectLeaseIdentity(addr, bucket, name string, epoch int64) statecheck.StateCheck {
-	return statecheck.ExpectIdentity(addr, map[string]knownvalue.Check{
-		"bucket": knownvalue.StringExact(bucket),
-		"name":   knownvalue.StringExact(name),
-		"epoch":  knownvalue.Int64Exact(epoch),
-	})
+	return statecheck.ExpectIdentity(addr, leaseIdentityCheck(bucket, name, epoch))
 }
 
 // TestAccLeaseResource_Identity: the resource's identity is its bucket, lock
@@ -76,6 +74,61 @@ func TestAccLeaseResource_Identity(t *testing.T) {
 	})
 }
 
+// TestAccLeaseResource_IdentitySlot: the identity of the lease of a slot has
+// the slot (and the slot's epoch), an import block with that identity adopts
+// the lease, and an update in place keeps it (Terraform 1.12 and later,
+// OpenTofu 1.12 and later).
+func TestAccLeaseResource_IdentitySlot(t *testing.T) {
+	e := newAccEnv(t)
+	requireCLI(t, tfharness.ResourceIdentity)
+	name := e.name("identity/runners")
+	// Someone holds a slot already: the resource's slot is another one.
+	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))
+	slot := int64(3 - other.Slot())
+	addr := "s3lock_lease.test"
+	cfg := func(extra ...string) string {
+		return e.providerConfig(nil) + leaseConfig(e.bucket, name, append([]string{"slots = 2"}, extra...)...)
+	}
+	identity := statecheck.ExpectIdentity(addr, slotLeaseIdentityCheck(e.bucket, name, int(slot), 1))
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		CheckDestroy: func(*terraform.State) error {
+			_, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), name, int(slot), 1)
+			if reason, lost := s3lock.LostReason(err); !lost || reason != s3lock.LostReleased {
+				return fmt.Errorf("after destroy, slot %d of %q: %w; want epoch 1 released", slot, name, err)
+			}
+			return nil
+		},
+		Steps: []tfresource.TestStep{
+			{
+				Config: cfg(),
+				ConfigStateChecks: []statecheck.StateCheck{
+					identity,
+					statecheck.ExpectIdentityValueMatchesState(addr, tfjsonpath.New("slot")),
+					statecheck.ExpectIdentityValueMatchesState(addr, tfjsonpath.New("epoch")),
+				},
+			},
+			{
+				ResourceName:    addr,
+				ImportState:     true,
+				ImportStateKind: tfresource.ImportBlockWithResourceIdentity,
+				ImportPlanChecks: tfresource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("slot"), knownvalue.Int64Exact(slot)),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("slots"), knownvalue.Int64Exact(2)),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("key"), knownvalue.StringExact(s3lock.SlotKey(name, int(slot), 1))),
+				}},
+			},
+			{
+				Config: cfg(`order = "newest"`),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{identity},
+			},
+		},
+	})
+}
+
 // TestAccLeaseResource_ImportByIdentityRefused: an identity that does not
 // name the lock's current, held epoch is refused, with the identity format
 // or the reason.
@@ -89,6 +142,8 @@ func TestAccLeaseResource_ImportByIdentityRefused(t *testing.T) {
 		}
 	}
 	e.hold(t, "current", name, time.Hour)
+	slots := e.name("identity/slots")
+	e.hold(t, "runner", slots, time.Hour, s3lock.Slots(2))
 	cases := []struct {
 		name     string
 		identity string
@@ -114,10 +169,29 @@ func TestAccLeaseResource_ImportByIdentityRefused(t *testing.T) {
 			identity: fmt.Sprintf("{ bucket = \"Not_A_Bucket\", name = %q, epoch = 1 }", name),
 			want:     matchError("Invalid import identity", "Not_A_Bucket"),
 		},
+		{
+			name:     "slot zero",
+			identity: fmt.Sprintf("{ bucket = %q, name = %q, epoch = 3, slot = 0 }", e.bucket, name),
+			want:     matchError("Invalid import identity", "slot 0 is not a number between 1 and 64", "slot = 2, epoch = 7"),
+		},
+		{
+			name:     "slot of a mutex",
+			identity: fmt.Sprintf("{ bucket = %q, name = %q, epoch = 3, slot = 1 }", e.bucket, name),
+			want:     matchError("Cannot import lease", "not a slot lock", "The import ID names slot 1", `held by "current"`),
+		},
+		{
+			name:     "slot lock without a slot",
+			identity: fmt.Sprintf("{ bucket = %q, name = %q, epoch = 1 }", e.bucket, slots),
+			want:     matchError("Cannot import lease", "marker of a lock that admits 2 holders", `by "runner"`),
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			config := e.providerConfig(nil) + leaseConfig(e.bucket, name) +
+			lock := name
+			if strings.Contains(tc.identity, slots) {
+				lock = slots
+			}
+			config := e.providerConfig(nil) + leaseConfig(e.bucket, lock) +
 				fmt.Sprintf("import {\n  to       = s3lock_lease.test\n  identity = %s\n}\n", tc.identity)
 			tfresource.ParallelTest(t, tfresource.TestCase{
 				ProtoV6ProviderFactories: e.protoV6Factories(),
@@ -133,7 +207,8 @@ func TestAccLeaseResource_ImportByIdentityRefused(t *testing.T) {
 func TestLeaseResource_IdentityForOlderState(t *testing.T) {
 	r, c, name := newDirectLeaseResource(t)
 	state := directLeaseState(t, r, c.Bucket(), name)
-	want := leaseIdentityModelV0{Bucket: types.StringValue(c.Bucket()), Name: types.StringValue(name), Epoch: types.Int64Value(1)}
+	want := leaseIdentityModelV0{Bucket: types.StringValue(c.Bucket()), Name: types.StringValue(name), Epoch: types.Int64Value(1),
+		Slot: types.Int64Null()}
 
 	read := resource.ReadResponse{State: state, Identity: nullLeaseIdentity(t)}
 	r.Read(t.Context(), resource.ReadRequest{State: state, Identity: nullLeaseIdentity(t)}, &read)
@@ -173,7 +248,13 @@ func checkIdentity(t *testing.T, when string, id *tfsdk.ResourceIdentity, want l
 // ID is.
 func TestIdentityRef(t *testing.T) {
 	id := func(bucket, name string, epoch int64) leaseIdentityModelV0 {
-		return leaseIdentityModelV0{Bucket: types.StringValue(bucket), Name: types.StringValue(name), Epoch: types.Int64Value(epoch)}
+		return leaseIdentityModelV0{Bucket: types.StringValue(bucket), Name: types.StringValue(name), Epoch: types.Int64Value(epoch),
+			Slot: types.Int64Null()}
+	}
+	slotID := func(slot int64) leaseIdentityModelV0 {
+		i := id("my-locks", "ci/runners", 7)
+		i.Slot = types.Int64Value(slot)
+		return i
 	}
 	cases := []struct {
 		name    string
@@ -190,6 +271,12 @@ func TestIdentityRef(t *testing.T) {
 		{name: "bad name", id: id("my-locks", "a//b", 1), wantErr: "a//b"},
 		{name: "no name", id: leaseIdentityModelV0{Bucket: types.StringValue("my-locks"), Name: types.StringNull(), Epoch: types.Int64Value(1)},
 			wantErr: "must all be set"},
+		{name: "slot lease", id: slotID(2), want: leaseRef{bucket: "my-locks", name: "ci/runners", epoch: 7, slot: 2}},
+		{name: "largest slot", id: slotID(s3lock.MaxSlots), want: leaseRef{bucket: "my-locks", name: "ci/runners", epoch: 7, slot: s3lock.MaxSlots}},
+		{name: "slot zero", id: slotID(0), wantErr: "slot 0 is not a number between 1 and 64 (leave it out for a mutex's lease)"},
+		{name: "slot too large", id: slotID(s3lock.MaxSlots + 1), wantErr: "slot 65"},
+		{name: "slot unknown", id: func() leaseIdentityModelV0 { i := slotID(1); i.Slot = types.Int64Unknown(); return i }(),
+			wantErr: "slot must be known"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

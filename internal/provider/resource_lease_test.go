@@ -33,8 +33,13 @@ import (
 // leaseConfig is an s3lock_lease resource block named test; extra holds
 // further arguments (raw HCL lines).
 func leaseConfig(bucket, name string, extra ...string) string {
+	return namedLeaseConfig("test", bucket, name, extra...)
+}
+
+// namedLeaseConfig is an s3lock_lease resource block named label.
+func namedLeaseConfig(label, bucket, name string, extra ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "resource \"s3lock_lease\" \"test\" {\n  bucket = %q\n  name   = %q\n", bucket, name)
+	fmt.Fprintf(&b, "resource \"s3lock_lease\" %q {\n  bucket = %q\n  name   = %q\n", label, bucket, name)
 	for _, l := range extra {
 		b.WriteString("  " + l + "\n")
 	}
@@ -58,7 +63,7 @@ func checkLeaseMatchesStore(t *testing.T, e *accEnv, addr, name string, more ...
 			"key":         st.Key,
 			"holder":      st.Holder,
 			"acquired_at": formatTime(st.AcquiredAt),
-			"id":          leaseID(e.bucket, name, st.Epoch),
+			"id":          leaseID(e.bucket, name, 0, st.Epoch),
 		}
 		for k, v := range want {
 			got, err := stateAttr(s, addr, k)
@@ -510,7 +515,7 @@ func TestAccLeaseResource_ImportAdoptsPipelineLease(t *testing.T) {
 				ResourceName:       addr,
 				ImportState:        true,
 				ImportStatePersist: true,
-				ImportStateId:      leaseID(e.bucket, name, epoch),
+				ImportStateId:      leaseID(e.bucket, name, 0, epoch),
 				ImportStateCheck: func(states []*terraform.InstanceState) error {
 					if len(states) != 1 {
 						return fmt.Errorf("imported %d instances, want 1", len(states))
@@ -551,7 +556,7 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 					}
 				}
 				e.hold(t, "current", name, time.Hour)
-				return leaseID(e.bucket, name, 2)
+				return leaseID(e.bucket, name, 0, 2)
 			},
 			want: matchError("Cannot import lease", `\(epoch 2\) lost`, "superseded", "lock is at epoch 3", "<bucket>/<name>/<epoch>"),
 		},
@@ -562,7 +567,7 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 				if err := e.hold(t, "earlier", name, time.Minute).Release(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				return leaseID(e.bucket, name, 1)
+				return leaseID(e.bucket, name, 0, 1)
 			},
 			want: matchError("Cannot import lease", "was released", "<bucket>/<name>/<epoch>"),
 		},
@@ -570,7 +575,7 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 			name: "lock never existed",
 			setup: func(t *testing.T, e *accEnv, name string) string {
 				t.Helper()
-				return leaseID(e.bucket, name, 1)
+				return leaseID(e.bucket, name, 0, 1)
 			},
 			want: matchError("Cannot import lease", "does not exist", "The lock has no epochs now"),
 		},
@@ -676,6 +681,16 @@ func TestAccLeaseResource_Validation(t *testing.T) {
 			config: leaseConfig(bucket, "ok", `timeouts { create = "soon" }`),
 			want:   matchError("create", "soon"),
 		},
+		{
+			name:   "no slots",
+			config: leaseConfig(bucket, "ok", "slots = 0"),
+			want:   matchError("Invalid Attribute Value", "slots", "between 1 and 64, got: 0"),
+		},
+		{
+			name:   "more slots than a lock admits",
+			config: leaseConfig(bucket, "ok", "slots = 65"),
+			want:   matchError("Invalid Attribute Value", "slots", "between 1 and 64, got: 65"),
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -687,43 +702,6 @@ func TestAccLeaseResource_Validation(t *testing.T) {
 					ExpectError: tc.want,
 				}},
 			})
-		})
-	}
-}
-
-func TestParseLeaseID(t *testing.T) {
-	cases := []struct {
-		id         string
-		bucket     string
-		name       string
-		epoch      uint64
-		wantErrHas string
-	}{
-		{id: "locks/deploy/prod/42", bucket: "locks", name: "deploy/prod", epoch: 42},
-		{id: "locks/a/1", bucket: "locks", name: "a", epoch: 1},
-		{id: "locks/a/0000000007", bucket: "locks", name: "a", epoch: 7},
-		{id: "locks/a", wantErrHas: "does not have the form"},
-		{id: "locks//1", wantErrHas: "does not have the form"},
-		{id: "/a/1", wantErrHas: "does not have the form"},
-		{id: "locks/a/", wantErrHas: "does not have the form"},
-		{id: "locks/a/0", wantErrHas: "epoch"},
-		{id: "locks/a/x1", wantErrHas: "epoch"},
-		{id: "locks/a/99999999999", wantErrHas: "epoch"},
-		{id: "Locks/a/1", wantErrHas: "bucket name"},
-		{id: "locks/a/../b/1", wantErrHas: "escape"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.id, func(t *testing.T) {
-			bucket, name, epoch, err := parseLeaseID(tc.id)
-			if tc.wantErrHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErrHas) {
-					t.Fatalf("parseLeaseID(%q) error = %v, want one containing %q", tc.id, err, tc.wantErrHas)
-				}
-				return
-			}
-			if err != nil || bucket != tc.bucket || name != tc.name || epoch != tc.epoch {
-				t.Fatalf("parseLeaseID(%q) = %q, %q, %d, %v; want %q, %q, %d", tc.id, bucket, name, epoch, err, tc.bucket, tc.name, tc.epoch)
-			}
 		})
 	}
 }
@@ -864,7 +842,7 @@ func directLeaseState(t *testing.T, r *leaseResource, bucket, name string) tfsdk
 	st := tfsdk.State{Schema: sr.Schema, Raw: tftypes.NewValue(sr.Schema.Type().TerraformType(t.Context()), nil)}
 	now := time.Now()
 	diags := st.Set(t.Context(), &leaseResourceModelV0{
-		ID: types.StringValue(leaseID(bucket, name, 1)), Bucket: types.StringValue(bucket), Name: types.StringValue(name),
+		ID: types.StringValue(leaseID(bucket, name, 0, 1)), Bucket: types.StringValue(bucket), Name: types.StringValue(name),
 		LeaseDuration: types.StringValue("1h"), RenewBefore: types.StringNull(), Metadata: types.MapNull(types.StringType),
 		Epoch: types.Int64Value(1), Key: types.StringValue(s3lock.Key(name, 1)), Holder: types.StringValue("terraform-test"),
 		AcquiredAt: timeValue(now), ExpiresAt: timeValue(now.Add(time.Hour)),

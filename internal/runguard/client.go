@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -215,7 +216,10 @@ func (c *Client) start(sock string) error {
 	defer logFile.Close()
 	cmd := exec.Command(self, GuardArg, strconv.Itoa(c.run.PID), strconv.FormatUint(c.run.Start, 10), c.run.Boot)
 	cmd.Stdout, cmd.Stderr = logFile, logFile // stdin: /dev/null
-	cmd.Dir = filepath.Dir(sock)
+	// It runs in another directory: the files the AWS variables name (the
+	// SDK reads AWS_CONFIG_FILE and the like itself) must be absolute. The
+	// options it is sent are resolved already (awsclient.Options.Resolved).
+	cmd.Dir, cmd.Env = filepath.Dir(sock), awsclient.AbsoluteEnviron(os.Environ())
 	cmd.SysProcAttr = newSession()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("runguard: starting the run guard: %w", err)

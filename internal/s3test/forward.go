@@ -1,6 +1,7 @@
 package s3test
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -30,15 +31,24 @@ type ForwardProxy struct {
 	wg       sync.WaitGroup
 }
 
+// maxRecordedBody is how much of a forwarded request's body a ForwardProxy
+// records: S3 lock requests are small.
+const maxRecordedBody = 1 << 20
+
 // ProxiedRequest is one request a ForwardProxy was asked to carry.
 type ProxiedRequest struct {
 	// Method is CONNECT for a tunnel, else the forwarded request's method.
 	Method string
 	// Host is the target, host:port for a tunnel, as asked for.
 	Host string
-	// Header holds a forwarded request's headers (none for a tunnel, whose
-	// requests the proxy cannot see).
+	// Header holds a forwarded request's headers, Body its body, up to
+	// maxRecordedBody bytes (none for a tunnel, whose requests the proxy
+	// cannot see).
 	Header http.Header
+	Body   []byte
+	// Query is a forwarded request's URL query (DeleteObjects is
+	// POST /bucket?delete).
+	Query string
 	// Refused says the target was not a loopback host.
 	Refused bool
 }
@@ -99,7 +109,20 @@ func (p *ForwardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := ProxiedRequest{Method: r.Method, Host: host, Refused: !isLoopback(host)}
 	if r.Method != http.MethodConnect {
-		rec.Header = r.Header.Clone()
+		rec.Header, rec.Query = r.Header.Clone(), r.URL.RawQuery
+		if r.Body != nil {
+			// Record the start of the body and forward all of it.
+			head, err := io.ReadAll(io.LimitReader(r.Body, maxRecordedBody))
+			if err != nil {
+				http.Error(w, "s3test proxy: reading the request body: "+err.Error(), http.StatusBadGateway)
+				return
+			}
+			rec.Body = head
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		}
 	}
 	p.mu.Lock()
 	p.requests = append(p.requests, rec)

@@ -1,0 +1,79 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestRunClaims: a lock's turn is taken by one opener at a time, another
+// lock's turn is not held up by it, and a wait for a turn ends with its
+// context.
+func TestRunClaims(t *testing.T) {
+	c := newRunClaims()
+	done, err := c.take(t.Context(), "b/deploy/prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.take(t.Context(), "b/deploy/stage")
+	if err != nil {
+		t.Fatalf("another lock's turn: %v", err)
+	}
+	other()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.take(ctx, "b/deploy/prod"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second take of a lock whose turn is taken: %v; want it to wait until its context ends", err)
+	}
+	next := make(chan error, 1)
+	go func() {
+		d, err := c.take(t.Context(), "b/deploy/prod")
+		if err == nil {
+			d()
+		}
+		next <- err
+	}()
+	done()
+	if err := <-next; err != nil {
+		t.Fatalf("the next take after the turn ended: %v", err)
+	}
+}
+
+// TestAccLeaseEphemeral_TwoBlocksOfOneLockInOneProcess: two ephemeral blocks
+// of one run on the same lock, served by one provider process, share the
+// run's one lease (one epoch, the plan's) under the real CLI. They used to
+// wait for each other forever: the first block's claim of the lock made the
+// guard hold up the second's, whose request held the process's one line to
+// the guard, which the first block's adoption then waited for.
+func TestAccLeaseEphemeral_TwoBlocksOfOneLockInOneProcess(t *testing.T) {
+	e := newAccEnv(t)
+	requireCLI(t, ephemeralFeature)
+	if os.Getenv("S3LOCK_RUN_GUARD") == "off" {
+		t.Skip("S3LOCK_RUN_GUARD=off: the provider takes the lock per phase")
+	}
+	name := e.name("deploy/prod")
+	second := strings.ReplaceAll(ephemeralLeaseConfig(e.bucket, name), `"run"`, `"second"`) + `
+resource "terraform_data" "second" {
+  depends_on = [ephemeral.s3lock_lease.second]
+}
+`
+	h, dir := cliWorkdir(t, e, seenConfig(e.bucket, name)+second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	out, err := h.Run(ctx, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	if err != nil {
+		t.Fatalf("%v (a deadline: the blocks waited for each other)\n%s", err, out)
+	}
+	if seen := readSeen(t, dir); seen.epoch != "1" || seen.key != s3lock.Key(name, 1) {
+		t.Errorf("the run's lease was epoch %s (%s); want epoch 1, the plan's, for both blocks and phases", seen.epoch, seen.key)
+	}
+	waitFor(t, "the run's lease to be released", func() bool { st := e.current(t, name); return st.Released })
+	if st := e.current(t, name); st.Epoch != 1 {
+		t.Errorf("the lock is at epoch %d after the run; want 1: one lease for the run's blocks and phases", st.Epoch)
+	}
+}

@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// The import of s3lock_lease: by an import ID, or by an identity (see
+// resource_lease_identity.go). The ID is also the resource's id.
+
+// The import ID formats: the lease's bucket, lock name and epoch, and, for
+// the lease of one slot of a lock that admits several holders (slots), the
+// slot before the epoch, as in the key of the slot's epoch object
+// (s3lock.SlotKey). IDs in the first format name what they always named.
+const (
+	importIDFormat     = "<bucket>/<name>/<epoch>"
+	importSlotIDFormat = "<bucket>/<name>/" + slotIDSegment + "/<slot>/<epoch>"
+)
+
+// slotIDSegment is the path segment before the slot in the key of a slot's
+// epoch object (s3lock.SlotKey) and in the import ID of a slot lease. No lock
+// name contains it (s3lock reserves it), so an ID with it names a slot.
+const slotIDSegment = "lock-slots"
+
+// ImportState adopts the lock's current lease (of the slot, for a slot
+// lease) by its import ID, or by the same parts as an identity, e.g. one
+// acquired by an earlier pipeline step, and refuses any epoch that is not
+// the current, held one.
+func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	target, diags := importTarget(ctx, req)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client, ok := r.factory.client(ctx, target.bucket, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	var lease *s3lock.Lease
+	var err error
+	if target.slot > 0 {
+		lease, err = client.AdoptSlot(ctx, target.name, target.slot, target.epoch, s3lock.WithoutAutoRenew())
+	} else {
+		lease, err = client.Adopt(ctx, target.name, target.epoch, s3lock.WithoutAutoRenew())
+	}
+	if err != nil {
+		current := ""
+		if errors.Is(err, s3lock.ErrLeaseLost) || errors.Is(err, s3lock.ErrSlotsMismatch) {
+			current = describeCurrent(ctx, client, target.name)
+		}
+		resp.Diagnostics.Append(importRefused(target, err, current))
+		return
+	}
+	token := lease.Detach()
+	set := func(attr string, v any) {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
+	}
+	set("id", types.StringValue(leaseID(target.bucket, target.name, target.slot, target.epoch)))
+	set("bucket", types.StringValue(target.bucket))
+	set("name", types.StringValue(target.name))
+	set("lease_duration", types.StringValue(formatDuration(lease.Duration())))
+	set("metadata", metadataValue(lease.Metadata()))
+	// How the lease was waited for is not recorded in it; order only matters
+	// while waiting, so the import gets the default.
+	set("order", types.StringValue(string(defaultOrder)))
+	set("slots", types.Int64Value(int64(lease.Slots())))
+	set("slot", types.Int64Value(int64(lease.Slot())))
+	set("epoch", types.Int64Value(int64(target.epoch)))
+	set("key", types.StringValue(lease.Key()))
+	set("holder", types.StringValue(lease.Holder()))
+	set("acquired_at", timeValue(lease.AcquiredAt()))
+	set("expires_at", timeValue(lease.ExpiresAt()))
+	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, target)...)
+	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
+}
+
+// leaseID is the resource's id and import ID: importIDFormat, or
+// importSlotIDFormat when slot > 0.
+func leaseID(bucket, name string, slot int, epoch uint64) string {
+	if slot > 0 {
+		return fmt.Sprintf("%s/%s/%s/%d/%d", bucket, name, slotIDSegment, slot, epoch)
+	}
+	return fmt.Sprintf("%s/%s/%d", bucket, name, epoch)
+}
+
+// parseLeaseID splits an import ID: the bucket ends at the first slash, the
+// epoch starts after the last one, and the lock name is in between, unless
+// it ends in `/lock-slots/<slot>`, which names the slot.
+func parseLeaseID(id string) (leaseRef, error) {
+	first, last := strings.Index(id, "/"), strings.LastIndex(id, "/")
+	if first <= 0 || last <= first+1 || last == len(id)-1 {
+		return leaseRef{}, fmt.Errorf("import ID %q has neither the form %s nor %s", id, importIDFormat, importSlotIDFormat)
+	}
+	l := leaseRef{bucket: id[:first], name: id[first+1 : last]}
+	digits := id[last+1:]
+	epoch, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || epoch == 0 || epoch > s3lock.MaxEpoch {
+		return leaseRef{}, fmt.Errorf("import ID %q: epoch %q is not a number between 1 and %d", id, digits, s3lock.MaxEpoch)
+	}
+	l.epoch = epoch
+	if i := strings.LastIndex(l.name, "/"+slotIDSegment+"/"); i > 0 {
+		digits := l.name[i+len(slotIDSegment)+2:]
+		slot, err := strconv.ParseUint(digits, 10, 8)
+		if err != nil || slot < 1 || slot > s3lock.MaxSlots {
+			return leaseRef{}, fmt.Errorf("import ID %q: slot %q is not a number between 1 and %d", id, digits, s3lock.MaxSlots)
+		}
+		l.name, l.slot = l.name[:i], int(slot)
+	}
+	if err := s3lock.ValidateBucket(l.bucket); err != nil {
+		return leaseRef{}, fmt.Errorf("import ID %q: %w", id, err)
+	}
+	if err := s3lock.ValidateName(l.name); err != nil {
+		return leaseRef{}, fmt.Errorf("import ID %q: %w", id, err)
+	}
+	return l, nil
+}
