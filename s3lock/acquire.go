@@ -121,13 +121,8 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	if err != nil {
 		return nil, err
 	}
-	if e := h.exists; e > 0 && (!found || newest.epoch < e) {
-		// The last attempt's create found epoch e there, and this
-		// listing still does not show it.
-		h.exists = 0
-		if err := c.hiddenEpochs(ctx, "Acquire", name, Key(name, e)); err != nil {
-			return nil, err
-		}
+	if err := c.stillListed(ctx, name, newest, found, h); err != nil {
+		return nil, err
 	}
 	busy, err := c.lineBusy(ctx, name, a, h, page)
 	if err != nil {
@@ -163,16 +158,8 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 		return nil, errLineBusy
 	}
 	lease, err := c.create(ctx, name, next, a, start)
-	var held *HeldError
-	switch {
-	case errors.As(err, &held) && held.Epoch == next:
-		// Someone created it since the LIST, or the listing hides it: a
-		// LIST now tells (a race is rare, so is this request).
-		if herr := c.listedOrHidden(ctx, name, next); herr != nil {
-			return nil, herr
-		}
-	case errors.Is(err, errRetry):
-		h.exists = next // it was there already; the next LIST must show it
+	if herr := c.createFoundEpoch(ctx, name, next, err, h); herr != nil {
+		return nil, herr
 	}
 	if err != nil {
 		return nil, err
@@ -278,6 +265,34 @@ func (c *Client) createObject(ctx context.Context, name string, epoch uint64, p 
 		case <-c.cfg.clock.After(bo.next()):
 		}
 	}
+}
+
+// createFoundEpoch looks at the error of a create of epoch next of name
+// that found the key there already: a *HeldError of that epoch (someone
+// created it since the LIST, or the listing hides it: a LIST now tells — a
+// race is rare, so is this request), or errRetry (it was there, already
+// over: the next attempt's LIST must show it, h.exists). It returns an
+// error to report instead of err, if the listing hides the lock's objects.
+func (c *Client) createFoundEpoch(ctx context.Context, name string, next uint64, err error, h *hints) error {
+	var held *HeldError
+	switch {
+	case errors.As(err, &held) && held.Epoch == next:
+		return c.listedOrHidden(ctx, name, next)
+	case errors.Is(err, errRetry):
+		h.exists = next
+	}
+	return nil
+}
+
+// stillListed checks that the listing just made (newest, found) shows the
+// epoch that the last attempt's create found there (h.exists), if any.
+func (c *Client) stillListed(ctx context.Context, name string, newest listedEpoch, found bool, h *hints) error {
+	e := h.exists
+	if e == 0 || found && newest.epoch >= e {
+		return nil
+	}
+	h.exists = 0
+	return c.hiddenEpochs(ctx, "Acquire", name, Key(name, e))
 }
 
 // listedOrHidden checks that a listing shows epoch of name, which a create
@@ -428,7 +443,9 @@ func (c *Client) newerEpoch(ctx context.Context, name string, epoch uint64) (str
 // abandon makes sure that an epoch this client may have created, but will
 // not use, does not keep the lock held for nobody: it creates the key as
 // released if it does not exist (so a late copy of our create cannot land),
-// or marks our own object released. It is best effort, bounded by one
+// or marks our own object released — unless it is a slot lock's marker,
+// which others may already use: a marker that landed is never released by
+// its writer. It is best effort, bounded by one
 // request timeout, and runs even if ctx has ended.
 func (c *Client) abandon(ctx context.Context, key string, epoch uint64, p payload) {
 	actx, cancel := c.detached(ctx)
@@ -455,8 +472,15 @@ func (c *Client) abandon(ctx context.Context, key string, epoch uint64, p payloa
 			c.cfg.logger.Warn("s3lock: could not check an abandoned epoch; it will lapse", "bucket", c.bucket, "key", key, "err", err)
 			return
 		}
-		if obs.body.Nonce != p.Nonce || obs.body.Released {
+		switch {
+		case obs.body.Nonce != p.Nonce || obs.body.Released:
 			return // not ours, or already released
+		case p.Slots > 0:
+			// Our slot lock's marker landed. Unlike a lease, it is not
+			// ours alone: others may have read it and hold slots under
+			// it, so releasing it would let a mutex, or another n, in
+			// beside them (§14). It stays, recording the n we asked for.
+			return
 		}
 		if _, err := c.putEpoch(actx, key, obs.etag, body); err == nil {
 			return

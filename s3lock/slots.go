@@ -69,6 +69,9 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.stillListed(ctx, w.name, newest, found, &w.hints); err != nil {
+		return nil, err
+	}
 	busy, err := c.lineBusy(ctx, w.name, w.a, &w.hints, page)
 	if err != nil {
 		return nil, err
@@ -110,7 +113,11 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 	if busy {
 		return nil, errLineBusy
 	}
-	if err := c.createMarker(ctx, w.name, next, s.n, start, page); err != nil {
+	err = c.createMarker(ctx, w.name, next, s.n, start, page)
+	if herr := c.createFoundEpoch(ctx, w.name, next, err, &w.hints); herr != nil {
+		return nil, herr
+	}
+	if err != nil {
 		return nil, err
 	}
 	return nil, errRetry // the next attempt reads the marker and takes a slot

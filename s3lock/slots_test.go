@@ -302,6 +302,11 @@ func TestSlots_MutexHolderIsWaitedForThenTheLockBecomesASlotLock(t *testing.T) {
 		got <- l
 	}()
 	time.Sleep(300 * time.Millisecond)
+	select {
+	case l := <-got:
+		t.Fatalf("Acquire(Slots(2)) returned (%v) while the mutex's lease was held", l)
+	default:
+	}
 	if err := mutex.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -661,5 +666,164 @@ func TestSlots_AdoptAndLookupASlotByItsEpoch(t *testing.T) {
 	mustRelease(t, m)
 	if _, err := c.LookupSlotEpoch(t.Context(), mutex, 1, m.Epoch()); !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("LookupSlotEpoch of a mutex: %v; want ErrSlotsMismatch", err)
+	}
+}
+
+// TestSlots_MarkerNeverLapses: a marker has no lease to lapse; long after
+// it was written, a mutex acquirer still gets ErrSlotsMismatch.
+func TestSlots_MarkerNeverLapses(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	c := newLockClient(t, ns, "a", nil)
+	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Older than any lease of validity 0 could be, by the store's clock
+	// (serverSlack, plus a second of resolution and of Date's lag).
+	time.Sleep(4500 * time.Millisecond)
+	if _, err := newLockClient(t, ns, "m", nil).TryAcquire(t.Context(), name); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("a mutex TryAcquire of a 4.5 s old marker: %v; want ErrSlotsMismatch", err)
+	}
+}
+
+// TestSlots_AbandonNeverReleasesAMarker: the marker's writer, whose create
+// was answered too late and whose check of it then failed, gives up — but
+// does not release the marker that another acquirer already took a slot
+// under: a mutex and another n stay out.
+func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	markerKey := s3lock.Key(name, 1)
+	var failLists atomic.Bool
+	slow := s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, markerKey) && !failLists.Load() {
+				resp, err := next.RoundTrip(req) // it lands; the answer comes after attemptWindow
+				time.Sleep(2500 * time.Millisecond)
+				failLists.Store(true)
+				return resp, err
+			}
+			if failLists.Load() && req.Method == http.MethodGet && req.URL.Query().Get("list-type") == "2" {
+				return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error", Request: req,
+					Header: http.Header{"Content-Type": {"application/xml"}},
+					Body:   io.NopCloser(strings.NewReader(`<Error><Code>InternalError</Code><Message>injected</Message></Error>`))}, nil
+			}
+			return next.RoundTrip(req)
+		})
+	})
+	writer := newLockClient(t, ns, "writer", []s3lock.Option{s3lock.WithRequestTimeout(5 * time.Second)}, slow, s3test.WithoutRetries())
+	done := make(chan error, 1)
+	go func() {
+		l, err := writer.TryAcquire(t.Context(), name, s3lock.Slots(3))
+		if l != nil {
+			mustRelease(t, l)
+		}
+		done <- err
+	}()
+	b := newLockClient(t, ns, "b", nil)
+	var held *s3lock.Lease
+	eventually(t, "another acquirer takes a slot under the marker", func() bool {
+		l, err := b.TryAcquire(t.Context(), name, s3lock.Slots(3))
+		held = l
+		return err == nil
+	})
+	mustRelease(t, held)
+	if err := <-done; err == nil {
+		t.Log("the writer got a slot after all")
+	}
+	st, err := b.Current(t.Context(), name)
+	if err != nil || st.Slots != 3 || st.Released {
+		t.Errorf("after the writer gave up: %+v, %v; want the 3-slot marker in force", st, err)
+	}
+	if l, err := newLockClient(t, ns, "mutex", nil).TryAcquire(t.Context(), name); err == nil {
+		mustRelease(t, l)
+		t.Errorf("a mutex acquired epoch %d while slot %d is held", l.Epoch(), held.Slot())
+	} else if !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("a mutex TryAcquire: %v; want ErrSlotsMismatch", err)
+	}
+	if l, err := newLockClient(t, ns, "two", nil).TryAcquire(t.Context(), name, s3lock.Slots(2)); err == nil {
+		mustRelease(t, l)
+		t.Errorf("a Slots(2) acquirer got slot %d while slot %d of 3 is held", l.Slot(), held.Slot())
+	}
+}
+
+// TestSlots_HiddenListingIsDetected: on a store whose listing hides the
+// lock's objects, a slot acquirer reports ErrNameCollision within a few
+// requests instead of writing the marker again and again.
+func TestSlots_HiddenListingIsDetected(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("hidden/pool")
+	l, err := newLockClient(t, ns, "holder", nil).TryAcquire(t.Context(), name, s3lock.Slots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	counter, withCounter := counting()
+	blind := newLockClient(t, ns, "blind", nil, withCounter, hidingListings(ns.Name("hidden/")))
+	if _, err := blind.TryAcquire(t.Context(), name, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("TryAcquire(Slots(2)) of a lock whose listing is hidden: %v; want ErrNameCollision", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := blind.Acquire(ctx, name, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrNameCollision) || ctx.Err() != nil {
+		t.Errorf("Acquire(Slots(2)) of a lock whose listing is hidden: %v; want ErrNameCollision at once", err)
+	}
+	if n := counter.Total(); n > 20 {
+		t.Errorf("%d requests (%s); want a few", n, counter)
+	}
+}
+
+// TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine: while a waiter is in
+// the lock's line, an ordered TryAcquire does not take a slot that just
+// freed: it says the line comes first.
+func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("pool")
+	var held []*s3lock.Lease
+	for i := range 2 {
+		l, err := newLockClient(t, ns, fmt.Sprintf("h%d", i), nil).TryAcquire(t.Context(), name, s3lock.Slots(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRelease(t, l)
+		held = append(held, l)
+	}
+	// A waiter in line that polls the slots only every few seconds.
+	slowPoll := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(5 * time.Second)})
+	served := make(chan error, 1)
+	go func() {
+		l, err := slowPoll.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.FIFO())
+		if err == nil {
+			err = l.Release(t.Context())
+		}
+		served <- err
+	}()
+	viewer := newLockClient(t, ns, "viewer", nil)
+	eventually(t, "the waiter in line", func() bool {
+		ws, err := viewer.Line(t.Context(), name)
+		return err == nil && len(ws) == 1
+	})
+	if err := held[0].Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := viewer.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.FIFO())
+	if err == nil {
+		_ = l.Release(t.Context()) // so the waiter is served anyway
+	}
+	var he *s3lock.HeldError
+	if !errors.As(err, &he) || he.Ahead != 1 {
+		t.Errorf("an ordered TryAcquire of a freed slot with a waiter in line: %v; want a *HeldError with 1 ahead", err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("the waiter in line: %v", err)
 	}
 }

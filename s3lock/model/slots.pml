@@ -32,10 +32,15 @@
  *                         slot without writing the marker first: (s1)
  *   MUTANT_NO_N_CHECK     a slot acquirer takes a slot of a marker that
  *                         records another n, among its own n slots: (s2)
+ *   MUTANT_ABANDON_MARKER the marker's writer, unsure its create landed in
+ *                         time, abandons it as it would a lease: releases
+ *                         it, although others may hold slots under it (§14
+ *                         "never released by its writer"): (s1)
  * Left out: ForceRelease of the marker (an operator's override, documented
  * as such), the line (FIFO: it changes who attempts, never what attempting
- * does, line.pml), read-back and abandon of ambiguous creates (s3lock.pml:
- * a marker is created by the same createObject as a lease), history
+ * does, line.pml), read-back of ambiguous creates (s3lock.pml: a marker is
+ * created by the same createObject as a lease; abandon, which differs for
+ * a marker, is the mutant above), history
  * cleanup and step 5's second LIST (s3lock.pml; the marker's create makes
  * the same check), more than one lock.
  */
@@ -53,7 +58,7 @@
 byte newest = 0;          /* the newest epoch of the lock; 0: none */
 byte kind[MAXE + 1];      /* LEASE or MARKER */
 byte marker_n[MAXE + 1];  /* a marker's n */
-bool over[MAXE + 1];      /* a mutex's lease, released */
+bool over[MAXE + 1];      /* released: a mutex's lease, or a marker (abandoned) */
 byte slot_holder[NSLOT];  /* 0: free, else the holder's id */
 byte held_n[NCLIENT + 1]; /* n of each client holding a slot; 0 if none */
 byte mutex_holders = 0;
@@ -91,7 +96,7 @@ proctype Mutex(byte id) {
 	:: rounds >= 2 || newest >= MAXE -> break
 	:: else ->
 		/* LIST and GET of the newest epoch (§5 steps 2-3). */
-		atomic { e = newest; k = kind[e]; isfree = (e == 0 || (k == LEASE && over[e])) }
+		atomic { e = newest; k = kind[e]; isfree = (e == 0 || over[e]) }
 #ifdef MUTANT_MARKER_LAPSES
 		isfree = isfree || k == MARKER;
 #endif
@@ -103,7 +108,7 @@ proctype Mutex(byte id) {
 			mine = 0;
 			atomic {
 				if
-				:: newest == e ->
+				:: newest == e && e < MAXE ->
 					newest = e + 1; kind[e + 1] = LEASE; over[e + 1] = 0;
 					mutex_holders++; mine = e + 1;
 					printf("mutex %d holds epoch %d\n", id, mine);
@@ -134,15 +139,15 @@ proctype Mutex(byte id) {
 
 /* A slot acquirer with Slots(n), twice. */
 proctype Slot(byte id; byte n) {
-	byte e, k, m, i, rounds, j;
+	byte e, k, m, i, rounds, j, mk;
 	bool isfree, got;
 	do
 	:: rounds >= 2 -> break
 	:: else ->
-		atomic { e = newest; k = kind[e]; m = marker_n[e]; isfree = (e == 0 || (k == LEASE && over[e])) }
+		atomic { e = newest; k = kind[e]; m = marker_n[e]; isfree = (e == 0 || over[e]) }
 		if
-		:: e > 0 && k == MARKER && !SAME_N(m, n) -> break /* ErrSlotsMismatch */
-		:: (e > 0 && k == MARKER && SAME_N(m, n)) || TAKE_FREE(isfree) ->
+		:: e > 0 && k == MARKER && !isfree && !SAME_N(m, n) -> break /* ErrSlotsMismatch */
+		:: (e > 0 && k == MARKER && !isfree && SAME_N(m, n)) || TAKE_FREE(isfree) ->
 			/* One of its n slots, each a mutex (test-and-set). */
 			select(i : 0 .. n - 1);
 			got = 0;
@@ -162,14 +167,25 @@ proctype Slot(byte id; byte n) {
 		:: !isfree && !(k == MARKER) -> skip /* a mutex's lease: wait for it */
 		:: isfree && newest < MAXE ->
 			/* Write the marker as epoch e+1, If-None-Match: *. */
+			mk = 0;
 			atomic {
 				if
 				:: newest == e ->
-					newest = e + 1; kind[e + 1] = MARKER; marker_n[e + 1] = n;
+					newest = e + 1; kind[e + 1] = MARKER; marker_n[e + 1] = n; over[e + 1] = 0; mk = e + 1;
 					printf("slot client %d writes the marker of %d slots at epoch %d\n", id, n, e + 1)
 				:: else -> skip
 				fi
 			}
+#ifdef MUTANT_ABANDON_MARKER
+			/* Its create's answer was lost or late and the check failed:
+			 * it abandons the epoch as it would a lease's, releasing the
+			 * marker that others may already use. */
+			if
+			:: mk > 0 -> over[mk] = 1; printf("slot client %d abandons its marker %d\n", id, mk)
+			:: true -> skip
+			fi;
+#endif
+			skip
 		:: isfree && newest >= MAXE -> break
 		fi
 	od
