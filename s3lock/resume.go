@@ -51,9 +51,9 @@ func ParseToken(s string) (Token, error) {
 		return Token{}, invalid("lease token lacks %s", strings.Join(missing, ", "))
 	case t.Epoch > MaxEpoch:
 		return Token{}, invalid("lease token epoch %d is beyond the maximum %d", t.Epoch, MaxEpoch)
-	case (t.Slot != 0 || t.Slots != 0) && (t.Slot < 1 || t.Slots < 2 || t.Slots > MaxSlots || t.Slot > t.Slots):
-		return Token{}, invalid("lease token slot %d of %d is not a slot of a lock (slots 1 to n, n from 2 to %d)",
-			t.Slot, t.Slots, MaxSlots)
+	}
+	if err := t.checkSlot(); err != nil {
+		return Token{}, err
 	}
 	if err := ValidateName(t.Name); err != nil {
 		return Token{}, err
@@ -104,6 +104,9 @@ func (t Token) target() string {
 // held. Like Resume, it is a takeover: the original holder must have stopped
 // using its handle. It costs one LIST and one GET; ctx bounds them.
 func (c *Client) Adopt(ctx context.Context, name string, epoch uint64, opts ...AcquireOption) (*Lease, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
 	return c.takeOver(ctx, name, epoch, "", slotRef{}, opts)
 }
 
@@ -195,6 +198,9 @@ func (c *Client) Lookup(ctx context.Context, t Token) (State, error) {
 // it; otherwise the *LeaseLostError that Adopt would return. It writes
 // nothing and costs one LIST and one GET; ctx bounds them.
 func (c *Client) LookupEpoch(ctx context.Context, name string, epoch uint64) (State, error) {
+	if err := ValidateName(name); err != nil {
+		return State{}, err
+	}
 	return c.lookup(ctx, name, epoch, "")
 }
 
@@ -213,6 +219,18 @@ func (c *Client) checkToken(t Token) error {
 	}
 	if t.Nonce == "" {
 		return invalid("lease token has no nonce")
+	}
+	if err := t.checkSlot(); err != nil {
+		return err
+	}
+	return ValidateName(t.Name)
+}
+
+// checkSlot checks a token's slot fields: none, or a slot of a slot lock.
+func (t Token) checkSlot() error {
+	if (t.Slot != 0 || t.Slots != 0) && (t.Slot < 1 || t.Slots < 2 || t.Slots > MaxSlots || t.Slot > t.Slots) {
+		return invalid("lease token slot %d of %d is not a slot of a lock (slots 1 to n, n from 2 to %d)",
+			t.Slot, t.Slots, MaxSlots)
 	}
 	return nil
 }
@@ -246,11 +264,8 @@ type heldLease struct {
 // carries nonce (any nonce when nonce is ""). Otherwise it returns the
 // *LeaseLostError that says why not.
 func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce string) (heldLease, error) {
-	if _, _, slot := splitSlotName(name); !slot {
-		if err := ValidateName(name); err != nil {
-			return heldLease{}, err
-		}
-	}
+	// name is a lock's, or a slot's (checked by the caller: Adopt,
+	// LookupEpoch, checkToken, slotTarget).
 	if err := validateEpoch(epoch); err != nil {
 		return heldLease{}, err
 	}

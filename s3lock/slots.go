@@ -131,6 +131,7 @@ func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 	sub := w.a
 	sub.order, sub.slots = OrderNone, 0 // the line is the lock's, not a slot's
 	retry := false
+	var failed error // a slot that could not be attempted; the others may be free
 	for k := range s.n {
 		sl := s.slots[(s.next+k)%s.n]
 		if sl.held != nil {
@@ -147,13 +148,18 @@ func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 			sl.deadline = sl.w.deadline(held.obs)
 		case errors.Is(err, errRetry):
 			retry = true
-		default:
+		case ctx.Err() != nil:
 			return nil, err
+		default:
+			failed = err
 		}
 	}
 	s.next = (s.next + 1) % s.n
-	if retry {
+	switch {
+	case retry:
 		return nil, errRetry
+	case failed != nil || s.soonest() == nil:
+		return nil, failed // no slot was free, and one could not be tried
 	}
 	return nil, w.slotsHeld(s.soonest())
 }
