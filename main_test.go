@@ -264,8 +264,9 @@ func TestAccMain_ExamplesValidate(t *testing.T) {
 // differs from the committed docs/; it also checks the examples' formatting.
 // It runs once, on the terraform on PATH, which make generate uses.
 // benchmarkReport names the files in docs/ that make bench writes (go run
-// ./bench), not tfplugindocs.
-var benchmarkReport = map[string]bool{"benchmarks.md": true, "benchmarks-handoff.png": true}
+// ./bench), and the page make compat writes (go run ./compat, checked by its
+// own test), not tfplugindocs.
+var benchmarkReport = map[string]bool{"benchmarks.md": true, "benchmarks-handoff.png": true, "compatibility.md": true}
 
 func TestAccMain_DocsUpToDate(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {

@@ -103,13 +103,18 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 		return err
 	}
 	if !out.OK {
-		failed := 0
+		var failed []string
 		for _, c := range out.Checks {
-			if c.Status != s3lock.CheckOK {
-				failed++
+			if c.Status == s3lock.CheckOK {
+				continue
 			}
+			name := c.Name
+			if c.Status == s3lock.CheckFailed && c.Permission == "" {
+				name += " (this store does not enforce S3 conditional writes, so s3lock cannot provide mutual exclusion on it)"
+			}
+			failed = append(failed, name)
 		}
-		return exitWith(exitError, fmt.Errorf("%d of %d checks did not pass", failed, len(out.Checks)))
+		return exitWith(exitError, fmt.Errorf("%d of %d checks did not pass: %s", len(failed), len(out.Checks), strings.Join(failed, ", ")))
 	}
 	return nil
 }

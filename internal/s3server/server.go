@@ -1,8 +1,11 @@
-// Package s3server runs a real S3-compatible server (versitygw with its posix
-// backend) as a separate process on loopback, for the tests and the local
-// demo. The server binary is built once from the pinned module in
-// tools/versitygw and cached by the Go build cache, so later runs start it at
-// once.
+// Package s3server runs a real S3-compatible server as a separate process on
+// loopback, for the tests and the local demo: versitygw with its posix
+// backend (Start, the default store), and for the store matrix MinIO,
+// SeaweedFS and s3rver, all behind the Store interface (StartStore). The
+// versitygw binary is built once from the pinned module in tools/versitygw
+// and cached by the Go build cache; MinIO and SeaweedFS are built by
+// tools/stores/build.sh and s3rver is installed by tools/s3rver/install.sh,
+// each once per machine, so later runs start them at once.
 package s3server
 
 import (
@@ -44,11 +47,7 @@ type Server struct {
 	// Dir is the directory that holds the buckets.
 	Dir string
 
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error
-	logs    *lockedBuffer
-	stop    sync.Once
+	*process
 }
 
 // Options tune Start.
@@ -130,25 +129,13 @@ func launch(ctx context.Context, bin, dir string, port int, opts Options) (*Serv
 		"ROOT_ACCESS_KEY_ID="+AccessKeyID,
 		"ROOT_SECRET_ACCESS_KEY="+SecretAccessKey,
 	)
-	logs := &lockedBuffer{}
-	cmd.Stdout = logs
-	cmd.Stderr = logs
-	setParentDeathSignal(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("s3server: starting %s: %w", bin, err)
+	p, err := startProcess("versitygw", cmd)
+	if err != nil {
+		return nil, err
 	}
-	s := &Server{
-		Endpoint: scheme + "://" + addr,
-		Dir:      dir,
-		cmd:      cmd,
-		exited:   make(chan struct{}),
-		logs:     logs,
-	}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitHealthy(ctx, probe, 30*time.Second); err != nil {
+	s := &Server{Endpoint: scheme + "://" + addr, Dir: dir, process: p}
+	defer probe.CloseIdleConnections()
+	if err := p.waitReady(ctx, readyLimit, func(ctx context.Context) error { return healthy(ctx, probe, s.Endpoint+healthPath) }); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -177,48 +164,22 @@ func healthClient(opts Options) (*http.Client, error) {
 	return client, nil
 }
 
-func (s *Server) waitHealthy(ctx context.Context, client *http.Client, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	defer client.CloseIdleConnections()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+healthPath, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("s3server: versitygw exited before it was ready (%w): %s", s.waitErr, s.logs.String())
-		case <-ctx.Done():
-			return fmt.Errorf("s3server: versitygw at %s not healthy after %s: %s", s.Endpoint, limit, s.logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
+// healthy reports whether GET url answers 200 OK.
+func healthy(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
 	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
 }
-
-// Stop terminates the server and waits for it to exit. It is safe to call
-// more than once.
-func (s *Server) Stop() {
-	s.stop.Do(func() {
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-}
-
-// Logs returns what the server printed so far.
-func (s *Server) Logs() string { return s.logs.String() }
 
 // Binary returns the path of a versitygw executable: $S3LOCK_VERSITYGW when
 // set, otherwise the one `go tool` builds from tools/versitygw (cached by the
@@ -283,36 +244,4 @@ func ToolsDir() (string, error) {
 		return "", fmt.Errorf("s3server: tools module not found: %w", err)
 	}
 	return dir, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("s3server: finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	// Keep the last 64 KiB: enough to explain a failure.
-	if b.buf.Len() > 64<<10 {
-		tail := append([]byte(nil), b.buf.Bytes()[b.buf.Len()-32<<10:]...)
-		b.buf.Reset()
-		b.buf.Write(tail)
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

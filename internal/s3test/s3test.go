@@ -1,11 +1,13 @@
 // Package s3test gives tests a real S3-compatible store: by default a
-// versitygw server started once per test binary on loopback, or any other
-// endpoint (AWS S3, MinIO, R2, ...) named by environment variables.
+// versitygw server started once per test binary on loopback; another store
+// of internal/s3server started the same way (S3LOCK_TEST_STORE=minio, ...);
+// or any other endpoint (AWS S3, R2, ...) named by environment variables.
 //
 // Each test gets a Namespace: an *s3.Client, a bucket and a key prefix that
-// no other test uses. With the local server every namespace is a fresh
-// bucket; with an external endpoint it is a fresh prefix in the configured
-// bucket. Transports can be wrapped to count requests or inject faults.
+// no other test uses. With the default local server every namespace is a
+// fresh bucket; with S3LOCK_TEST_STORE or an external endpoint it is a fresh
+// prefix under TestPrefix in one shared bucket. Transports can be wrapped to
+// count requests or inject faults.
 //
 // Packages that use it run their tests through Main, so the server stops when
 // the tests end:
@@ -45,6 +47,27 @@ const (
 	EnvPathStyle = "S3LOCK_TEST_PATH_STYLE" // "true" for path-style addressing
 )
 
+// Environment variables that run the suite on another local store.
+const (
+	// EnvStore names a store of internal/s3server (versitygw, minio,
+	// seaweedfs, s3rver) to start on loopback for this test binary, in
+	// shared-bucket mode: one bucket, StoreBucket, and a fresh prefix per
+	// test, as with an external endpoint.
+	EnvStore = "S3LOCK_TEST_STORE"
+	// EnvStoreDir, with EnvStore, is the store's data directory. It is
+	// kept after the tests, so that a second run on the same directory
+	// finds the first run's bucket and objects; without it the data goes
+	// to a temporary directory that is removed.
+	EnvStoreDir = "S3LOCK_TEST_STORE_DIR"
+)
+
+// StoreBucket is the shared bucket of an EnvStore run.
+const StoreBucket = "s3lock-shared"
+
+// TestPrefix starts the prefix of every namespace in a shared bucket: a
+// test run that leaves keys outside it has leaked them (see Outside).
+const TestPrefix = "s3lock-test/"
+
 // Target describes the store the tests talk to.
 type Target struct {
 	Endpoint  string // empty for AWS's own endpoints
@@ -52,25 +75,33 @@ type Target struct {
 	AccessKey string // empty: the standard AWS credential chain
 	SecretKey string
 	PathStyle bool
-	// Bucket is the fixed bucket of an external endpoint; empty for the
-	// local server, where every namespace gets its own bucket.
+	// Bucket is the shared bucket of an external endpoint or of an
+	// EnvStore run, in which every namespace is a prefix; empty for the
+	// default local server, where every namespace gets its own bucket.
 	Bucket string
-	// Local is true for the versitygw server started by this package.
+	// Local is true for a store started by this package on loopback, whose
+	// credentials and address the tests know (they may put a proxy of their
+	// own in front of it).
 	Local bool
+	// Store is the kind of the local store; "" for an external endpoint.
+	Store s3server.Kind
 }
 
 var (
 	serverOnce sync.Once
-	server     *s3server.Server
+	server     s3server.Store
+	serverTemp bool // server's data directory is temporary
 	serverErr  error
 )
 
-// Main runs m and stops the local server, if one was started.
+// Main runs m and stops the local store, if one was started.
 func Main(m *testing.M) int {
 	code := m.Run()
 	if server != nil {
 		server.Stop()
-		_ = os.RemoveAll(server.Dir)
+		if serverTemp {
+			_ = os.RemoveAll(server.DataDir())
+		}
 	}
 	return code
 }
@@ -105,31 +136,68 @@ func LoadTarget() (Target, error) {
 		if tg.Bucket == "" {
 			return Target{}, fmt.Errorf("%s is set but %s is not: an external endpoint needs a bucket the tests may write to", EnvEndpoint, EnvBucket)
 		}
+		if os.Getenv(EnvStore) != "" {
+			return Target{}, fmt.Errorf("%s and %s are both set: run the tests on a local store or on an external endpoint, not both", EnvStore, EnvEndpoint)
+		}
 		return tg, nil
 	}
-	serverOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		server, serverErr = s3server.Start(ctx, s3server.Options{})
-	})
+	serverOnce.Do(func() { serverErr = startServer() })
 	if serverErr != nil {
 		return Target{}, fmt.Errorf("starting the local S3 server: %w", serverErr)
 	}
-	return Target{
-		Endpoint:  server.Endpoint,
+	creds := server.Credentials()
+	tg := Target{
+		Endpoint:  server.URL(),
 		Region:    s3server.Region,
-		AccessKey: s3server.AccessKeyID,
-		SecretKey: s3server.SecretAccessKey,
+		AccessKey: creds.AccessKeyID,
+		SecretKey: creds.SecretAccessKey,
 		PathStyle: true,
 		Local:     true,
-	}, nil
+		Store:     server.Kind(),
+	}
+	if os.Getenv(EnvStore) != "" {
+		tg.Bucket = StoreBucket
+	}
+	return tg, nil
+}
+
+// startLimit bounds building (the first time on a machine) and starting the
+// local store.
+const startLimit = 10 * time.Minute
+
+// startServer starts the local store: EnvStore's kind in shared-bucket mode
+// (creating StoreBucket unless it exists), else versitygw.
+func startServer() error {
+	ctx, cancel := context.WithTimeout(context.Background(), startLimit)
+	defer cancel()
+	kind, shared := s3server.Versitygw, false
+	if name := os.Getenv(EnvStore); name != "" {
+		k, err := s3server.ParseKind(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", EnvStore, err)
+		}
+		kind, shared = k, true
+	}
+	dir := os.Getenv(EnvStoreDir)
+	if dir != "" && !shared {
+		return fmt.Errorf("%s is set without %s", EnvStoreDir, EnvStore)
+	}
+	st, err := s3server.StartStore(ctx, kind, s3server.StoreOptions{Dir: dir})
+	if err != nil {
+		return err
+	}
+	server, serverTemp = st, dir == ""
+	if shared {
+		return EnsureBucket(ctx, s3server.NewClient(st, nil), StoreBucket)
+	}
+	return nil
 }
 
 // Namespace is one test's private corner of the store.
 type Namespace struct {
 	Client *s3.Client
 	Bucket string
-	// Prefix starts every key the test writes ("" with the local server).
+	// Prefix starts every key the test writes ("" in a bucket of its own).
 	Prefix string
 	Target Target
 }
@@ -181,14 +249,14 @@ func Open(ctx context.Context, opts ...Option) (*Namespace, error) {
 		return nil, err
 	}
 	ns := &Namespace{Client: client, Target: tg}
-	if tg.Local {
+	if tg.Bucket == "" {
 		ns.Bucket = "s3lock-" + RandomHex(6)
 		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)}); err != nil {
 			return nil, fmt.Errorf("creating bucket %s: %w", ns.Bucket, err)
 		}
 	} else {
 		ns.Bucket = tg.Bucket
-		ns.Prefix = "s3lock-test/" + RandomHex(6) + "/"
+		ns.Prefix = TestPrefix + RandomHex(6) + "/"
 	}
 	return ns, nil
 }
@@ -285,7 +353,14 @@ func Keys(tb testing.TB, client *s3.Client, bucket, prefix string) []string {
 // String describes the target for logs.
 func (tg Target) String() string {
 	if tg.Local {
-		return "versitygw at " + tg.Endpoint
+		store := string(tg.Store)
+		if store == "" {
+			store = "local store"
+		}
+		if tg.Bucket == "" {
+			return fmt.Sprintf("%s at %s", store, tg.Endpoint)
+		}
+		return fmt.Sprintf("%s at %s (bucket %s)", store, tg.Endpoint, tg.Bucket)
 	}
 	return fmt.Sprintf("%s (bucket %s)", strings.TrimSpace(tg.Endpoint+" "+tg.Region), tg.Bucket)
 }
