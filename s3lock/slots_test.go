@@ -451,15 +451,7 @@ func TestSlots_HeadOfTheLineTakesTheFirstFreeSlot(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("pool")
-	var held []*s3lock.Lease
-	for i := range 2 {
-		l, err := newLockClient(t, ns, fmt.Sprintf("h%d", i), nil).TryAcquire(t.Context(), name, s3lock.Slots(2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustRelease(t, l)
-		held = append(held, l)
-	}
+	held := holdEverySlot(t, ns, name, 2)
 	viewer := newLockClient(t, ns, "viewer", nil)
 	var mu sync.Mutex
 	var order []string
@@ -788,15 +780,7 @@ func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("pool")
-	var held []*s3lock.Lease
-	for i := range 2 {
-		l, err := newLockClient(t, ns, fmt.Sprintf("h%d", i), nil).TryAcquire(t.Context(), name, s3lock.Slots(2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustRelease(t, l)
-		held = append(held, l)
-	}
+	held := holdEverySlot(t, ns, name, 2)
 	// A waiter in line that polls the slots only every few seconds.
 	slowPoll := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(5 * time.Second)})
 	served := make(chan error, 1)
@@ -826,4 +810,20 @@ func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Errorf("the waiter in line: %v", err)
 	}
+}
+
+// holdEverySlot fills every slot of an n-slot lock, each with a holder of
+// its own ("h0", "h1", ...), released at the end of the test.
+func holdEverySlot(t *testing.T, ns *s3test.Namespace, name string, n int) []*s3lock.Lease {
+	t.Helper()
+	var held []*s3lock.Lease
+	for i := range n {
+		l, err := newLockClient(t, ns, fmt.Sprintf("h%d", i), nil).TryAcquire(t.Context(), name, s3lock.Slots(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRelease(t, l)
+		held = append(held, l)
+	}
+	return held
 }
