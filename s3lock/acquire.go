@@ -124,10 +124,6 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	if err := c.stillListed(ctx, name, newest, found, h); err != nil {
 		return nil, err
 	}
-	busy, err := c.lineBusy(ctx, name, a, h, page)
-	if err != nil {
-		return nil, err
-	}
 	next := uint64(1)
 	if found {
 		var prev *observed
@@ -147,15 +143,14 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 			he := c.heldError(name, prev)
 			he.line = page.line
 			return nil, he
-		case busy:
-			return nil, errLineBusy
 		case newest.epoch >= MaxEpoch:
 			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
 				ErrEpochExhausted, name, c.bucket, newest.epoch)
 		}
 		next = newest.epoch + 1
-	} else if busy {
-		return nil, errLineBusy
+	}
+	if err := c.leaveToLine(ctx, name, a, h, page); err != nil {
+		return nil, err
 	}
 	lease, err := c.create(ctx, name, next, a, start)
 	if herr := c.createFoundEpoch(ctx, name, next, err, h); herr != nil {
@@ -170,22 +165,25 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	return lease, nil
 }
 
-// lineBusy reports whether an attempt must leave a free lock to the line: it
-// is ordered, not made by the head, and the lock's line is not empty. The
-// step-2 LIST shows the line as a common prefix on its page; only when that
-// page was truncated does this cost a LIST of the line.
-func (c *Client) lineBusy(ctx context.Context, name string, a acquireConfig, h *hints, page *listed) (bool, error) {
-	switch {
-	case !a.order.ordered() || h.head:
-		return false, nil
-	case page.line || !page.truncated:
-		return page.line, nil
+// leaveToLine is an attempt's last check before it takes a free lock: an
+// ordered attempt not made by the head leaves the lock to the line
+// (errLineBusy) when someone waits in it. The step-2 LIST answers that
+// question when it shows no line and was not truncated (no request); else
+// one LIST of the line counts its tickets — a line's common prefix does not
+// prove that anyone waits: a stray key shows it, and some stores keep
+// listing a prefix after its last key was deleted (SeaweedFS, §13).
+func (c *Client) leaveToLine(ctx context.Context, name string, a acquireConfig, h *hints, page *listed) error {
+	if !a.order.ordered() || h.head || (!page.line && !page.truncated) {
+		return nil
 	}
 	v, err := c.listLine(ctx, name)
-	if err != nil {
-		return false, err
+	switch {
+	case err != nil:
+		return err
+	case len(v.tickets) > 0:
+		return errLineBusy
 	}
-	return len(v.tickets) > 0, nil
+	return nil
 }
 
 // create writes epoch of name with If-None-Match: *, as a lease of this

@@ -260,5 +260,46 @@ func TestRequestCounts_OrderedFastPath(t *testing.T) {
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	acquire("ordered acquisition after the line emptied", 3)
+	// A store that keeps listing the emptied line's prefix (SeaweedFS keeps
+	// the directory) costs one LIST of the line, which shows nobody waits.
+	want := 3
+	if listsEmptyPrefix(t, ns, name+"/", name+"/lock-line/") {
+		want++
+	}
+	acquire("ordered acquisition after the line emptied", want)
+
+	// A stray key under the line shows its prefix too: one LIST of the
+	// line finds no ticket, and the lock is taken at once (no joining).
+	if _, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+		Key: aws.String(name + "/lock-line/README"), Body: bytes.NewReader([]byte("not a ticket"))}); err != nil {
+		t.Fatal(err)
+	}
+	acquire("ordered acquisition of a free lock with a stray key in its line", 4)
+}
+
+// listsEmptyPrefix reports whether a LIST of prefix with delimiter "/" shows
+// the common prefix sub although no key is under sub.
+func listsEmptyPrefix(t *testing.T, ns *s3test.Namespace, prefix, sub string) bool {
+	t.Helper()
+	list := func(prefix, delimiter string) *s3.ListObjectsV2Output {
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(ns.Bucket), Prefix: aws.String(prefix)}
+		if delimiter != "" {
+			in.Delimiter = aws.String(delimiter)
+		}
+		out, err := ns.Client.ListObjectsV2(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if keys := list(sub, "").Contents; len(keys) > 0 {
+		t.Fatalf("%d keys left under %s, the first %s", len(keys), sub, aws.ToString(keys[0].Key))
+	}
+	for _, cp := range list(prefix, "/").CommonPrefixes {
+		if aws.ToString(cp.Prefix) == sub {
+			t.Logf("the store lists %s with no key under it", sub)
+			return true
+		}
+	}
+	return false
 }

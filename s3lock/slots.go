@@ -72,10 +72,6 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 	if err := c.stillListed(ctx, w.name, newest, found, &w.hints); err != nil {
 		return nil, err
 	}
-	busy, err := c.lineBusy(ctx, w.name, w.a, &w.hints, page)
-	if err != nil {
-		return nil, err
-	}
 	next := uint64(1)
 	if found {
 		m := s.marker
@@ -96,8 +92,8 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 			return nil, c.slotsError(w.name, m, s.n)
 		case m.body.marker():
 			s.marker = m
-			if busy {
-				return nil, errLineBusy
+			if err := c.leaveToLine(ctx, w.name, w.a, &w.hints, page); err != nil {
+				return nil, err
 			}
 			return w.trySlots(ctx)
 		case !free(m) && !sameObject(m, w.hints.lapsed):
@@ -110,8 +106,8 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 		}
 		next = newest.epoch + 1
 	}
-	if busy {
-		return nil, errLineBusy
+	if err := c.leaveToLine(ctx, w.name, w.a, &w.hints, page); err != nil {
+		return nil, err
 	}
 	err = c.createMarker(ctx, w.name, next, s.n, start, page)
 	if herr := c.createFoundEpoch(ctx, w.name, next, err, &w.hints); herr != nil {

@@ -411,8 +411,9 @@ attempt:
 #if ACQUIRES > 0
     acquires < ACQUIRES -> acquires++;
 #endif
-    /* Step 2's LIST shows a non-empty line as a common prefix ("an ordered
-     * attempt learns whether anyone waits at no extra request"); for (f) the
+    /* Step 2's LIST shows a non-empty line as a common prefix, and a LIST
+     * of the line tells a stray key or a kept prefix from a ticket: one
+     * atomic look at the line here, made before the create; for (f) the
      * fast path's join begins here. Steps 3-4 are the lock's test-and-set,
      * in the same step: free -> acquired; held -> HeldError, join. (Were
      * they apart, the lock could be taken in between, as the waiter without
