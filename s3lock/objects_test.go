@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -190,6 +191,11 @@ func TestObjectSettings_EncryptEveryWrite(t *testing.T) {
 
 func TestObjectSettings_SSECustomerKeyOnEveryRequestAndInNoMessage(t *testing.T) {
 	ns := s3test.New(t)
+	if ns.Target.Store == s3server.MinIO && !strings.HasPrefix(ns.Target.Endpoint, "https://") {
+		// MinIO, as AWS, refuses SSE-C over plain HTTP ("must be made over
+		// a secure connection"): a MinIO of its own that speaks HTTPS.
+		ns = s3test.NewTLSStoreOf(t, s3server.MinIO).Namespace()
+	}
 	key := bytes.Repeat([]byte("k3y!"), 8)
 	pol := &requiring{header: "X-Amz-Server-Side-Encryption-Customer-Key", want: base64.StdEncoding.EncodeToString(key)}
 	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))

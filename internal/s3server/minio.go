@@ -52,6 +52,24 @@ var minioSpec = storeSpec{
 		}
 		return args, env, nil
 	},
+	// MinIO serves HTTPS when its certificates directory holds public.crt
+	// and private.key (it refuses SSE-C requests over plain HTTP).
+	installCert: func(etc, certFile, keyFile string) error {
+		dir := filepath.Join(etc, "certs")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		for src, dst := range map[string]string{certFile: "public.crt", keyFile: "private.key"} {
+			b, err := os.ReadFile(src)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, dst), b, 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 }
 
 // storeBinary returns the binary of a store built by tools/stores/build.sh:

@@ -145,23 +145,37 @@ func launch(ctx context.Context, bin, dir string, port int, opts Options) (*Serv
 // healthClient is the HTTP client of the health check: with TLS, one that
 // trusts the certificates of CertFile.
 func healthClient(opts Options) (*http.Client, error) {
+	transport, err := trustingTransport(opts.CertFile, opts.KeyFile)
+	if err != nil {
+		return nil, err
+	}
 	client := &http.Client{Timeout: time.Second}
-	if (opts.CertFile == "") != (opts.KeyFile == "") {
+	if transport != nil {
+		client.Transport = transport
+	}
+	return client, nil
+}
+
+// trustingTransport returns nil without TLS (certFile and keyFile empty),
+// else a transport that trusts the certificates of certFile and keeps no
+// idle connections.
+func trustingTransport(certFile, keyFile string) (*http.Transport, error) {
+	if (certFile == "") != (keyFile == "") {
 		return nil, errors.New("s3server: CertFile and KeyFile go together")
 	}
-	if opts.CertFile == "" {
-		return client, nil
+	if certFile == "" {
+		return nil, nil
 	}
-	pem, err := os.ReadFile(opts.CertFile)
+	pem, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, fmt.Errorf("s3server: reading the certificate: %w", err)
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("s3server: %s holds no PEM certificate", opts.CertFile)
+		return nil, fmt.Errorf("s3server: %s holds no PEM certificate", certFile)
 	}
-	client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
-	return client, nil
+	return &http.Transport{DisableKeepAlives: true,
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}, nil
 }
 
 // healthy reports whether GET url answers 200 OK.

@@ -100,6 +100,11 @@ type StoreOptions struct {
 	// its buckets and objects again (s3test uses that to run a suite twice
 	// on one bucket).
 	Dir string
+	// CertFile and KeyFile, when set, make the store speak HTTPS with this
+	// PEM certificate and key, and URL an https:// URL (versitygw and MinIO
+	// only; as in Options, the certificate file must hold the CA it chains
+	// to).
+	CertFile, KeyFile string
 	// NoInstall makes StartStore return ErrUnavailable instead of
 	// installing s3rver from the npm registry when it is not installed yet,
 	// so that a plain test run needs no network but the Go module proxy.
@@ -124,13 +129,16 @@ func StartStore(ctx context.Context, kind Kind, opts StoreOptions) (Store, error
 		return nil, fmt.Errorf("s3server: creating data directory: %w", err)
 	}
 	if kind == Versitygw {
-		srv, err := Start(ctx, Options{Dir: dir})
+		srv, err := Start(ctx, Options{Dir: dir, CertFile: opts.CertFile, KeyFile: opts.KeyFile})
 		if err != nil {
 			return nil, err
 		}
 		return versitygwStore{srv}, nil
 	}
 	st := storeSpecs[kind]
+	if opts.CertFile != "" && st.installCert == nil {
+		return nil, fmt.Errorf("s3server: %s is not started with TLS here (versitygw and MinIO are)", kind)
+	}
 	version, err := st.version()
 	if err != nil {
 		return nil, err
@@ -143,7 +151,7 @@ func StartStore(ctx context.Context, kind Kind, opts StoreOptions) (Store, error
 	// store's bind; try a few times.
 	var lastErr error
 	for range startAttempts {
-		s, err := launchStore(ctx, kind, st, prog, version, dir)
+		s, err := launchStore(ctx, kind, st, prog, version, dir, opts)
 		if err == nil {
 			return s, nil
 		}
@@ -170,6 +178,9 @@ type storeSpec struct {
 	// store on ports with its data in data; its configuration files go to
 	// etc.
 	command func(data, etc string, ports []int, creds Credentials) (args, env []string, err error)
+	// installCert, for a store that can speak HTTPS, puts the certificate
+	// and key where the store started by command reads them from etc.
+	installCert func(etc, certFile, keyFile string) error
 }
 
 var storeSpecs = map[Kind]storeSpec{
@@ -178,7 +189,11 @@ var storeSpecs = map[Kind]storeSpec{
 	S3rver:    s3rverSpec,
 }
 
-func launchStore(ctx context.Context, kind Kind, st storeSpec, prog []string, version, dir string) (Store, error) {
+func launchStore(ctx context.Context, kind Kind, st storeSpec, prog []string, version, dir string, opts StoreOptions) (Store, error) {
+	transport, err := trustingTransport(opts.CertFile, opts.KeyFile)
+	if err != nil {
+		return nil, err
+	}
 	ports, err := freePorts(st.ports)
 	if err != nil {
 		return nil, err
@@ -188,6 +203,15 @@ func launchStore(ctx context.Context, kind Kind, st storeSpec, prog []string, ve
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("s3server: creating %s's directories: %w", kind, err)
 		}
+	}
+	scheme := "http"
+	if transport != nil {
+		if err := st.installCert(etc, opts.CertFile, opts.KeyFile); err != nil {
+			return nil, fmt.Errorf("s3server: giving %s its certificate: %w", kind, err)
+		}
+		scheme = "https"
+	} else {
+		transport = &http.Transport{DisableKeepAlives: true}
 	}
 	args, env, err := st.command(data, etc, ports, st.credentials)
 	if err != nil {
@@ -202,7 +226,7 @@ func launchStore(ctx context.Context, kind Kind, st storeSpec, prog []string, ve
 		return nil, err
 	}
 	s := &store{process: p, kind: kind, version: version, dir: dir, creds: st.credentials,
-		url: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+		url: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[0]), transport: transport}
 	if err := p.waitReady(ctx, readyLimit, s.ready); err != nil {
 		s.Stop()
 		return nil, err
@@ -218,6 +242,9 @@ type store struct {
 	url     string
 	dir     string
 	creds   Credentials
+	// transport is the readiness check's (trusting the store's
+	// certificate when it speaks HTTPS).
+	transport *http.Transport
 }
 
 func (s *store) Kind() Kind               { return s.kind }
@@ -232,7 +259,7 @@ func (s *store) DataDir() string          { return s.dir }
 func (s *store) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyRequestLimit)
 	defer cancel()
-	client := NewClient(s, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}})
+	client := NewClient(s, &http.Client{Transport: s.transport})
 	_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 )
 
 // envStores names the stores these tests start, comma-separated (default
@@ -159,5 +160,37 @@ func TestParseKind(t *testing.T) {
 	}
 	if _, err := s3server.StartStore(t.Context(), "ceph", s3server.StoreOptions{}); err == nil {
 		t.Error("StartStore(ceph) started something")
+	}
+}
+
+// TestStore_ServesHTTPSWithACertificate: versitygw and MinIO given a
+// certificate speak HTTPS with it (a client that trusts it lists the
+// bucket; one that does not fails to verify the store); the other stores
+// refuse a certificate with a clear error instead of serving plain HTTP.
+func TestStore_ServesHTTPSWithACertificate(t *testing.T) {
+	for _, kind := range storesUnderTest(t) {
+		t.Run(string(kind), func(t *testing.T) {
+			if kind != s3server.Versitygw && kind != s3server.MinIO {
+				_, err := s3server.StartStore(t.Context(), kind, s3server.StoreOptions{
+					Dir: t.TempDir(), CertFile: "cert.pem", KeyFile: "key.pem", NoInstall: true})
+				if err == nil || !strings.Contains(err.Error(), "TLS") {
+					t.Fatalf("StartStore(%s) with a certificate = %v; want a refusal naming TLS", kind, err)
+				}
+				return
+			}
+			st := s3test.NewTLSStoreOf(t, kind)
+			if !strings.HasPrefix(st.Endpoint, "https://127.0.0.1:") {
+				t.Fatalf("endpoint %q; want https://127.0.0.1:PORT", st.Endpoint)
+			}
+			if _, err := st.Client.HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: aws.String(st.Bucket)}); err != nil {
+				t.Fatalf("a client that trusts the certificate: %v", err)
+			}
+			untrusting := st.Target
+			untrusting.CAFile = ""
+			_, err := s3test.NewClient(t, untrusting).HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: aws.String(st.Bucket)})
+			if err == nil || !strings.Contains(err.Error(), "certificate") {
+				t.Fatalf("a client that does not trust the certificate: %v; want a certificate error", err)
+			}
+		})
 	}
 }

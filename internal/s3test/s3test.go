@@ -18,6 +18,8 @@ package s3test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -85,6 +87,9 @@ type Target struct {
 	Local bool
 	// Store is the kind of the local store; "" for an external endpoint.
 	Store s3server.Kind
+	// CAFile, when set, is a PEM bundle of the certificates clients trust
+	// (a TLSStore's self-signed one) instead of the system's.
+	CAFile string
 }
 
 var (
@@ -284,7 +289,19 @@ func BuildClient(ctx context.Context, tg Target, opts ...Option) (*s3.Client, er
 	for _, o := range opts {
 		o(&cc)
 	}
-	var transport http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if tg.CAFile != "" {
+		pemBytes, err := os.ReadFile(tg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the CA bundle: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pemBytes) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", tg.CAFile)
+		}
+		base.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	var transport http.RoundTripper = base
 	if cc.wrap != nil {
 		transport = cc.wrap(transport)
 	}

@@ -5,28 +5,26 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
 )
 
-// TLSStore is a versitygw server of its own that speaks HTTPS with a
-// self-signed certificate, as a private S3-compatible store does: clients
-// fail to verify it unless they trust CAFile.
+// TLSStore is a store of its own (versitygw unless NewTLSStoreOf says
+// otherwise) that speaks HTTPS with a self-signed certificate, as a private
+// S3-compatible store does: clients fail to verify it unless they trust
+// CAFile.
 type TLSStore struct {
 	// Endpoint is the server's https:// URL (on 127.0.0.1).
 	Endpoint string
@@ -35,16 +33,23 @@ type TLSStore struct {
 	CAFile string
 	// Bucket is a bucket created on the server for the test.
 	Bucket string
-	// Target describes the server with its static credentials (path-style).
+	// Target describes the server with its static credentials (path-style)
+	// and CAFile.
 	Target Target
 	// Client is an S3 client that trusts CAFile, to check what was written.
 	Client *s3.Client
 }
 
-// NewTLSStore starts a TLS store for the rest of the test: a fresh
-// self-signed certificate for 127.0.0.1 and localhost, made here with
-// crypto/x509, and a versitygw server that serves it.
+// NewTLSStore starts a versitygw TLS store for the rest of the test.
 func NewTLSStore(tb testing.TB) *TLSStore {
+	tb.Helper()
+	return NewTLSStoreOf(tb, s3server.Versitygw)
+}
+
+// NewTLSStoreOf starts a TLS store of kind (versitygw or MinIO) for the rest
+// of the test: a fresh self-signed certificate for 127.0.0.1 and localhost,
+// made here with crypto/x509, and a store that serves it.
+func NewTLSStoreOf(tb testing.TB, kind s3server.Kind) *TLSStore {
 	tb.Helper()
 	dir := tb.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
@@ -53,35 +58,29 @@ func NewTLSStore(tb testing.TB) *TLSStore {
 	}
 	ctx, cancel := context.WithTimeout(tb.Context(), 10*time.Minute)
 	defer cancel()
-	srv, err := s3server.Start(ctx, s3server.Options{Dir: filepath.Join(dir, "data"), CertFile: certFile, KeyFile: keyFile})
+	srv, err := s3server.StartStore(ctx, kind, s3server.StoreOptions{Dir: filepath.Join(dir, "store"), CertFile: certFile, KeyFile: keyFile})
 	if err != nil {
-		tb.Fatalf("s3test: starting versitygw with TLS: %v", err)
+		tb.Fatalf("s3test: starting %s with TLS: %v", kind, err)
 	}
 	tb.Cleanup(srv.Stop)
 
-	pemBytes, err := os.ReadFile(certFile)
+	creds := srv.Credentials()
+	tg := Target{Endpoint: srv.URL(), Region: s3server.Region, AccessKey: creds.AccessKeyID,
+		SecretKey: creds.SecretAccessKey, PathStyle: true, Local: true, Store: kind, CAFile: certFile}
+	client, err := BuildClient(tb.Context(), tg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(pemBytes)
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	tb.Cleanup(transport.CloseIdleConnections)
-	client := s3.New(s3.Options{
-		Region: s3server.Region, UsePathStyle: true, BaseEndpoint: aws.String(srv.Endpoint),
-		HTTPClient:  &http.Client{Transport: transport},
-		Credentials: credentials.NewStaticCredentialsProvider(s3server.AccessKeyID, s3server.SecretAccessKey, ""),
-	})
-	st := &TLSStore{
-		Endpoint: srv.Endpoint, CAFile: certFile, Bucket: "s3lock-tls-" + RandomHex(4), Client: client,
-		Target: Target{Endpoint: srv.Endpoint, Region: s3server.Region, AccessKey: s3server.AccessKeyID,
-			SecretKey: s3server.SecretAccessKey, PathStyle: true, Local: true},
-	}
+	st := &TLSStore{Endpoint: srv.URL(), CAFile: certFile, Bucket: "s3lock-tls-" + RandomHex(4), Client: client, Target: tg}
 	if _, err := client.CreateBucket(tb.Context(), &s3.CreateBucketInput{Bucket: aws.String(st.Bucket)}); err != nil {
 		tb.Fatalf("s3test: creating bucket %s on the TLS store: %v", st.Bucket, err)
 	}
 	return st
+}
+
+// Namespace returns the store's bucket as a namespace of its own.
+func (st *TLSStore) Namespace() *Namespace {
+	return &Namespace{Client: st.Client, Bucket: st.Bucket, Target: st.Target}
 }
 
 // writeSelfSigned writes a self-signed ECDSA certificate for 127.0.0.1, ::1
