@@ -92,7 +92,7 @@ func writeScale(d *doc, cfg config, res *results) {
 	d.table([]string{"locks", "set up", "setup requests", "`List` of the prefix", "`List` requests"}, [][]string{{
 		thousands(m.locks),
 		fmt.Sprintf("%s (`TryAcquire`, %d at a time, each lease detached)", seconds(m.setup), m.workers),
-		fmt.Sprintf("%s (LIST and PUT)", thousands(int(m.setupRequests.total()))),
+		fmt.Sprintf("%s (per new lock: LIST, PUT, and the LIST that confirms its first epoch is listed)", thousands(int(m.setupRequests.total()))),
 		"**" + seconds(m.list) + "**",
 		fmt.Sprintf("%s: %s, %s GETs (one per lock, 8 at a time)", thousands(int(m.listRequests.total())),
 			plural(int(m.listRequests.writes), "LIST page"), thousands(int(m.listRequests.reads))),

@@ -387,6 +387,9 @@ func (c *Client) established(ctx context.Context, name string, epoch uint64, p p
 	if err := c.stillNewest(ctx, name, epoch, p, start); err != nil {
 		return nil, err
 	}
+	if err := c.firstEpochListed(ctx, name, epoch, p); err != nil {
+		return nil, err
+	}
 	trustUntil := sent.Add(p.validity() - safetyMargin(p.validity()))
 	if !c.cfg.clock.Now().Before(trustUntil) {
 		c.abandon(ctx, Key(name, epoch), epoch, p)
@@ -417,6 +420,23 @@ func (c *Client) stillNewest(ctx context.Context, name string, epoch uint64, p p
 		return errRetry
 	}
 	return nil
+}
+
+// firstEpochListed checks, after this client created a lock's first epoch
+// (the listing showed none), that a listing shows it: a store whose listing
+// hides the lock's objects (MinIO, with an object at the lock's name) takes
+// the first lease but would show every later acquirer a free lock, so the
+// name is refused now (ErrNameCollision) and the epoch abandoned. One LIST,
+// once in a lock's life.
+func (c *Client) firstEpochListed(ctx context.Context, name string, epoch uint64, p payload) error {
+	if epoch != 1 {
+		return nil
+	}
+	err := c.listedOrHidden(ctx, name, epoch)
+	if err != nil {
+		c.abandon(ctx, Key(name, epoch), epoch, p)
+	}
+	return err
 }
 
 // newerEpoch returns the key of an epoch of name newer than epoch, or "" if

@@ -48,7 +48,7 @@ func TestObserver_HearsWhatTheClientDoes(t *testing.T) {
 	c := newLockClient(t, ns, "observed", []s3lock.Option{s3lock.WithObserver(rec)}, withCounter)
 	other := newLockClient(t, ns, "other", nil)
 
-	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew()) // LIST, PUT
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew()) // LIST, PUT, LIST (a first epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
