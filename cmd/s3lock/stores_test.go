@@ -14,16 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
-
-// envRequireS3rver, set to 1, lets the s3rver test install s3rver from the
-// npm registry and makes it fail instead of skip when s3rver cannot run here
-// (make test-stores and CI set it, so that an unreachable npm registry is
-// reported, not hidden). Without it the test uses an s3rver installed before
-// (make stores) or skips, so that make test needs no network but the Go
-// module proxy.
-const envRequireS3rver = "S3LOCK_TEST_S3RVER"
 
 // TestVerify_RefusesAStoreThatIgnoresConditionalWrites: on s3rver, a real S3
 // emulator that accepts If-None-Match and If-Match and ignores them, the
@@ -31,15 +24,7 @@ const envRequireS3rver = "S3LOCK_TEST_S3RVER"
 // exits 1 with one line on stderr that says so.
 func TestVerify_RefusesAStoreThatIgnoresConditionalWrites(t *testing.T) {
 	t.Parallel()
-	required := os.Getenv(envRequireS3rver) == "1"
-	st, err := s3server.StartStore(t.Context(), s3server.S3rver, s3server.StoreOptions{Dir: t.TempDir(), NoInstall: !required})
-	if errors.Is(err, s3server.ErrUnavailable) && !required {
-		t.Skipf("s3rver cannot run here (%v); %s=1 makes this a failure", err, envRequireS3rver)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Stop)
+	st := s3test.StartStore(t, s3server.S3rver, "")
 	const bucket = "s3lock-ignoring"
 	client := s3server.NewClient(st, nil)
 	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
+	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
 )
 
@@ -134,4 +136,34 @@ func TestAccVerifyAction_Fails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAccVerifyAction_RefusesAStoreThatIgnoresConditionalWrites: on s3rver,
+// a real S3 emulator that accepts If-None-Match and If-Match and ignores
+// them, the action fails naming the conditional-write check (Terraform 1.14
+// and later; s3rver as installed by make stores, or from the npm registry
+// with S3LOCK_TEST_S3RVER=1).
+func TestAccVerifyAction_RefusesAStoreThatIgnoresConditionalWrites(t *testing.T) {
+	e := newAccEnv(t)
+	requireCLI(t, tfharness.Actions)
+	st := s3test.StartStore(t, s3server.S3rver, "")
+	const bucket = "s3lock-ignoring"
+	if _, err := s3server.NewClient(st, nil).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	creds := st.Credentials()
+	ignoring := strings.Replace(e.providerBlock(map[string]string{
+		"endpoints":      fmt.Sprintf("{ s3 = %q }", st.URL()),
+		"access_key":     fmt.Sprintf("%q", creds.AccessKeyID),
+		"secret_key":     fmt.Sprintf("%q", creds.SecretAccessKey),
+		"use_path_style": "true",
+	}), "provider \"s3lock\" {\n", "provider \"s3lock\" {\n  alias = \"ignoring\"\n", 1)
+	h, dir := cliWorkdir(t, e, ignoring, tfharness.Actions)
+	writeWorkFile(t, dir, "action.tf", strings.Replace(verifyConfig("x", bucket), "{\n  config", "{\n  provider = s3lock.ignoring\n  config", 1))
+	out, err := h.Invoke(t.Context(), dir, "action.s3lock_verify.x")
+	if err == nil {
+		t.Fatalf("the checks passed on a store that ignores conditional writes:\n%s", out)
+	}
+	wantOutput(t, "s3rver", out, "Store check failed", fmt.Sprintf(`Bucket %q`, bucket), "conditional writes: failed",
+		"does not enforce S3 conditional writes")
 }

@@ -1,7 +1,6 @@
 package s3server_test
 
 import (
-	"errors"
 	"io"
 	"net"
 	"net/url"
@@ -41,27 +40,11 @@ func storesUnderTest(t *testing.T) []s3server.Kind {
 	return kinds
 }
 
-// envRequireS3rver, set to 1, lets the tests install s3rver from the npm
-// registry and makes them fail instead of skip when it cannot run here
-// (make test-stores and CI set it). Without it they use an s3rver installed
-// before (make stores) or skip, so that a plain test run needs no network but
-// the Go module proxy.
-const envRequireS3rver = "S3LOCK_TEST_S3RVER"
-
 // startStore starts kind on dir, skipping the test if the store cannot run
-// on this machine (see envRequireS3rver).
+// on this machine (s3test.EnvRequireS3rver).
 func startStore(t *testing.T, kind s3server.Kind, dir string) s3server.Store {
 	t.Helper()
-	required := os.Getenv(envRequireS3rver) == "1"
-	st, err := s3server.StartStore(t.Context(), kind, s3server.StoreOptions{Dir: dir, NoInstall: !required})
-	if errors.Is(err, s3server.ErrUnavailable) && !required {
-		t.Skipf("%s cannot run here (%v); %s=1 makes this a failure", kind, err, envRequireS3rver)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Stop)
-	return st
+	return s3test.StartStore(t, kind, dir)
 }
 
 // TestStore_ServesS3OnLoopbackAndKeepsItsDataAcrossRestarts: every store
