@@ -291,6 +291,7 @@ func (p *prober) quirks(ctx context.Context) ([]Quirk, error) {
 		{"DELETE with If-Match on a stale ETag", p.quirkStaleDelete},
 		{"two PUTs of the same body", p.quirkSameBody},
 		{"keys a/b and a/b/c side by side", p.quirkNested},
+		{"a LIST of the prefix a/b/ while an object a/b exists", p.quirkListUnderObject},
 		{"a delimited LIST after the only key under a prefix was deleted", p.quirkDeletedPrefix},
 		{"a request signed with a wrong secret key", p.quirkWrongSecret},
 	} {
@@ -375,6 +376,29 @@ func (p *prober) quirkNested(ctx context.Context) (string, bool, error) {
 		return "second PUT: " + answer(err, 200), false, nil
 	}
 	return "both kept", true, nil
+}
+
+// AWS lists a/b/c under the prefix a/b/ whether or not an object a/b
+// exists. A store that hides it would show a lock named after an object as
+// free (s3lock refuses such a name at its first acquisition).
+func (p *prober) quirkListUnderObject(ctx context.Context) (string, bool, error) {
+	k := key("shadowed")
+	if _, err := p.put(ctx, k+"/b", unique("b"), nil); err != nil {
+		return "", false, err
+	}
+	if _, err := p.put(ctx, k+"/b/c", unique("c"), nil); err != nil {
+		return "a/b/c cannot be written: " + answer(err, 200), false, nil
+	}
+	out, err := p.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &p.bucket, Prefix: aws.String(k + "/b/")})
+	if err != nil {
+		return "", false, err
+	}
+	for _, o := range out.Contents {
+		if aws.ToString(o.Key) == k+"/b/c" {
+			return "lists a/b/c", true, nil
+		}
+	}
+	return "hides a/b/c", false, nil
 }
 
 // AWS lists no common prefix once no key is under it (a store that keeps

@@ -89,6 +89,7 @@ var awsAnswers = map[string]string{
 	"DELETE with If-Match on a stale ETag":                           "412 PreconditionFailed, object kept",
 	"two PUTs of the same body":                                      "same ETag (the body's MD5)",
 	"keys a/b and a/b/c side by side":                                "both kept",
+	"a LIST of the prefix a/b/ while an object a/b exists":           "lists a/b/c",
 	"a request signed with a wrong secret key":                       "rejected: 403 SignatureDoesNotMatch",
 	"a delimited LIST after the only key under a prefix was deleted": "lists nothing",
 }

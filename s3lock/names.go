@@ -29,6 +29,16 @@ const (
 // "s3lock-probe" (reserved for Verify's probes), "lock-line" (reserved for
 // the waiting line of ordered Acquires) and "lock-slots" (reserved for the
 // slots of a lock acquired with Slots). The error matches ErrInvalidName.
+//
+// ValidateName looks at the name only. Whether the store can keep the lock's
+// objects under it is another matter: S3 keeps an object "deploy" and the
+// locks "deploy" and "deploy/prod" side by side, but on a store whose keys
+// are files (versitygw's posix backend) an object at the name or at a parent
+// path of it refuses the lock's keys, and MinIO hides the lock "deploy"'s
+// objects from listings while an object "deploy" exists. Acquire detects
+// both and fails with ErrNameCollision, naming the object; name locks apart
+// from the objects they guard ("locks/deploy", not "deploy") to stay clear
+// of it everywhere.
 func ValidateName(name string) error {
 	reason := ""
 	switch {
