@@ -239,14 +239,20 @@ func TestAcquire_BacksOffWhenTheLockKeepsChanging(t *testing.T) {
 
 // hidingListings is a store whose listings hide every key under a prefix
 // while GETs and PUTs find them, as MinIO's do for the epochs of a lock
-// whose name collides with an object (an object "deploy" and a lock
-// "deploy/prod"). It is fault injection on the real server: the requests go
-// to versitygw, and only the listings of the prefix come back empty.
+// whose name collides with an object (an object "deploy" and the lock
+// "deploy"). It is fault injection on the real server: the requests go to
+// versitygw, and only the listings of the prefix come back empty.
 func hidingListings(prefix string) s3test.Option {
+	return hidingListingsOf(func(p string) bool { return strings.HasPrefix(p, prefix) })
+}
+
+// hidingListingsOf is hidingListings for the listings whose prefix hide
+// says.
+func hidingListingsOf(hide func(prefix string) bool) s3test.Option {
 	return s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			q := req.URL.Query()
-			if req.Method != http.MethodGet || q.Get("list-type") != "2" || !strings.HasPrefix(q.Get("prefix"), prefix) {
+			if req.Method != http.MethodGet || q.Get("list-type") != "2" || !hide(q.Get("prefix")) {
 				return next.RoundTrip(req)
 			}
 			body := `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` +

@@ -771,6 +771,23 @@ func TestSlots_HiddenListingIsDetected(t *testing.T) {
 	if n := counter.Total(); n > 20 {
 		t.Errorf("%d requests (%s); want a few", n, counter)
 	}
+
+	// A lock never held, whose own epochs the listing hides but not its
+	// slots' (MinIO, with an object at the lock's name): the marker the
+	// first acquirer writes would be seen by nobody after it. It is
+	// refused at once; the marker stays (a landed marker is never
+	// released) and tells every later acquirer the same.
+	fresh := ns.Name("fresh-pool")
+	onlyEpochs := newLockClient(t, ns, "blind", nil, hidingListingsOf(func(p string) bool { return p == fresh+"/lock-" }))
+	if l, err := onlyEpochs.TryAcquire(t.Context(), fresh, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("TryAcquire(Slots(2)) of a never-held lock whose epochs the listing hides: %v; want ErrNameCollision", err)
+		if l != nil {
+			mustRelease(t, l)
+		}
+	}
+	if _, err := onlyEpochs.TryAcquire(t.Context(), fresh); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("a mutex TryAcquire after it: %v; want ErrNameCollision", err)
+	}
 }
 
 // TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine: while a waiter is in
