@@ -17,10 +17,11 @@ var errRetry = errors.New("s3lock: state changed during the attempt; retry")
 // otherwise: with an error matching ErrHeld (a *HeldError saying who holds
 // it) when it is held, and with other errors (matching ErrUnavailable for
 // failures that may pass) when the store could not be read. It costs one
-// LIST, one GET (unless the lock never existed) and one conditional PUT. With
-// an order (FIFO, Supersede) it does not take a free lock while others wait
-// in its line: a *HeldError whose Queued is true says how many (one LIST of
-// the line more).
+// LIST, one GET and one conditional PUT; the first acquisition of a lock
+// costs LIST, PUT and a LIST that checks the new epoch is listed. With an
+// order (FIFO, Supersede) it does not take a free lock while others wait in
+// its line: a *HeldError whose Queued is true says how many (a LIST of the
+// line when the lock's listing shows it, and one more to count them).
 // If ctx ends during the attempt, TryAcquire makes sure it leaves no lease
 // behind and returns ctx's error.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
@@ -423,19 +424,34 @@ func (c *Client) stillNewest(ctx context.Context, name string, epoch uint64, p p
 }
 
 // firstEpochListed checks, after this client created a lock's first epoch
-// (the listing showed none), that a listing shows it: a store whose listing
-// hides the lock's objects (MinIO, with an object at the lock's name) takes
-// the first lease but would show every later acquirer a free lock, so the
-// name is refused now (ErrNameCollision) and the epoch abandoned. One LIST,
+// (its listing showed none), that a listing shows it, and nothing newer. A
+// store whose listing hides the lock's objects (MinIO, with an object at the
+// lock's name) would otherwise let a second holder in: its lease at epoch 2
+// is invisible once cleanup has deleted epoch 1, so a create of epoch 1
+// succeeds beside it. The epoch is abandoned and the name refused
+// (ErrNameCollision). A listing that shows a newer epoch means the epoch
+// created is stale (§7): abandoned, and the attempt starts over. One LIST,
 // once in a lock's life.
 func (c *Client) firstEpochListed(ctx context.Context, name string, epoch uint64, p payload) error {
 	if epoch != 1 {
 		return nil
 	}
-	err := c.listedOrHidden(ctx, name, epoch)
-	if err != nil {
-		c.abandon(ctx, Key(name, epoch), epoch, p)
+	newest, found, _, err := c.findNewest(ctx, name)
+	switch {
+	case err == nil && found && newest.epoch == epoch:
+		return nil
+	case err == nil && found:
+		c.cfg.logger.Warn("s3lock: created a stale first epoch; a newer one exists", "bucket", c.bucket,
+			"key", Key(name, epoch), "newer", newest.key)
+		err = errRetry
+	case err == nil:
+		if err = c.hiddenEpochs(ctx, "Acquire", name, Key(name, epoch)); err == nil {
+			// Gone since the create (force-released and cleaned up):
+			// not a lease to hand out.
+			err = errRetry
+		}
 	}
+	c.abandon(ctx, Key(name, epoch), epoch, p)
 	return err
 }
 

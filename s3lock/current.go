@@ -114,9 +114,11 @@ func (s State) Phase() Phase {
 }
 
 // Current reads who holds the lock name now, without acquiring it: one LIST
-// and one GET (a HEAD instead for a lock that was never held, to tell a store
-// whose listing hides the lock's objects: ErrNameCollision), bounded by ctx,
-// and one LIST of the lock's line when someone waits in it (State.Waiters).
+// and one GET, bounded by ctx, and one LIST of the lock's line when someone
+// waits in it (State.Waiters). A lock that shows no epoch costs a HEAD of
+// its first epoch and one per path segment of its name instead of the GET:
+// a store whose listing hides the lock's objects, or an object at the lock's
+// name or a parent path, make it ErrNameCollision rather than free.
 func (c *Client) Current(ctx context.Context, name string) (State, error) {
 	if err := ValidateName(name); err != nil {
 		return State{}, err
@@ -134,6 +136,9 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 		// Never held — unless the store's listing hides the lock's
 		// objects: then its first epoch exists (one HEAD more).
 		if err := c.hiddenEpochs(ctx, "Current", name, Key(name, 1)); err != nil {
+			return State{}, err
+		}
+		if err := c.unlistedBesideObject(ctx, name); err != nil {
 			return State{}, err
 		}
 		return State{Name: name}, nil
@@ -284,4 +289,21 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	}
 	slices.SortFunc(out, func(a, b State) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// unlistedBesideObject returns an ErrNameCollision error when an object sits
+// at name or at a parent path of it, for a lock whose listing shows no
+// epoch: on a store whose keys are files the lock cannot be taken, and on
+// one whose listing hides the keys under an object (MinIO) a holder whose
+// first epoch cleanup deleted is invisible — so such a lock is never
+// reported free. (On S3 itself, which keeps both, the lock is free, and
+// Current works normally once it has been acquired.)
+func (c *Client) unlistedBesideObject(ctx context.Context, name string) error {
+	key, err := c.collidingKey(ctx, name)
+	if err != nil || key == "" {
+		return err
+	}
+	return &OpError{Op: "Current", Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
+		Err: fmt.Errorf("no epoch of lock %q is listed and the object s3://%s/%s exists: a store whose listing "+
+			"hides the keys under an object (MinIO) would hide its holder too, so s3lock cannot say it is free", name, c.bucket, key)}
 }

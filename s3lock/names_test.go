@@ -175,8 +175,8 @@ func TestNameCollision_IsAClearPermanentError(t *testing.T) {
 		if !errors.Is(err, s3lock.ErrNameCollision) || waitedOut || counter.Total() > few {
 			t.Errorf("Acquire(%s) = %v after %d requests; want ErrNameCollision at once", name, err, counter.Total())
 		}
-		if st, err := c.Current(t.Context(), name); err == nil && st.Epoch != 0 && st.Phase() != s3lock.PhaseReleased {
-			t.Errorf("Current(%s) = %s at epoch %d after every acquisition was refused", name, st.Phase(), st.Epoch)
+		if st, err := c.Current(t.Context(), name); !errors.Is(err, s3lock.ErrNameCollision) || !strings.Contains(err.Error(), ns.Name("deploy")) {
+			t.Errorf("Current(%s) = %s (epoch %d), %v; want ErrNameCollision naming the object, never free", name, st.Phase(), st.Epoch, err)
 		}
 	}
 }
@@ -331,5 +331,35 @@ func TestNameCollision_HiddenListingIsDetected(t *testing.T) {
 	}
 	if st, err := holder.Current(t.Context(), fresh); err != nil || st.Epoch != 1 || st.Phase() != s3lock.PhaseReleased {
 		t.Errorf("the refused lease's epoch: %+v, %v; want epoch 1 released (abandoned)", st, err)
+	}
+
+	// A lock held at epoch 2 whose epoch 1 cleanup has deleted: a hidden
+	// listing shows no epoch at all, and a create of epoch 1 succeeds. It
+	// must not become a second lease beside the holder's.
+	busy := ns.Name("hidden/busy")
+	first, err := holder.TryAcquire(t.Context(), busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	second, err := holder.TryAcquire(t.Context(), busy)
+	if err != nil || second.Epoch() != 2 {
+		t.Fatalf("second lease: %v, %v; want epoch 2", second, err)
+	}
+	defer mustRelease(t, second)
+	holder.WaitCleanup()
+	if _, err := ns.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(s3lock.Key(busy, 1))}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := blind.TryAcquire(t.Context(), busy); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("TryAcquire of a lock held at epoch 2, epoch 1 gone, listing hidden = %v, %v; want ErrNameCollision, never a second holder", l, err)
+		if l != nil {
+			mustRelease(t, l)
+		}
+	}
+	if st, err := holder.Current(t.Context(), busy); err != nil || !st.Held || st.Epoch != 2 {
+		t.Errorf("the holder's lock after the refusal: %+v, %v; want held at epoch 2", st, err)
 	}
 }

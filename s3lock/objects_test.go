@@ -206,6 +206,11 @@ func TestObjectSettings_SSECustomerKeyOnEveryRequestAndInNoMessage(t *testing.T)
 		t.Fatal(err)
 	}
 	if err := exercise(t, ns, c, "ssec/"); err != nil {
+		if strings.HasPrefix(ns.Target.Endpoint, "http://") && strings.Contains(err.Error(), "over a secure connection") {
+			// An external endpoint over plain HTTP (the local MinIO above
+			// is given HTTPS).
+			t.Skipf("the store refuses SSE-C over plain HTTP, as AWS does (%v): run the suite on its HTTPS endpoint", err)
+		}
 		t.Fatal(err)
 	}
 	if m := pol.missing(http.MethodPut, http.MethodGet, http.MethodHead); len(m) > 0 {

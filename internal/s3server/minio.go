@@ -2,7 +2,9 @@ package s3server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +58,14 @@ var minioSpec = storeSpec{
 	// and private.key (it refuses SSE-C requests over plain HTTP).
 	installCert: func(etc, certFile, keyFile string) error {
 		dir := filepath.Join(etc, "certs")
+		if certFile == "" {
+			for _, f := range []string{"public.crt", "private.key"} {
+				if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+			return nil
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}

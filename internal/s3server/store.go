@@ -179,7 +179,8 @@ type storeSpec struct {
 	// etc.
 	command func(data, etc string, ports []int, creds Credentials) (args, env []string, err error)
 	// installCert, for a store that can speak HTTPS, puts the certificate
-	// and key where the store started by command reads them from etc.
+	// and key where the store started by command reads them from etc; with
+	// empty files it removes any that an earlier start put there.
 	installCert func(etc, certFile, keyFile string) error
 }
 
@@ -205,10 +206,15 @@ func launchStore(ctx context.Context, kind Kind, st storeSpec, prog []string, ve
 		}
 	}
 	scheme := "http"
-	if transport != nil {
+	if st.installCert != nil {
+		// A certificate left by an earlier start on this Dir would make
+		// the store speak HTTPS at an http:// URL: install this start's,
+		// or none.
 		if err := st.installCert(etc, opts.CertFile, opts.KeyFile); err != nil {
 			return nil, fmt.Errorf("s3server: giving %s its certificate: %w", kind, err)
 		}
+	}
+	if transport != nil {
 		scheme = "https"
 	} else {
 		transport = &http.Transport{DisableKeepAlives: true}
