@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -215,5 +218,34 @@ func TestStatus_ShowsTheLine(t *testing.T) {
 	r = c.mustRun("status", name, "-o", "json")
 	if strings.Contains(r.stdout, `"waiting"`) {
 		t.Fatalf("the line is empty, but status shows: %s", r.stdout)
+	}
+}
+
+// TestNameCollision_StatusAndAcquireSayWhich: an object where a lock needs a
+// prefix of its own ("deploy" beside the lock "deploy/prod"). On a store that
+// keeps both (S3) the lock is taken as usual; on one that refuses the lock's
+// keys (versitygw) or hides them (MinIO), acquire exits 1 with one line naming
+// the object. status never calls the lock free while nothing of it is listed.
+func TestNameCollision_StatusAndAcquireSayWhich(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	object, name := c.name("deploy"), c.name("deploy/prod")
+	if _, err := c.ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(c.ns.Bucket), Key: aws.String(object),
+		Body: strings.NewReader("an object, not a lock")}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("status", name)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != exitError || len(lines) != 1 || !strings.Contains(lines[0], object) || strings.Contains(r.stdout, "free") {
+		t.Errorf("status of a lock beside an object: %s\nwant exit %d, one line naming %s, never free", r, exitError, object)
+	}
+	r = c.run("acquire", name)
+	if r.code == exitOK {
+		t.Logf("the store keeps the lock beside the object: %s", r)
+		return
+	}
+	lines = strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != exitError || len(lines) != 1 || !strings.Contains(lines[0], object+" exists") {
+		t.Errorf("acquire of a lock beside an object: %s\nwant exit %d and one line naming %s", r, exitError, object)
 	}
 }
