@@ -597,6 +597,10 @@ func hintFor(bucket, objects string, err error) string {
 		return "This store does not enforce S3 conditional writes, so it cannot provide mutual exclusion."
 	case errors.Is(err, s3lock.ErrCorruptLease):
 		return "An object in the lock's key prefix is not an s3lock lease; remove it or use another lock name."
+	case errors.Is(err, s3lock.ErrNameCollision):
+		return "An object sits at the lock's name or at a parent path of it. Some stores cannot keep a lock's " +
+			"objects there, or hide them from listings: name the lock apart from the objects it guards (for " +
+			"example \"locks/deploy\" rather than \"deploy\"), or remove that object."
 	}
 	return ""
 }

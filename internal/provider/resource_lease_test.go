@@ -853,3 +853,28 @@ func directLeaseState(t *testing.T, r *leaseResource, bucket, name string) tfsdk
 	}
 	return st
 }
+
+// TestAccLease_NameBesideAnObjectIsAClearError: a lease whose lock would
+// live under an object ("deploy" beside the lock "deploy/prod") on a store
+// that cannot keep both (versitygw's posix backend) fails with the object
+// named and a way out, not as a store outage.
+func TestAccLease_NameBesideAnObjectIsAClearError(t *testing.T) {
+	e := newAccEnv(t)
+	object, name := e.name("deploy"), e.name("deploy/prod")
+	if _, err := e.ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(e.bucket), Key: aws.String(object),
+		Body: strings.NewReader("an object, not a lock")}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := e.sdk(t, "probe").TryAcquire(t.Context(), name); err == nil {
+		_ = l.Release(t.Context())
+		t.Skip("this store keeps the lock beside the object, as S3 does: nothing collides")
+	}
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps: []tfresource.TestStep{{
+			Config: e.providerConfig(nil) + leaseConfig(e.bucket, name),
+			ExpectError: matchError("Could not acquire lock", "s3://"+e.bucket+"/"+object+" exists",
+				"name the lock apart from the objects it guards"),
+		}},
+	})
+}
