@@ -140,3 +140,22 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		t.Errorf("CheckStore left probe objects behind: %v", keys)
 	}
 }
+
+// TestVerify_ProbesUnderAnObjectAreANameCollision: probes under a prefix
+// that an object's name blocks ("deploy" beside the probe prefix
+// "deploy/s3lock-probe/") fail Verify with ErrNameCollision, never as a
+// store outage or as a store without conditional writes — on a store that
+// cannot keep both (versitygw). Stores that keep both pass.
+func TestVerify_ProbesUnderAnObjectAreANameCollision(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	putRaw(t, ns, ns.Name("deploy"), []byte("an object, not a lock"))
+	c := newLockClient(t, ns, "x", []s3lock.Option{s3lock.WithProbePrefix(ns.Name("deploy/s3lock-probe/"))})
+	err := c.Verify(t.Context())
+	if err == nil {
+		t.Skip("this store keeps keys under an object's name, as S3 does: nothing collides")
+	}
+	if !errors.Is(err, s3lock.ErrNameCollision) || errors.Is(err, s3lock.ErrUnavailable) || errors.Is(err, s3lock.ErrConditionalWritesUnsupported) {
+		t.Errorf("Verify with probes under an object = %v; want ErrNameCollision alone", err)
+	}
+}
