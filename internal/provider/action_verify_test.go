@@ -13,11 +13,16 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
 )
 
-// verifyConfig is an s3lock_verify action block named label; extra holds
-// further arguments of its config block (raw HCL lines).
-func verifyConfig(label, bucket string, extra ...string) string {
+// verifyConfig is the s3lock_verify action block "x" on bucket; provider,
+// when set, is the alias of the provider configuration it uses, and extra
+// holds further arguments of its config block (raw HCL lines).
+func verifyConfig(provider, bucket string, extra ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "action \"s3lock_verify\" %q {\n  config {\n    bucket = %q\n", label, bucket)
+	b.WriteString("action \"s3lock_verify\" \"x\" {\n")
+	if provider != "" {
+		fmt.Fprintf(&b, "  provider = s3lock.%s\n", provider)
+	}
+	fmt.Fprintf(&b, "  config {\n    bucket = %q\n", bucket)
 	for _, l := range extra {
 		b.WriteString("    " + l + "\n")
 	}
@@ -99,8 +104,7 @@ func TestAccVerifyAction_Fails(t *testing.T) {
 	requireCLI(t, tfharness.Actions)
 	denier, denying := newOutageProxy(t, e.ns.Target.Endpoint)
 	denier.deny.Store(true)
-	denied := strings.Replace(e.providerBlock(map[string]string{"endpoints": fmt.Sprintf("{ s3 = %q }", denying)}),
-		"provider \"s3lock\" {\n", "provider \"s3lock\" {\n  alias = \"denied\"\n", 1)
+	denied := e.providerBlock(map[string]string{"alias": `"denied"`, "endpoints": fmt.Sprintf("{ s3 = %q }", denying)})
 	h, dir := cliWorkdir(t, e, denied, tfharness.Actions)
 	cases := []struct {
 		name, config string
@@ -108,18 +112,18 @@ func TestAccVerifyAction_Fails(t *testing.T) {
 	}{
 		{
 			name:   "access denied",
-			config: strings.Replace(verifyConfig("x", e.bucket), "{\n  config", "{\n  provider = s3lock.denied\n  config", 1),
+			config: verifyConfig("denied", e.bucket),
 			want: []string{"Store check failed", fmt.Sprintf(`Bucket %q`, e.bucket), "checks did not pass",
 				`list \(s3:ListBucket\): denied`, "lack a permission", "s3:ListBucket"},
 		},
 		{
 			name:   "prefix that is not a path",
-			config: verifyConfig("x", e.bucket, `prefix = "team"`),
+			config: verifyConfig("", e.bucket, `prefix = "team"`),
 			want:   []string{"Invalid prefix", `Prefix "team"`, "must end with a slash", `"locks/"`},
 		},
 		{
 			name:   "bad bucket",
-			config: verifyConfig("x", "Not_A_Bucket"),
+			config: verifyConfig("", "Not_A_Bucket"),
 			want:   []string{"Invalid bucket name", "Not_A_Bucket"},
 		},
 	}
@@ -152,14 +156,15 @@ func TestAccVerifyAction_RefusesAStoreThatIgnoresConditionalWrites(t *testing.T)
 		t.Fatal(err)
 	}
 	creds := st.Credentials()
-	ignoring := strings.Replace(e.providerBlock(map[string]string{
+	ignoring := e.providerBlock(map[string]string{
+		"alias":          `"ignoring"`,
 		"endpoints":      fmt.Sprintf("{ s3 = %q }", st.URL()),
 		"access_key":     fmt.Sprintf("%q", creds.AccessKeyID),
 		"secret_key":     fmt.Sprintf("%q", creds.SecretAccessKey),
 		"use_path_style": "true",
-	}), "provider \"s3lock\" {\n", "provider \"s3lock\" {\n  alias = \"ignoring\"\n", 1)
+	})
 	h, dir := cliWorkdir(t, e, ignoring, tfharness.Actions)
-	writeWorkFile(t, dir, "action.tf", strings.Replace(verifyConfig("x", bucket), "{\n  config", "{\n  provider = s3lock.ignoring\n  config", 1))
+	writeWorkFile(t, dir, "action.tf", verifyConfig("ignoring", bucket))
 	out, err := h.Invoke(t.Context(), dir, "action.s3lock_verify.x")
 	if err == nil {
 		t.Fatalf("the checks passed on a store that ignores conditional writes:\n%s", out)

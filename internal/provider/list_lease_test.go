@@ -342,8 +342,7 @@ func TestAccLeaseList_Diagnostics(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	down := strings.Replace(e.providerBlock(map[string]string{"endpoints": `{ s3 = "http://127.0.0.1:1" }`, "max_retries": "0"}),
-		"provider \"s3lock\" {\n", "provider \"s3lock\" {\n  alias = \"down\"\n", 1)
+	down := e.providerBlock(map[string]string{"alias": `"down"`, "endpoints": `{ s3 = "http://127.0.0.1:1" }`, "max_retries": "0"})
 	h, dir := cliWorkdir(t, e, down, tfharness.ListResources)
 
 	cases := []struct {
