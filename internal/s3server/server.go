@@ -166,6 +166,17 @@ func trustingTransport(certFile, keyFile string) (*http.Transport, error) {
 	if certFile == "" {
 		return nil, nil
 	}
+	cfg, err := TrustingTLS(certFile)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Transport{DisableKeepAlives: true, TLSClientConfig: cfg}, nil
+}
+
+// TrustingTLS returns a TLS client configuration that trusts the PEM
+// certificates of certFile (a test store's self-signed one) instead of the
+// system's.
+func TrustingTLS(certFile string) (*tls.Config, error) {
 	pem, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, fmt.Errorf("s3server: reading the certificate: %w", err)
@@ -174,8 +185,7 @@ func trustingTransport(certFile, keyFile string) (*http.Transport, error) {
 	if !roots.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("s3server: %s holds no PEM certificate", certFile)
 	}
-	return &http.Transport{DisableKeepAlives: true,
-		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}, nil
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
 }
 
 // healthy reports whether GET url answers 200 OK.

@@ -18,8 +18,6 @@ package s3test
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -291,15 +289,11 @@ func BuildClient(ctx context.Context, tg Target, opts ...Option) (*s3.Client, er
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	if tg.CAFile != "" {
-		pemBytes, err := os.ReadFile(tg.CAFile)
+		cfg, err := s3server.TrustingTLS(tg.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading the CA bundle: %w", err)
+			return nil, err
 		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pemBytes) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", tg.CAFile)
-		}
-		base.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		base.TLSClientConfig = cfg
 	}
 	var transport http.RoundTripper = base
 	if cc.wrap != nil {
