@@ -3,7 +3,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"log"
 	"os"
@@ -30,13 +29,6 @@ const (
 	orphanPoll = 200 * time.Millisecond
 )
 
-// magicCookieKey is the variable Terraform and OpenTofu set for the provider
-// processes they start (the plugin handshake).
-const magicCookieKey = "TF_PLUGIN_MAGIC_COOKIE"
-
-// runGuardEnv turns the run guard off ("off"): each phase takes the lock.
-const runGuardEnv = "S3LOCK_RUN_GUARD"
-
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == runguard.GuardArg {
 		os.Exit(runguard.Serve(os.Args[2:]))
@@ -45,8 +37,8 @@ func main() {
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.Parse()
 
-	run := runClient(debug)
-	factory, cleanup := provider.NewForRun(version, run)
+	run, whyNot := runClient(debug)
+	factory, cleanup := provider.NewForRun(version, run, whyNot)
 	err := providerserver.Serve(context.Background(), factory, providerserver.ServeOpts{
 		Address: "registry.terraform.io/s3lock/s3lock",
 		Debug:   debug,
@@ -77,39 +69,25 @@ func main() {
 }
 
 // runClient returns the client of this run's guard when Terraform (or
-// OpenTofu) started this process and the system can tell runs apart (Linux),
-// so that ephemeral leases are held for the whole run; nil otherwise (tests,
-// a debugger, other systems, S3LOCK_RUN_GUARD=off, a terraform that is the
-// init process of its container): a lease per phase. It also makes the
-// process notice when terraform dies before shutting it down (SIGKILL): it
-// tells the guard, so the run's leases lapse rather than being released
-// while what the run started may still be going on, and exits.
-func runClient(debug bool) *runguard.Client {
-	if debug || os.Getenv(magicCookieKey) == "" {
-		return nil
-	}
-	if v := os.Getenv(runGuardEnv); v == "off" || v == "0" || v == "false" {
-		log.Printf("[INFO] %s=%s: ephemeral leases are held per phase, not per run", runGuardEnv, v)
-		return nil
-	}
-	parent := os.Getppid()
-	r, err := runguard.Parent()
-	if err == nil && r.PID == 1 {
-		// The kernel kills the whole container, guard included, the
-		// moment its init exits: the guard could not release.
-		err = errors.New("terraform is the init process (pid 1) of its container")
-	}
-	if err == nil {
-		err = runguard.Usable()
-	}
+// OpenTofu) started this process on a system where the guard can follow
+// it, so that ephemeral leases can be held for the whole run; otherwise nil
+// and why not (a debugger, a test harness, S3LOCK_RUN_GUARD=off, Windows):
+// an ephemeral lease that asks for the whole run then fails with that
+// reason. It also makes the process notice when terraform dies before
+// shutting it down (SIGKILL): it tells the guard, so the run's leases lapse
+// rather than being released while what the run started may still be going
+// on, and exits.
+func runClient(debug bool) (*runguard.Client, error) {
+	r, err := runguard.ForProvider(debug)
 	if err != nil {
-		log.Printf("[WARN] ephemeral leases are held per phase, not per run: %v", err)
-		return nil
+		log.Printf("[INFO] ephemeral leases cannot be held for the whole run: %v", err)
+		return nil, err
 	}
 	// With terraform gone, a write to its stderr pipe would kill this
 	// process before it can tell the guard.
 	signal.Ignore(syscall.SIGPIPE)
 	run := runguard.NewClient(r)
+	parent := r.PID
 	go func() {
 		for os.Getppid() == parent {
 			time.Sleep(orphanPoll)
@@ -119,5 +97,5 @@ func runClient(debug bool) *runguard.Client {
 		_ = run.Orphaned(ctx)
 		os.Exit(1)
 	}()
-	return run
+	return run, nil
 }

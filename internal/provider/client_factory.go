@@ -28,10 +28,11 @@ type clientFactory struct {
 	holder  string
 	hooks   testHooks
 	leases  *leaseRegistry // nil: not tracked
-	// run holds ephemeral leases for the whole run (nil: per phase), with
-	// guardConfig to build the guard's client; claims orders this
-	// process's claims of them.
+	// run holds ephemeral leases for the whole run (nil: noRun says why
+	// only per-phase leases can be had), with guardConfig to build the
+	// guard's client; claims orders this process's claims of them.
 	run         *runguard.Client
+	noRun       error
 	guardConfig runguard.ClientConfig
 	claims      *runClaims
 }
@@ -85,7 +86,7 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 	}
 	opts = append(opts, objectOpts...)
 	f := &clientFactory{api: awsclient.S3Client(awsCfg, awsOpts), options: opts, holder: holder,
-		hooks: p.hooks, leases: p.leases, run: p.run, claims: p.claims,
+		hooks: p.hooks, leases: p.leases, run: p.run, noRun: p.noRun, claims: p.claims,
 		// The run guard renews the run's leases with its own client: it
 		// needs the same encryption and ACL.
 		guardConfig: runguard.ClientConfig{AWS: awsOpts, Holder: holder, ExpectedBucketOwner: owner, Objects: objects}}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -190,8 +191,59 @@ func runSlotsMismatch(l leaseRef, held s3lock.Token, want int) diag.Diagnostic {
 
 // guardRemedy says what to do when the run's guard cannot be used.
 const guardRemedy = "The run's guard process (the provider binary itself, logging next to its socket) holds the " +
-	"lease for the whole run. If it cannot run here, set S3LOCK_RUN_GUARD=off in terraform's environment: " +
-	"plan and apply then each take the lock for their own duration."
+	"lease for the whole run. If it cannot run here, hold the lock around the whole command with the CLI " +
+	"(`s3lock run NAME -- terraform apply`: this lease then uses the CLI's), or give the lease " +
+	"scope = \"phase\" (" + phaseCost + ")."
+
+// phaseCost is what a lease per phase costs, for the diagnostics that
+// offer one.
+const phaseCost = "plan and apply then each take the lock on their own, and another run can take it between them"
+
+// wholeRunUnavailable is an ephemeral lease that asks for the whole run
+// (scope = "run", the default) where the provider cannot hold one: it fails
+// rather than silently holding one lease per phase. cause says why
+// (runguard's reasons); the remedy depends on it.
+func wholeRunUnavailable(l leaseRef, cause error) diag.Diagnostic {
+	var remedy string
+	switch {
+	case errors.Is(cause, runguard.ErrNotTerraform):
+		remedy = "Run terraform (or tofu) as usual: it starts the provider, and the provider follows its run. " +
+			"A debugger or a test harness that serves the provider itself cannot be followed: there, give the " +
+			"lease scope = \"phase\"."
+	case errors.Is(cause, runguard.ErrTurnedOff):
+		remedy = "Remove " + runguard.TurnOffEnv + " from terraform's environment, or give the lease scope = \"phase\" " +
+			"if a lease per phase is what you want."
+	case errors.Is(cause, runguard.ErrUnsupported):
+		remedy = "Run terraform on Linux or macOS (on Windows: in WSL), or hold the lock around the whole command " +
+			"with the CLI, which works everywhere: `s3lock run NAME -- terraform apply` (this lease then uses the " +
+			"CLI's lease), or give the lease scope = \"phase\"."
+	case errors.Is(cause, runguard.ErrDirUnusable):
+		remedy = "Make that directory yours with mode 0700, or point XDG_RUNTIME_DIR or TMPDIR (in terraform's " +
+			"environment) at a directory of your own; or give the lease scope = \"phase\"."
+	default:
+		remedy = guardRemedy
+	}
+	return diag.NewErrorDiagnostic("Cannot hold lock for the whole run",
+		fmt.Sprintf("Lock %q in bucket %q: this ephemeral s3lock_lease asks for the whole run (scope = \"run\", "+
+			"the default), so that no other run can take the lock between this run's plan and its apply, but "+
+			"the provider cannot hold a lease for the whole run here: %v.\n\n%s With scope = \"phase\", %s.",
+			l.name, l.bucket, cause, remedy, phaseCost))
+}
+
+// runLeaseLapsesAfterRun warns that a whole-run lease cannot be released
+// when terraform exits, because the guard ends with it (why): it lapses.
+func runLeaseLapsesAfterRun(l leaseRef, dur time.Duration, why string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Lock will lapse, not be released, when this run ends",
+		fmt.Sprintf("Lock %q in bucket %q (epoch %d) is held for the whole run, but %s. When that init process "+
+			"exits, the kernel ends every other process of the container at once, the provider's run guard "+
+			"included, which can then not release the lease: it lapses up to lease_duration (%s) after the run "+
+			"ends, and the next run waits until then. To release it at once, run terraform under a process that "+
+			"outlives it: `s3lock run NAME -- terraform apply` as the entrypoint (this lease then uses the CLI's "+
+			"lease), or a shell that waits a moment after terraform, "+
+			"`sh -c 'terraform apply -auto-approve; s=$?; sleep 2; exit $s'` (docker run --init does not help: its "+
+			"init exits with terraform). Or shorten lease_duration.",
+			l.name, l.bucket, l.epoch, why, formatDuration(dur)))
+}
 
 // guardUnreachable is a run's guard that did not answer.
 func guardUnreachable(l leaseRef, err error) diag.Diagnostic {

@@ -43,6 +43,7 @@ type leaseEphemeralModelV0 struct {
 	WaitTimeout   types.String `tfsdk:"wait_timeout"`
 	Metadata      types.Map    `tfsdk:"metadata"`
 	Order         types.String `tfsdk:"order"`
+	Scope         types.String `tfsdk:"scope"`
 	Slots         types.Int64  `tfsdk:"slots"`
 	Slot          types.Int64  `tfsdk:"slot"`
 	Epoch         types.Int64  `tfsdk:"epoch"`
@@ -69,10 +70,10 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"Make the resources that must run under the lock depend on it with " +
 			"`depends_on = [ephemeral.s3lock_lease.<name>]`. A saved plan applied by another command " +
 			"(`plan -out` in one job, `apply PLANFILE` in another) cannot share the lease: see the " +
-			"serialize-applies guide. Under `s3lock run` of the same lock, the lease is the CLI's. Holding the " +
-			"lease for the whole run needs Linux (elsewhere, when the provider is not started by Terraform, when " +
-			"`terraform` is its container's init process, and with `S3LOCK_RUN_GUARD=off`, each phase takes the " +
-			"lock on its own). With `slots` = n > 1 the lock admits n holders at once, and the run holds one of " +
+			"serialize-applies guide. Under `s3lock run` of the same lock, the lease is the CLI's. Where the " +
+			"provider cannot hold the lease for the whole run (Windows, a provider under a debugger, " +
+			"`S3LOCK_RUN_GUARD=off`), opening it fails and says why, unless `scope = \"phase\"` asks for a lease " +
+			"per phase. With `slots` = n > 1 the lock admits n holders at once, and the run holds one of "+
 			"its slots (`slot`).",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
@@ -120,6 +121,12 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Optional:   true,
 				Computed:   true,
 				Validators: []validator.String{orderValidator()},
+			},
+			"scope": schema.StringAttribute{
+				MarkdownDescription: scopeDescription,
+				Optional:            true,
+				Computed:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(scopeRun, scopePhase)},
 			},
 			"slots": schema.Int64Attribute{
 				MarkdownDescription: slotsDescription("`wait_timeout`", " Under `s3lock run --slots n` of the "+
@@ -187,6 +194,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	cfg.LeaseDuration = types.StringValue(formatDuration(set.dur))
 	cfg.WaitTimeout = types.StringValue(formatDuration(set.wait))
 	cfg.Order = types.StringValue(string(set.order))
+	cfg.Scope = types.StringValue(set.scope)
 	cfg.Slots = types.Int64Value(int64(set.slots))
 	if in, ok := inheritedFrom(bucket, name); ok {
 		if in.Slots != set.slots {
@@ -212,7 +220,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if set.meta != nil {
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}
-	if e.factory.run != nil {
+	if set.scope == scopeRun {
 		held, ok := e.openForRun(ctx, lock, set, func() (*s3lock.Lease, error) {
 			return acquireLease(ctx, e.factory, client, name, set.wait, append(opts, s3lock.WithoutAutoRenew())...)
 		}, &resp.Diagnostics)
@@ -220,6 +228,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 			return
 		}
 		resp.Diagnostics.Append(storeToken(ctx, resp.Private, held.Token)...)
+		resp.Diagnostics.Append(markRunLease(ctx, resp.Private)...)
 		e.result(ctx, resp, cfg, openedLease{epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
 			holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt})
 		return
@@ -242,6 +251,7 @@ type openSettings struct {
 	dur, wait time.Duration
 	meta      map[string]string
 	order     s3lock.Order
+	scope     string
 	slots     int
 }
 
@@ -253,8 +263,8 @@ type openedLease struct {
 	acquired, expires time.Time
 }
 
-// settings reads Open's lease_duration, wait_timeout, order (with their
-// defaults) and metadata.
+// settings reads Open's lease_duration, wait_timeout, order, scope (with
+// their defaults) and metadata.
 func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemeralModelV0, lock leaseRef, diags *diag.Diagnostics) openSettings {
 	var set openSettings
 	var err error
@@ -266,6 +276,10 @@ func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemera
 	}
 	if set.order, err = parseOrder(cfg.Order); err != nil {
 		diags.Append(invalidOrder(path.Root("order"), err))
+	}
+	set.scope = scopeRun
+	if v := cfg.Scope; !v.IsNull() && !v.IsUnknown() {
+		set.scope = v.ValueString()
 	}
 	set.slots = slotsOf(cfg.Slots)
 	var d diag.Diagnostics
@@ -303,7 +317,7 @@ func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewR
 	if !ok {
 		return
 	}
-	if e.factory.run != nil {
+	if isRunLease(ctx, req.Private) {
 		if held, ok := e.checkRunLease(ctx, *token, renewFailed, &resp.Diagnostics); ok {
 			resp.RenewAt = renewAt(e.factory.now(), held.ExpiresAt)
 		}
@@ -344,7 +358,7 @@ func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseR
 	if !ok {
 		return
 	}
-	if e.factory.run != nil {
+	if isRunLease(ctx, req.Private) {
 		// The lease belongs to the run: its guard releases it when
 		// terraform exits, so that the next phase (the apply after the
 		// plan) runs under the same epoch.

@@ -21,6 +21,40 @@ import (
 // terraform exits; later Opens of the run, in this process or in the next
 // phase's, get the same epoch. Close only ends a phase.
 
+// What an ephemeral lease covers (its scope attribute).
+const (
+	// scopeRun, the default: the whole terraform run. Where the provider
+	// cannot hold a lease for the run, opening one fails and says why.
+	scopeRun = "run"
+	// scopePhase: each phase (plan, apply) takes the lock on its own, so
+	// another run can take it between this run's plan and its apply.
+	scopePhase = "phase"
+)
+
+// scopeDescription is the MarkdownDescription of the scope attribute.
+const scopeDescription = "What the lease covers. `\"run\"` (the default): the whole `terraform` run, from its " +
+	"plan to the end of its apply, under one epoch; where the provider cannot hold a lease for the whole run " +
+	"(see \"Where a whole run cannot be had\" below), opening the lease fails with an error that says why and " +
+	"what to do. `\"phase\"`: each phase of the run (the plan, the apply) takes the lock on its own and " +
+	"releases it when the phase ends — another run can take the lock between this run's plan and its apply, " +
+	"and the apply then works on a plan made before that run's changes. Choose it only where that is acceptable, " +
+	"or where a whole run cannot be had and `s3lock run` around terraform is not an option."
+
+// privateRunKey marks, in an ephemeral lease's private data, a lease held
+// for the whole run (by the run's guard) rather than for one phase.
+const privateRunKey = "run_lease"
+
+// markRunLease records in p that the lease is the run's.
+func markRunLease(ctx context.Context, p privateSetter) diag.Diagnostics {
+	return p.SetKey(ctx, privateRunKey, []byte(`true`))
+}
+
+// isRunLease reports whether markRunLease marked p.
+func isRunLease(ctx context.Context, p privateGetter) bool {
+	raw, _ := p.GetKey(ctx, privateRunKey)
+	return string(raw) == `true`
+}
+
 // openForRun returns the run's lease of the lock: the one the run already
 // holds (also when another provider configuration of the run took it), if
 // it has the slots set asks for, or a new one that acquire takes and the
@@ -28,6 +62,10 @@ import (
 // the slot of a slot lease.
 func (e *leaseEphemeralResource) openForRun(ctx context.Context, lock leaseRef, set openSettings, acquire func() (*s3lock.Lease, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
 	bucket, name := lock.bucket, lock.name
+	if e.factory.run == nil {
+		diags.Append(wholeRunUnavailable(lock, e.factory.whyNoRun()))
+		return nil, false
+	}
 	if set.dur < runguard.MinimumLease {
 		diags.Append(leaseTooShortForRun(lock, set.dur, runguard.MinimumLease))
 		return nil, false
@@ -73,6 +111,9 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, lock leaseRef, 
 	tflog.Info(ctx, "acquired lock for this run; it is held until terraform exits", map[string]any{
 		"bucket": bucket, "lock": name, "slot": token.Slot, "epoch": token.Epoch, "key": adopted.Key,
 	})
+	if why := run.Run().EndsWithTerraform(); why != "" {
+		diags.Append(runLeaseLapsesAfterRun(tokenRef(token), set.dur, why))
+	}
 	return adopted, true
 }
 
@@ -130,6 +171,10 @@ func (e *leaseEphemeralResource) releaseToken(ctx context.Context, token s3lock.
 // checkRunLease reports, as an error diagnostic, a run lease that was lost
 // or that the run's guard no longer holds.
 func (e *leaseEphemeralResource) checkRunLease(ctx context.Context, token s3lock.Token, summary string, diags *diag.Diagnostics) (*runguard.Lease, bool) {
+	if e.factory.run == nil { // opened by a provider process that had a guard, checked by one without
+		diags.Append(runLeaseUnknown(summary, tokenRef(token), e.factory.whyNoRun()))
+		return nil, false
+	}
 	held, err := e.factory.run.Status(ctx, token)
 	if err != nil {
 		diags.Append(runLeaseUnknown(summary, tokenRef(token), err))
@@ -140,4 +185,12 @@ func (e *leaseEphemeralResource) checkRunLease(ctx context.Context, token s3lock
 		return nil, false
 	}
 	return held, true
+}
+
+// whyNoRun says why this provider process has no run guard.
+func (f *clientFactory) whyNoRun() error {
+	if f.noRun != nil {
+		return f.noRun
+	}
+	return fmt.Errorf("%w: it is served in-process (a test harness)", runguard.ErrNotTerraform)
 }

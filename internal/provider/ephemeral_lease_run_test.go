@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -54,7 +56,7 @@ func TestAccLeaseEphemeral_TwoBlocksOfOneLockInOneProcess(t *testing.T) {
 	e := newAccEnv(t)
 	requireCLI(t, ephemeralFeature)
 	if os.Getenv("S3LOCK_RUN_GUARD") == "off" {
-		t.Skip("S3LOCK_RUN_GUARD=off: the provider takes the lock per phase")
+		t.Skip("S3LOCK_RUN_GUARD=off: whole-run leases fail (TestAccMain_WholeRunUnavailable)")
 	}
 	name := e.name("deploy/prod")
 	second := strings.ReplaceAll(ephemeralLeaseConfig(e.bucket, name), `"run"`, `"second"`) + `
@@ -75,5 +77,32 @@ resource "terraform_data" "second" {
 	waitFor(t, "the run's lease to be released", func() bool { st := e.current(t, name); return st.Released })
 	if st := e.current(t, name); st.Epoch != 1 {
 		t.Errorf("the lock is at epoch %d after the run; want 1: one lease for the run's blocks and phases", st.Epoch)
+	}
+}
+
+// TestAccLeaseEphemeral_WholeRunNeedsTerraform: a provider that terraform did
+// not start — here one the test serves in its own process, as a debugger
+// serves it — cannot tell which run it serves, so it cannot hold a lease for
+// the whole run. A lease that asks for one (the default) fails before it
+// takes the lock, saying why and what to do; it never falls back to a lease
+// per phase by itself.
+func TestAccLeaseEphemeral_WholeRunNeedsTerraform(t *testing.T) {
+	e := newAccEnv(t)
+	run := e.name("deploy/prod")
+	tfresource.ParallelTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   ephemeralVersions,
+		ProtoV6ProviderFactories: e.protoV6Factories(),
+		Steps: []tfresource.TestStep{{
+			Config: e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, run) + `
+resource "terraform_data" "work" {
+  depends_on = [ephemeral.s3lock_lease.run]
+}
+`,
+			ExpectError: matchError("Cannot hold lock for the whole run", `Lock "`+run+`" in bucket "`+e.bucket+`"`,
+				"not started by Terraform", "served in-process", `scope = "phase"`, "another run can take it between them"),
+		}},
+	})
+	if st := e.current(t, run); st.Epoch != 0 {
+		t.Errorf("the lock is %+v after the failed run; want it never taken", st)
 	}
 }

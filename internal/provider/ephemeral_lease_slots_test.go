@@ -32,7 +32,7 @@ func TestAccLeaseEphemeral_Slots(t *testing.T) {
 	free := 3 - other.Slot()
 	var second *s3lock.Lease
 	config := func(extra ...string) string {
-		return requiredProviders("s3lock", "echo") + e.providerBlock(nil) + ephemeralLeaseConfig(e.bucket, name, extra...) + `
+		return requiredProviders("s3lock", "echo") + e.providerBlock(nil) + ephemeralLeaseConfig(e.bucket, name, append([]string{perPhase}, extra...)...) + `
 provider "echo" {
   data = ephemeral.s3lock_lease.run
 }
@@ -160,7 +160,7 @@ func TestAccLeaseEphemeral_SlotsForTheWholeRun(t *testing.T) {
 	e := newAccEnv(t)
 	requireCLI(t, ephemeralFeature)
 	if os.Getenv("S3LOCK_RUN_GUARD") == "off" {
-		t.Skip("S3LOCK_RUN_GUARD=off: the provider takes the lock per phase")
+		t.Skip("S3LOCK_RUN_GUARD=off: whole-run leases fail (TestAccMain_WholeRunUnavailable)")
 	}
 	name := e.name("ci/runners")
 	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))

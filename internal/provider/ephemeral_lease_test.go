@@ -31,6 +31,13 @@ var echoFactories = map[string]func() (tfprotov6.ProviderServer, error){
 	"echo": echoprovider.NewProviderServer(),
 }
 
+// perPhase asks an ephemeral lease for one lease per phase. The acceptance
+// tests that serve the provider in their own process (ProtoV6ProviderFactories)
+// need it: such a provider is not started by terraform, so it cannot hold a
+// lease for the whole run, and a lease that asks for one fails
+// (TestAccLeaseEphemeral_WholeRunNeedsTerraform).
+const perPhase = `scope = "phase"`
+
 // ephemeralLeaseConfig is an ephemeral s3lock_lease named run.
 func ephemeralLeaseConfig(bucket, name string, extra ...string) string {
 	var b strings.Builder
@@ -93,7 +100,7 @@ func TestAccLeaseEphemeral_OpenRenewClose(t *testing.T) {
 	e := newAccEnv(t)
 	run, blocked := e.name("run"), e.name("blocked")
 	config := requiredProviders("s3lock", "echo") + e.providerBlock(nil) +
-		ephemeralLeaseConfig(e.bucket, run, `lease_duration = "4s"`, `metadata = { purpose = "serialize" }`) + `
+		ephemeralLeaseConfig(e.bucket, run, perPhase, `lease_duration = "4s"`, `metadata = { purpose = "serialize" }`) + `
 provider "echo" {
   data = ephemeral.s3lock_lease.run
 }
@@ -176,7 +183,7 @@ func TestAccLeaseEphemeral_ReleasedAtShutdownWhenApplyFails(t *testing.T) {
 	e := newAccEnv(t)
 	run, blocked := e.name("run"), e.name("blocked")
 	e.hold(t, "other-team", blocked, time.Hour)
-	config := e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, run) + fmt.Sprintf(`
+	config := e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, run, perPhase) + fmt.Sprintf(`
 resource "s3lock_lease" "blocked" {
   bucket     = %q
   name       = %q
@@ -226,7 +233,7 @@ func TestAccLeaseEphemeral_WaitsForHolder(t *testing.T) {
 		}
 	})
 	config := requiredProviders("s3lock", "echo") + e.providerBlock(nil) +
-		ephemeralLeaseConfig(e.bucket, run, `wait_timeout = "2m"`) + `
+		ephemeralLeaseConfig(e.bucket, run, perPhase, `wait_timeout = "2m"`) + `
 provider "echo" {
   data = ephemeral.s3lock_lease.run
 }
@@ -265,7 +272,7 @@ func TestAccLeaseEphemeral_Superseded(t *testing.T) {
 		}
 	})
 	deployed := filepath.Join(t.TempDir(), "deployed")
-	config := e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, run, `order = "newest"`, `wait_timeout = "1m"`) + fmt.Sprintf(`
+	config := e.providerConfig(nil) + ephemeralLeaseConfig(e.bucket, run, perPhase, `order = "newest"`, `wait_timeout = "1m"`) + fmt.Sprintf(`
 resource "terraform_data" "deploy" {
   provisioner "local-exec" {
     command = "touch %s"
@@ -317,6 +324,12 @@ func TestAccLeaseEphemeral_Validation(t *testing.T) {
 			lock:  "ok",
 			extra: []string{`order = "oldest"`},
 			want:  matchError("Invalid order", `order "oldest"`, `"fifo"`),
+		},
+		{
+			name:  "unknown scope",
+			lock:  "ok",
+			extra: []string{`scope = "apply"`},
+			want:  matchError("Invalid Attribute Value Match", "scope", `"run"`, `"phase"`),
 		},
 		{
 			name:  "negative slots",
@@ -420,7 +433,7 @@ func TestAccLeaseEphemeral_SurvivesStoreOutage(t *testing.T) {
 	dir := t.TempDir()
 	started, ended := filepath.Join(dir, "started"), filepath.Join(dir, "ended")
 	config := e.providerConfig(map[string]string{"endpoints": fmt.Sprintf("{ s3 = %q }", endpoint), "max_retries": "0"}) +
-		ephemeralLeaseConfig(e.bucket, run, `lease_duration = "6s"`) + fmt.Sprintf(`
+		ephemeralLeaseConfig(e.bucket, run, perPhase, `lease_duration = "6s"`) + fmt.Sprintf(`
 resource "terraform_data" "work" {
   provisioner "local-exec" {
     command = "touch %s && sleep 12 && touch %s"

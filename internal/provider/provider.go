@@ -18,6 +18,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -50,9 +51,11 @@ type s3lockProvider struct {
 	// leases are the ephemeral leases open in this process.
 	leases *leaseRegistry
 	// run, when set, holds ephemeral leases for the whole Terraform run
-	// (see ephemeral_lease_run.go); nil: one lease per phase. claims
-	// orders this process's claims of the run's leases.
+	// (see ephemeral_lease_run.go); when nil, noRun says why not, and
+	// only leases with scope = "phase" can be had. claims orders this
+	// process's claims of the run's leases.
 	run    *runguard.Client
+	noRun  error
 	claims *runClaims
 }
 
@@ -68,18 +71,27 @@ func New(version string) func() provider.Provider {
 // leases that Terraform opened in this process but did not close, which
 // happens when a run fails or is interrupted; it returns the leases it
 // released. Without it such a lease lapses after its lease_duration.
+//
+// Such a provider is not started by Terraform, so it cannot hold an
+// ephemeral lease for a whole run: leases that ask for one fail
+// (runguard.ErrNotTerraform), those with scope = "phase" work.
 func NewWithCleanup(version string) (func() provider.Provider, func(context.Context) ([]s3lock.Token, error)) {
-	return NewForRun(version, nil)
+	return NewForRun(version, nil, fmt.Errorf("%w: it is served in-process (a test harness)", runguard.ErrNotTerraform))
 }
 
 // NewForRun is NewWithCleanup for a provider process that Terraform started:
 // with run set, each ephemeral lease is held for the whole Terraform run by
 // the run's guard process, across the run's phases and provider processes;
-// the cleanup function then has nothing of its own to release.
-func NewForRun(version string, run *runguard.Client) (func() provider.Provider, func(context.Context) ([]s3lock.Token, error)) {
+// the cleanup function then has nothing of its own to release. With run
+// nil, noRun says why the run has no guard: ephemeral leases that ask for
+// the whole run fail with it.
+func NewForRun(version string, run *runguard.Client, noRun error) (func() provider.Provider, func(context.Context) ([]s3lock.Token, error)) {
+	if run == nil && noRun == nil {
+		noRun = errors.New("runguard: no run guard was set up for this provider process")
+	}
 	leases, claims := newLeaseRegistry(), newRunClaims()
 	return func() provider.Provider {
-		return &s3lockProvider{version: version, leases: leases, run: run, claims: claims}
+		return &s3lockProvider{version: version, leases: leases, run: run, noRun: noRun, claims: claims}
 	}, leases.releaseAll
 }
 

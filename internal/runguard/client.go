@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -161,15 +160,21 @@ func (c *Client) dial(ctx context.Context, mayStart bool) error {
 	if err != nil {
 		return err
 	}
+	var refused error
 	connect := func() bool {
 		conn, err := net.Dial("unix", sock)
-		if err == nil {
-			c.conn, c.r = conn, bufio.NewReader(conn)
+		if err != nil {
+			return false
 		}
-		return err == nil
+		if refused = c.hello(conn); refused != nil {
+			_ = conn.Close()
+			return true
+		}
+		c.conn, c.r = conn, bufio.NewReader(conn)
+		return true
 	}
 	if connect() {
-		return nil
+		return refused
 	}
 	if !mayStart {
 		return fmt.Errorf("runguard: the run guard of %s is gone (see %s): the run's leases are no longer renewed", c.run, logPath(sock))
@@ -180,7 +185,7 @@ func (c *Client) dial(ctx context.Context, mayStart bool) error {
 	}
 	defer unlock()
 	if connect() { // another process started it meanwhile
-		return nil
+		return refused
 	}
 	if err := c.start(sock); err != nil {
 		return err
@@ -196,6 +201,32 @@ func (c *Client) dial(ctx context.Context, mayStart bool) error {
 			return ctx.Err()
 		case <-time.After(pollInterval / 4):
 		}
+	}
+	return refused
+}
+
+// hello names the client's run to the guard at the other end of conn, which
+// refuses a provider of another run (and any process not of its run).
+func (c *Client) hello(conn net.Conn) error {
+	_ = conn.SetDeadline(time.Now().Add(requestTimeout))
+	defer func() { _ = conn.SetDeadline(time.Time{}) }()
+	b, err := json.Marshal(request{Op: opHello, Run: &c.run})
+	if err != nil {
+		return err
+	}
+	// A guard that refuses this process answers before it reads: read its
+	// answer even when the greeting could not be written.
+	_, werr := conn.Write(append(b, '\n'))
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("runguard: greeting the run guard of %s: %w", c.run, errors.Join(werr, err))
+	}
+	var resp response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return fmt.Errorf("runguard: greeting the run guard of %s: %w", c.run, err)
+	}
+	if resp.Error != "" {
+		return fmt.Errorf("runguard: the guard at %s refused this provider: %s", conn.RemoteAddr(), resp.Error)
 	}
 	return nil
 }
@@ -214,7 +245,7 @@ func (c *Client) start(sock string) error {
 		return fmt.Errorf("runguard: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(self, GuardArg, strconv.Itoa(c.run.PID), strconv.FormatUint(c.run.Start, 10), c.run.Boot)
+	cmd := exec.Command(self, append([]string{GuardArg}, c.run.args()...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile // stdin: /dev/null
 	// It runs in another directory: the files the AWS variables name (the
 	// SDK reads AWS_CONFIG_FILE and the like itself) must be absolute. The

@@ -70,15 +70,19 @@ func Serve(args []string) int {
 		leases: map[string]*held{}, claims: map[string]chan struct{}{}, conns: map[net.Conn]*conn{}}
 	g.inherit()
 	logger.Printf("guarding the leases of %s on %s", run, sock)
+	if why := run.EndsWithTerraform(); why != "" {
+		logger.Printf("%s: when it exits, the kernel ends this guard with it, so the run's leases lapse after their "+
+			"duration instead of being released", why)
+	}
 	go g.accept(ln)
-	children := newChildWatch(run)
+	tree := newTreeWatch(run)
 	for run.Alive() {
-		children.poll()
+		tree.poll()
 		time.Sleep(pollInterval)
 	}
 	_ = ln.Close()
 	_ = os.Remove(sock)
-	killed := children.outlived()
+	killed := tree.outlived()
 	if killed != "" {
 		logger.Printf("terraform is gone but %s is still running: terraform was killed", killed)
 	}
@@ -88,18 +92,6 @@ func Serve(args []string) int {
 		_ = os.Remove(logPath(sock)) // nothing worth keeping
 	}
 	return 0
-}
-
-func parseRun(args []string) (Run, error) {
-	if len(args) != 3 {
-		return Run{}, errors.New("usage: " + GuardArg + " PID START BOOT (started by the provider only)")
-	}
-	pid, err1 := strconv.Atoi(args[0])
-	start, err2 := strconv.ParseUint(args[1], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return Run{}, fmt.Errorf("bad run %q: %w", args, err)
-	}
-	return Run{PID: pid, Start: start, Boot: args[2]}, nil
 }
 
 // listen listens on sock, replacing a stale socket left by a dead guard. The
@@ -154,12 +146,58 @@ func (g *guard) accept(ln net.Listener) {
 		if err != nil {
 			return
 		}
+		if err := g.admit(c); err != nil {
+			g.log.Printf("refused a connection: %v", err)
+			_ = json.NewEncoder(c).Encode(response{Error: err.Error()})
+			_ = c.Close()
+			continue
+		}
 		g.mu.Lock()
 		g.conns[c] = &conn{claims: map[string]bool{}}
 		g.mu.Unlock()
 		go g.serve(c)
 	}
 }
+
+// admit accepts a connection only from a provider process of this run: a
+// process of the guard's user whose parent is the run's terraform (the
+// kernel's peer credentials say who connected). A provider of another run
+// that reached this socket, or any other process, is refused.
+func (g *guard) admit(c net.Conn) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("a %T is not a unix socket connection", c)
+	}
+	pid, uid, err := peerOf(uc)
+	if err != nil {
+		return err
+	}
+	if uid != os.Getuid() {
+		return fmt.Errorf("the run guard of %s serves user %d only, not a process of user %d", g.run, os.Getuid(), uid)
+	}
+	if pid <= 0 {
+		return fmt.Errorf("the run guard of %s serves that run's provider processes only, not a process of another pid namespace", g.run)
+	}
+	p, err := procOf(pid)
+	if err != nil {
+		return fmt.Errorf("the run guard of %s: reading the connecting process %d: %w", g.run, pid, err)
+	}
+	if p.ppid == g.run.PID && g.run.Alive() {
+		return nil
+	}
+	if acceptRunParent {
+		if t, err := procOf(g.run.PID); err == nil && t.ppid == pid {
+			return nil
+		}
+	}
+	return fmt.Errorf("the run guard of %s serves that run's provider processes only: process %d is a child of process %d, not of terraform",
+		g.run, pid, p.ppid)
+}
+
+// acceptRunParent also admits the process that started the run's terraform.
+// Only this package's tests set it (in the guard processes they start),
+// where the test process plays the provider and a shell plays terraform.
+var acceptRunParent bool
 
 // serve answers one provider process's requests until its connection
 // closes. A connection that closes without a goodbye means its provider
@@ -200,6 +238,11 @@ func (g *guard) serve(c net.Conn) {
 
 func (g *guard) handle(c net.Conn, req request) response {
 	switch req.Op {
+	case opHello:
+		if req.Run == nil || *req.Run != g.run {
+			return response{Error: fmt.Sprintf("this is the run guard of %s (%+v), not of the run the provider belongs to (%+v)", g.run, g.run, req.Run)}
+		}
+		return response{}
 	case opClaim:
 		if req.Config == nil {
 			return response{Error: "claim needs a client configuration"}
@@ -388,10 +431,7 @@ func (g *guard) interrupt(lease *s3lock.Lease, err error) {
 	msg := fmt.Sprintf("\ns3lock: the lease on lock %q in bucket %s (epoch %d) was lost during this run: %v\n"+
 		"s3lock: interrupting terraform (as Ctrl-C does) so that it starts no further changes; "+
 		"the changes this run made may not have been exclusive.\n\n", lease.Name(), lease.Bucket(), lease.Epoch(), err)
-	if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", g.run.PID), os.O_WRONLY|os.O_APPEND, 0); err == nil {
-		_, _ = f.WriteString(msg)
-		_ = f.Close()
-	} else {
+	if err := tellProcess(g.run.PID, msg); err != nil {
 		g.log.Printf("could not tell terraform why (its standard error: %v): %s", err, strings.TrimSpace(msg))
 	}
 	if err := interruptProcess(g.run.PID); err != nil {

@@ -1,9 +1,14 @@
+//go:build unix
+
 package runguard
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,12 +24,57 @@ import (
 // The guard's decisions, against the local S3 server, with a stand-in for
 // terraform: a process of the test's own whose end is the run's end. The
 // test binary is also the guard (TestMain), as the provider binary is.
+//
+// The test process plays the provider processes, but it is terraform's
+// parent, not its child: the guards it starts (they inherit
+// testAcceptParentEnv) also admit the process that started the run's
+// terraform. TestGuard_RefusesProcessesOfOtherRuns checks the admission
+// itself with a process that is neither.
+
+// testAcceptParentEnv makes a guard started by this test binary admit the
+// parent of the run's terraform (acceptRunParent).
+const testAcceptParentEnv = "S3LOCK_RUNGUARD_TEST_ACCEPT_PARENT"
+
+// dialArg makes this test binary a stranger to a run: it greets the guard
+// at the socket os.Args[2] as a provider of the run os.Args[3:] (Run.args)
+// and prints the guard's answer ("ok" or the error).
+const dialArg = "__s3lock_test_dial"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == GuardArg {
-		os.Exit(Serve(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case GuardArg:
+			acceptRunParent = os.Getenv(testAcceptParentEnv) == "1"
+			os.Exit(Serve(os.Args[2:]))
+		case dialArg:
+			os.Exit(strangerDial(os.Args[2], os.Args[3:]))
+		}
+	}
+	if err := os.Setenv(testAcceptParentEnv, "1"); err != nil {
+		panic(err)
 	}
 	os.Exit(s3test.Main(m))
+}
+
+// strangerDial is dialArg's body.
+func strangerDial(sock string, runArgs []string) int {
+	run, err := parseRun(runArgs)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	defer conn.Close()
+	if err := (&Client{run: run}).hello(conn); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("ok")
+	return 0
 }
 
 // fakeRun is a terraform stand-in: a shell whose children the test decides.
@@ -254,4 +304,102 @@ func killGuard(t *testing.T, run Run) {
 		}
 	}
 	t.Fatal("no guard found")
+}
+
+// A guard admits the provider processes of its run only: a process that is
+// not a child of the run's terraform is refused, whatever it claims, and so
+// is a provider of another run that reaches the socket; the run's own
+// provider goes on undisturbed.
+func TestGuard_RefusesProcessesOfOtherRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := startRun(t, "exec sleep 300")
+	c := NewClient(a.run)
+	lease := e.open(t, c, "admitted")
+	sock, err := a.run.socket()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("a process outside the run", func(t *testing.T) {
+		out, err := exec.Command(os.Args[0], append([]string{dialArg, sock}, a.run.args()...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "serves that run's provider processes only") {
+			t.Fatalf("a stranger claiming the run got %v: %s; want it refused", err, out)
+		}
+	})
+	t.Run("a provider of another run", func(t *testing.T) {
+		b := startRun(t, "exec sleep 300")
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		err = NewClient(b.run).hello(conn)
+		if err == nil || !strings.Contains(err.Error(), "not of the run the provider belongs to") {
+			t.Fatalf("a provider of %s greeting the guard of %s: %v; want it refused", b.run, a.run, err)
+		}
+	})
+	if held, err := c.Status(t.Context(), lease.Token); err != nil || held.Lost != "" {
+		t.Fatalf("the run's own provider after the refusals: %+v, %v; want its lease held", held, err)
+	}
+}
+
+// A provisioner's command that leaves a process running in the background
+// (`cmd &`) and exits at once is gone before the guard could see the
+// process as terraform's descendant; the process, now an orphan of the run
+// in terraform's process group, still tells that terraform was killed: the
+// leases lapse.
+func TestGuard_OrphanOfTheRunLetsLeasesLapse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	marker := filepath.Join(t.TempDir(), "started")
+	f := startRun(t, "sh -c 'sleep 300 & touch "+marker+"'; exec sleep 300")
+	waitFile(t, marker) // orphaned before the guard starts: it never sees it as terraform's
+	c := NewClient(f.run)
+	e.open(t, c, "orphan")
+	if err := c.Bye(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.end()
+	if st := e.settled(t, "orphan"); st.Released {
+		t.Fatalf("with an orphan of the run still running the lock is %+v; want it left to lapse", st)
+	}
+}
+
+// What terraform's parent starts after terraform — the next command of a
+// script, in the same process group — is not the run's: a clean end still
+// releases.
+func TestGuard_WhatTerraformsParentStartsIsNotTheRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	c := NewClient(f.run)
+	lease := e.open(t, c, "sibling")
+	sibling := exec.Command("sleep", "300")
+	sibling.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: f.cmd.Process.Pid}
+	if err := sibling.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sibling.Process.Kill(); _ = sibling.Wait() })
+	if err := c.Bye(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.end()
+	if st := e.settled(t, "sibling"); !st.Released || st.Epoch != lease.Token.Epoch {
+		t.Fatalf("after a clean end beside a sibling process the lock is %+v; want epoch %d released", st, lease.Token.Epoch)
+	}
+}
+
+// waitFile waits until path exists (a guard against hangs, not a timing
+// assertion).
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+	}
 }

@@ -1,63 +1,157 @@
 package runguard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // Run identifies one Terraform run: its terraform process.
 type Run struct {
 	// PID is the terraform process's pid.
-	PID int
-	// Start is its start time in clock ticks since boot (/proc/PID/stat
-	// field 22): a pid reused by another process has another start time.
-	Start uint64
+	PID int `json:"pid"`
+	// Start is its start time (Linux: clock ticks since boot, /proc/PID/stat
+	// field 22; macOS: microseconds since the epoch): a pid reused by
+	// another process has another start time.
+	Start uint64 `json:"start"`
 	// Boot is the host's boot id, so that a run is not confused with one of
 	// an earlier boot.
-	Boot string
+	Boot string `json:"boot"`
+	// NS is the pid namespace the pid belongs to (Linux; empty on macOS):
+	// runs in two containers that share /tmp may both be pid 1, started
+	// at the same tick, on one boot.
+	NS string `json:"ns"`
 }
 
-// ErrUnsupported means this system cannot tell runs apart (no /proc): the
-// provider then holds a lease per phase.
-var ErrUnsupported = errors.New("runguard: needs Linux's /proc to tell Terraform runs apart")
+// The reasons a run cannot have a guard. The provider names them, with the
+// way out, in the diagnostic of a lease that asks for the whole run.
+var (
+	// ErrUnsupported means this system offers no way to follow the
+	// terraform process (the guard works on Linux and macOS).
+	ErrUnsupported = errors.New("runguard: this system offers no way to follow the terraform process " +
+		"(whole-run leases work on Linux and macOS)")
+	// ErrNotTerraform means the provider was not started by Terraform or
+	// OpenTofu (a debugger or a test harness serves it), so it cannot
+	// tell which run it serves.
+	ErrNotTerraform = errors.New("runguard: the provider was not started by Terraform or OpenTofu")
+	// ErrTurnedOff means S3LOCK_RUN_GUARD turned the guard off.
+	ErrTurnedOff = errors.New("runguard: turned off by " + TurnOffEnv)
+	// ErrDirUnusable means the directory of the guards' sockets cannot be
+	// used safely.
+	ErrDirUnusable = errors.New("runguard: the run guard's directory is unusable")
+)
 
-// Parent returns the run of the process that started this one: the
-// terraform process, for a provider that terraform started.
-func Parent() (Run, error) { return Of(os.Getppid()) }
+// TurnOffEnv turns the run guard off ("off", "0" or "false"): ephemeral
+// leases that ask for the whole run then fail, those that ask for a phase
+// work.
+const TurnOffEnv = "S3LOCK_RUN_GUARD"
 
-// Of returns the run of the process pid.
-func Of(pid int) (Run, error) {
-	start, err := startTime(pid)
+// magicCookieKey is the variable Terraform and OpenTofu set for the provider
+// processes they start (the plugin handshake).
+const magicCookieKey = "TF_PLUGIN_MAGIC_COOKIE"
+
+// ForProvider returns the run of the provider process that calls it — its
+// parent, the terraform process — or why it has none: it was not started by
+// Terraform (or is served for a debugger, debug), the guard is turned off,
+// the system cannot follow processes, or the guards' directory is unsafe.
+func ForProvider(debug bool) (Run, error) {
+	switch v := os.Getenv(TurnOffEnv); {
+	case debug:
+		return Run{}, fmt.Errorf("%w: it runs in debug mode (-debug), serving any terraform that attaches", ErrNotTerraform)
+	case os.Getenv(magicCookieKey) == "":
+		return Run{}, fmt.Errorf("%w: it is served in-process (a test harness) or by hand", ErrNotTerraform)
+	case v == "off" || v == "0" || v == "false":
+		return Run{}, fmt.Errorf("%w (%s=%s in terraform's environment)", ErrTurnedOff, TurnOffEnv, v)
+	}
+	r, err := Of(os.Getppid())
 	if err != nil {
 		return Run{}, err
 	}
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return Run{}, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	if _, err := dir(); err != nil {
+		return Run{}, err
 	}
-	return Run{PID: pid, Start: start, Boot: strings.TrimSpace(string(boot))}, nil
+	return r, nil
+}
+
+// Of returns the run of the process pid (of this pid namespace).
+func Of(pid int) (Run, error) {
+	p, err := procOf(pid)
+	if err != nil {
+		return Run{}, err
+	}
+	boot, err := bootID()
+	if err != nil {
+		return Run{}, err
+	}
+	ns, err := pidNamespace()
+	if err != nil {
+		return Run{}, err
+	}
+	return Run{PID: pid, Start: p.start, Boot: boot, NS: ns}, nil
 }
 
 // Alive reports whether the run's terraform process still exists (a zombie
-// counts as gone). A /proc read that fails for another reason than the
-// process being gone (out of file descriptors, say) does not end the run.
+// counts as gone). A read that fails for another reason than the process
+// being gone (out of file descriptors, say) does not end the run.
 func (r Run) Alive() bool {
-	start, err := startTime(r.PID)
+	p, err := procOf(r.PID)
 	if err != nil {
 		return !errors.Is(err, errGone)
 	}
-	return start == r.Start && !zombie(r.PID)
+	return p.start == r.Start && !p.zombie
 }
+
+// EndsWithTerraform says why the run's guard will be ended together with
+// terraform, or returns "": terraform is the init process of its pid
+// namespace (a container's entrypoint), or the only child of a minimal init
+// that exits with it (tini, which is Docker's --init, dumb-init, catatonit).
+// When the init exits, the kernel ends every other process of the namespace
+// at once, the guard included, which can then not release the run's
+// leases: they lapse.
+func (r Run) EndsWithTerraform() string {
+	if r.PID == 1 {
+		return "terraform is the init process (pid 1) of its container"
+	}
+	p, err := procOf(r.PID)
+	if err != nil || p.ppid != 1 {
+		return ""
+	}
+	if name := initName(); minimalInits[name] {
+		return fmt.Sprintf("terraform runs under %s, the init process of its container, which exits as soon as terraform does", name)
+	}
+	return ""
+}
+
+// minimalInits are init processes that exit when their one child does.
+var minimalInits = map[string]bool{"tini": true, "docker-init": true, "dumb-init": true, "catatonit": true}
 
 // errGone marks a process that no longer exists.
 var errGone = errors.New("process is gone")
 
 // String names the run, for messages.
 func (r Run) String() string { return fmt.Sprintf("terraform process %d", r.PID) }
+
+// args are the guard's command-line arguments after GuardArg.
+func (r Run) args() []string {
+	return []string{strconv.Itoa(r.PID), strconv.FormatUint(r.Start, 10), r.Boot, r.NS}
+}
+
+// parseRun is the inverse of args.
+func parseRun(args []string) (Run, error) {
+	if len(args) != 4 {
+		return Run{}, errors.New("usage: " + GuardArg + " PID START BOOT PIDNS (started by the provider only)")
+	}
+	pid, err1 := strconv.Atoi(args[0])
+	start, err2 := strconv.ParseUint(args[1], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Run{}, fmt.Errorf("bad run %q: %w", args, err)
+	}
+	return Run{PID: pid, Start: start, Boot: args[2], NS: args[3]}, nil
+}
 
 // dir is the directory of the user's run guards, readable by the user only:
 // under $XDG_RUNTIME_DIR (the user's own, usually /run/user/UID) if set,
@@ -73,76 +167,40 @@ func dir() (string, error) {
 	}
 	d := filepath.Join(base, fmt.Sprintf("s3lock-run-%d", os.Getuid()))
 	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", fmt.Errorf("runguard: creating %s: %w", d, err)
+		return "", fmt.Errorf("%w: creating %s: %w", ErrDirUnusable, d, err)
 	}
 	fi, err := os.Lstat(d)
 	if err != nil {
-		return "", fmt.Errorf("runguard: %w", err)
+		return "", fmt.Errorf("%w: %w", ErrDirUnusable, err)
 	}
 	if !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByMe(fi) {
-		return "", fmt.Errorf("runguard: %s must be a directory of user %d with mode 0700 (it is %s); "+
-			"set XDG_RUNTIME_DIR or TMPDIR to a directory of your own, or S3LOCK_RUN_GUARD=off", d, os.Getuid(), fi.Mode())
+		return "", fmt.Errorf("%w: %s must be a directory of user %d with mode 0700 (it is %s); "+
+			"set XDG_RUNTIME_DIR or TMPDIR to a directory of your own", ErrDirUnusable, d, os.Getuid(), fi.Mode())
 	}
 	return d, nil
 }
 
-// maxBaseLen keeps a guard's socket path (base + /s3lock-run-UID/ + 30
-// characters) within the 108 bytes of a unix socket address.
+// maxBaseLen keeps a guard's socket path (base + /s3lock-run-UID/ + at most
+// 25 characters) within the 104 bytes of a unix socket address on macOS
+// (108 on Linux).
 const maxBaseLen = 60
 
-// Usable reports whether guards can run here, and why not.
-func Usable() error {
-	_, err := dir()
-	return err
-}
-
-// socket is the path of the run's guard socket.
+// socket is the path of the run's guard socket: named after the run's pid
+// and a digest of everything that identifies it (start time, boot, pid
+// namespace), short enough for a socket address.
 func (r Run) socket() (string, error) {
 	d, err := dir()
 	if err != nil {
 		return "", err
 	}
-	boot := r.Boot
-	if len(boot) > 8 {
-		boot = boot[:8]
-	}
-	return filepath.Join(d, fmt.Sprintf("%s-%d-%d.sock", boot, r.PID, r.Start)), nil
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%d\x00%s\x00%s", r.PID, r.Start, r.Boot, r.NS)))
+	return filepath.Join(d, fmt.Sprintf("%d-%s.sock", r.PID, hex.EncodeToString(sum[:6]))), nil
 }
 
-func startTime(pid int) (uint64, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name: state is field 3, starttime field 22.
-	if len(f) < 20 {
-		return 0, fmt.Errorf("runguard: short /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
-
-func zombie(pid int) bool {
-	f, err := statFields(pid)
-	return err == nil && len(f) > 0 && f[0] == "Z"
-}
-
-// statFields returns the fields of /proc/PID/stat after the command name
-// (which may hold spaces): state first.
-func statFields(pid int) ([]string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, serr)
-		}
-		return nil, fmt.Errorf("runguard: process %d: %w", pid, errGone)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("runguard: %w", err)
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("runguard: unreadable /proc/%d/stat", pid)
-	}
-	return strings.Fields(s[i+1:]), nil
+// proc is what the guard reads of a process.
+type proc struct {
+	pid, ppid, pgid int
+	// start is its start time, in the unit of Run.Start.
+	start  uint64
+	zombie bool
 }

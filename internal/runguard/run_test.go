@@ -36,12 +36,57 @@ func TestRun_IdentifiesAProcess(t *testing.T) {
 	if reused.Alive() {
 		t.Errorf("a run whose pid now belongs to a process started at another time is alive")
 	}
-	a, b := me, me
-	b.PID++
-	sa, _ := a.socket()
-	sb, _ := b.socket()
-	if sa == sb {
-		t.Errorf("two runs share the socket %s", sa)
+	if again, err := parseRun(me.args()); err != nil || again != me {
+		t.Errorf("the guard's arguments %q give back %+v, %v; want %+v", me.args(), again, err, me)
+	}
+}
+
+// Two runs never share a guard: runs that differ in any of their pid, start
+// time, boot or pid namespace have different sockets — also two containers
+// that share /tmp, each with terraform as pid 1, started at the same tick.
+func TestRun_SocketsKeepRunsApart(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	base := Run{PID: 1, Start: 4242, Boot: "0b5e2f3c-9a6d-4f0e-8e1a-2c7d9b1f0a11", NS: "pid:[4026532301]"}
+	others := map[string]Run{
+		"pid":           {PID: 2, Start: base.Start, Boot: base.Boot, NS: base.NS},
+		"start time":    {PID: base.PID, Start: base.Start + 1, Boot: base.Boot, NS: base.NS},
+		"boot":          {PID: base.PID, Start: base.Start, Boot: "1b5e2f3c-9a6d-4f0e-8e1a-2c7d9b1f0a11", NS: base.NS},
+		"pid namespace": {PID: base.PID, Start: base.Start, Boot: base.Boot, NS: "pid:[4026532302]"},
+	}
+	sock, err := base.socket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := base.socket(); again != sock {
+		t.Fatalf("one run has two sockets: %s and %s", sock, again)
+	}
+	for what, other := range others {
+		if s, _ := other.socket(); s == sock {
+			t.Errorf("runs that differ in their %s share the socket %s", what, s)
+		}
+	}
+}
+
+// In a pid namespace of its own (a container), a run's identity names that
+// namespace, which the host's processes do not share.
+func TestRun_NamesItsPidNamespace(t *testing.T) {
+	if _, err := os.Stat("/proc/self/ns/pid"); err != nil {
+		t.Skip("pid namespaces are Linux's")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare")
+	}
+	mine, err := pidNamespace()
+	if err != nil || !strings.HasPrefix(mine, "pid:[") {
+		t.Fatalf("pidNamespace() = %q, %v", mine, err)
+	}
+	out, err := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "readlink", "/proc/self/ns/pid").CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot make a pid namespace here: %v: %s", err, out)
+	}
+	if theirs := strings.TrimSpace(string(out)); theirs == mine || !strings.HasPrefix(theirs, "pid:[") {
+		t.Errorf("a process in a new pid namespace reports %q, this one %q; want two namespaces", theirs, mine)
 	}
 }
 

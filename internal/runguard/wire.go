@@ -38,6 +38,9 @@ type Lease struct {
 // The requests a provider process sends, one JSON object a line, each
 // answered by one response line.
 const (
+	// hello opens every connection: the provider names its run (Run), and
+	// the guard refuses a provider of another run.
+	opHello = "hello"
 	// claim asks for the run's lease of Bucket/Name on the store of Config:
 	// the guard answers with the lease if the run holds it, or grants the
 	// caller the right to acquire it (Granted), making every other claim of
@@ -52,6 +55,7 @@ const (
 
 type request struct {
 	Op     string        `json:"op"`
+	Run    *Run          `json:"run,omitempty"`
 	Bucket string        `json:"bucket,omitempty"`
 	Name   string        `json:"name,omitempty"`
 	Token  *s3lock.Token `json:"token,omitempty"`

@@ -8,6 +8,13 @@
 #   tools/tfmatrix/build.sh tofu 1.12.6        -> prints the tofu binary's path
 #   tools/tfmatrix/build.sh all                -> builds every pinned version (versions.txt)
 #
+# A version whose line in versions.txt ends in "experiments" is linked with
+# experiments allowed (-X main.experimentsAllowed=yes), as Terraform's alpha
+# builds are: such a build runs experimental features (pluggable state
+# storage, with TF_ENABLE_PLUGGABLE_STATE_STORAGE=1) when a configuration or
+# a flag asks for them, and behaves as the release otherwise, so one build
+# serves both the matrix and the tests of experimental features.
+#
 # Terraform's module zip lacks its remote-state backends (nested modules of
 # their own): in a writable copy, the backends that are not in the zip are
 # removed from internal/backend/init/init.go and go.mod before building. The
@@ -22,14 +29,20 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cache="${S3LOCK_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/s3lock-tools}"
 
 build() { # build NAME VERSION: prints the binary's path
-	local name=$1 version=$2 module out dir src
+	local name=$1 version=$2 module out dir src ldflags built
+	ldflags="-s -w -X $(module_of "$name")/version.dev=no"
+	built="$ldflags" # of a binary cached before build.sh recorded its flags
+	if [[ $(flags_of "$name" "$version") == *experiments* ]]; then
+		ldflags+=" -X main.experimentsAllowed=yes"
+	fi
 	case $name in
 	terraform) module=github.com/hashicorp/terraform ;;
 	tofu) module=github.com/opentofu/opentofu ;;
 	*) echo "build.sh: unknown binary $name (terraform or tofu)" >&2; return 2 ;;
 	esac
 	out="$cache/$name-$version/$name"
-	if [[ -x $out ]] && [[ $(reported_version "$out") == "$version" ]]; then
+	[[ -f $out.ldflags ]] && built=$(cat "$out.ldflags")
+	if [[ -x $out ]] && [[ $(reported_version "$out") == "$version" ]] && [[ $built == "$ldflags" ]]; then
 		echo "$out"
 		return
 	fi
@@ -49,10 +62,10 @@ build() { # build NAME VERSION: prints the binary's path
 	case $name in
 	terraform)
 		strip_missing_backends "$src"
-		(cd "$src" && GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X $module/version.dev=no" -o "$out.tmp" .)
+		(cd "$src" && GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out.tmp" .)
 		;;
 	tofu)
-		(cd "$src" && go build -trimpath -ldflags "-s -w -X $module/version.dev=no" -o "$out.tmp" ./cmd/tofu)
+		(cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$out.tmp" ./cmd/tofu)
 		;;
 	esac
 	if [[ $(reported_version "$out.tmp") != "$version" ]]; then
@@ -60,7 +73,20 @@ build() { # build NAME VERSION: prints the binary's path
 		return 1
 	fi
 	mv "$out.tmp" "$out"
+	printf '%s' "$ldflags" >"$out.ldflags"
 	echo "$out"
+}
+
+module_of() {
+	case $1 in
+	terraform) echo github.com/hashicorp/terraform ;;
+	tofu) echo github.com/opentofu/opentofu ;;
+	esac
+}
+
+# flags_of prints what follows NAME VERSION on its line of versions.txt.
+flags_of() {
+	sed -n "s/^$1 $2[[:space:]]*\(.*\)$/\1/p" "$here/versions.txt"
 }
 
 # reported_version prints the version a terraform or tofu binary reports
@@ -91,7 +117,7 @@ strip_missing_backends() {
 
 case ${1:-} in
 all)
-	while read -r name version; do
+	while read -r name version _; do
 		[[ -z $name || $name == \#* ]] && continue
 		build "$name" "$version" >/dev/null
 	done <"$here/versions.txt"
