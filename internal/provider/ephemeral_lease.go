@@ -73,7 +73,7 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"serialize-applies guide. Under `s3lock run` of the same lock, the lease is the CLI's. Where the " +
 			"provider cannot hold the lease for the whole run (Windows, a provider under a debugger, " +
 			"`S3LOCK_RUN_GUARD=off`), opening it fails and says why, unless `scope = \"phase\"` asks for a lease " +
-			"per phase. With `slots` = n > 1 the lock admits n holders at once, and the run holds one of "+
+			"per phase. With `slots` = n > 1 the lock admits n holders at once, and the run holds one of " +
 			"its slots (`slot`).",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
