@@ -187,9 +187,29 @@ func guardOf(t *testing.T, pid int) int {
 // A terraform killed during `terraform destroy`'s destroy walks, where no
 // s3lock provider process runs (only a destroy-time provisioner here): what
 // terraform started is still running, so the run's lease lapses instead of
-// being released.
+// being released. What runs on may be the provisioner's command itself, or a
+// process the command left running in the background and exited (a
+// grandchild of terraform, an orphan once its parent is gone, which the guard
+// never saw as terraform's descendant).
 func TestE2E_RunLease_KilledDuringDestroyLeaseLapses(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// command is the destroy provisioner's: it writes the pid of the
+		// process that runs on to MARKER.
+		command string
+	}{
+		{name: "its command runs on", command: `echo $$ > $MARKER.tmp && mv $MARKER.tmp $MARKER && exec sleep 300`},
+		{name: "a process its command left runs on", command: `sleep 300 & echo $! > $MARKER.tmp && mv $MARKER.tmp $MARKER`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			killedDuringDestroy(t, tc.command)
+		})
+	}
+}
+
+func killedDuringDestroy(t *testing.T, command string) {
 	e := newRunLeaseEnv(t)
 	marker := filepath.Join(t.TempDir(), "destroying")
 	dir := e.extraModule("destroy", `
@@ -197,8 +217,9 @@ resource "terraform_data" "teardown" {
   input      = "`+marker+`"
   depends_on = [ephemeral.s3lock_lease.run]
   provisioner "local-exec" {
-    when    = destroy
-    command = "echo $$ > ${self.input}.tmp && mv ${self.input}.tmp ${self.input} && exec sleep 300"
+    when        = destroy
+    command     = "`+command+`"
+    environment = { MARKER = self.input }
   }
 }
 `)
@@ -221,24 +242,24 @@ resource "terraform_data" "teardown" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	provisioner, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	// The guard notes terraform's children every 100ms: one started just
-	// before the kill can go unseen (a documented residual).
+	runsOn, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// The guard notes terraform's descendants every 100ms: a direct child
+	// started just before the kill can go unseen (a documented residual).
 	time.Sleep(500 * time.Millisecond)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
 	time.Sleep(200 * time.Millisecond) // a CLI may take its provisioners with it
-	still := syscall.Kill(provisioner, 0) == nil
+	still := syscall.Kill(runsOn, 0) == nil
 	st, _ := e.waitFree(time.Minute)
 	switch {
 	case still && st.Released:
-		t.Fatalf("the killed destroy's lease was released while its provisioner (pid %d) still ran; want it left to lapse: %+v", provisioner, st)
+		t.Fatalf("the killed destroy's lease was released while its provisioner's process (pid %d) still ran; want it left to lapse: %+v", runsOn, st)
 	case !still:
 		// OpenTofu kills its provisioners' commands when it dies:
 		// nothing of the run runs on, and releasing is right.
-		t.Logf("%s took its provisioner with it; the lease was released=%v", e.h.CLI, st.Released)
+		t.Logf("%s took its provisioner's process with it; the lease was released=%v", e.h.CLI, st.Released)
 	}
 }
 

@@ -264,6 +264,63 @@ func TestE2E_RunLease_ConcurrentRunsEachHoldOneEpoch(t *testing.T) {
 	t.Parallel()
 	e := newRunLeaseEnv(t)
 	names := []string{"run-a", "run-b", "run-c"}
+	e.applyAtOnce(names, nil)
+	if t.Failed() {
+		return
+	}
+	e.waitFree(10 * time.Second) // the last run's guard releases as terraform exits
+	e.checkTurns(names, true)
+}
+
+// TestE2E_RunLease_TerraformAsItsContainersInit: the same three runs, each
+// terraform the init process (pid 1) of a pid namespace of its own, as in a
+// container whose entrypoint is terraform, all sharing /tmp, where the run
+// guards' sockets are (their terraform processes may even have started at
+// the same clock tick). Each run still holds one epoch for its whole run, of
+// its own: they take turns whole and the counter ends at 3. When each
+// terraform exits, the kernel ends its guard with it, so each lease lapses
+// rather than being released, and the provider warns that it will.
+func TestE2E_RunLease_TerraformAsItsContainersInit(t *testing.T) {
+	t.Parallel()
+	unshare := requireUnshare(t)
+	e := newRunLeaseEnv(t)
+	names := []string{"init-a", "init-b", "init-c"}
+	outputs := e.applyAtOnce(names, func(cmd *exec.Cmd) {
+		cmd.Args = append([]string{unshare, "--pid", "--fork", "--mount-proc"}, cmd.Args...)
+		cmd.Path = unshare
+	})
+	if t.Failed() {
+		return
+	}
+	for who, out := range outputs {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), "Lock will lapse, not be released, when this run ends") {
+			t.Errorf("%s's output does not warn that its lease will lapse:\n%s", who, out)
+		}
+	}
+	e.waitFree(time.Minute) // the last run's lease lapses
+	e.checkTurns(names, false)
+}
+
+// requireUnshare returns the path of unshare(1), skipping the test where it
+// cannot make a pid namespace (it needs root, or user namespaces).
+func requireUnshare(t *testing.T) string {
+	t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1) to run terraform as the init of a pid namespace")
+	}
+	if out, err := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("unshare cannot make a pid namespace here: %v: %s", err, out)
+	}
+	return unshare
+}
+
+// applyAtOnce starts `terraform apply` of a root module of each of names at
+// once (wrap, if set, changes each command) and waits for all; it fails the
+// test for each that fails, and returns each one's output.
+func (e *runLeaseEnv) applyAtOnce(names []string, wrap func(*exec.Cmd)) map[string]string {
+	t := e.t
+	t.Helper()
 	dirs := map[string]string{}
 	for _, who := range names {
 		dirs[who] = e.module(who)
@@ -271,23 +328,38 @@ func TestE2E_RunLease_ConcurrentRunsEachHoldOneEpoch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outputs := map[string]string{}
 	start := make(chan struct{})
 	for _, who := range names {
+		cmd := e.command(ctx, dirs[who], who, bumpStep, "apply", "-auto-approve")
+		if wrap != nil {
+			wrap(cmd)
+		}
 		wg.Go(func() {
 			<-start
-			out, err := e.command(ctx, dirs[who], who, bumpStep, "apply", "-auto-approve").CombinedOutput()
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Errorf("%s: terraform apply: %v\n%s", who, err, out)
 			}
+			mu.Lock()
+			outputs[who] = string(out)
+			mu.Unlock()
 		})
 	}
 	close(start)
 	wg.Wait()
-	if t.Failed() {
-		return
-	}
-	e.waitFree(10 * time.Second) // the last run's guard releases as terraform exits
+	return outputs
+}
 
+// checkTurns checks what runs of names recorded against the run lock's
+// epochs: one epoch per run, each run's apply step inside its own epoch,
+// having seen the previous run's change (the counter planned is the one the
+// previous run left), so that the counter ends at the number of runs; and
+// each epoch released at the end of its run (released), or left to lapse.
+func (e *runLeaseEnv) checkTurns(names []string, released bool) {
+	t := e.t
+	t.Helper()
 	changes := e.changes()
 	epochs := e.epochs()
 	for _, c := range changes {
@@ -302,8 +374,9 @@ func TestE2E_RunLease_ConcurrentRunsEachHoldOneEpoch(t *testing.T) {
 	}
 	byEpoch := map[uint64]epochRecord{}
 	for _, ep := range epochs {
-		if !ep.Expired || ep.ReleasedAt.IsZero() {
-			t.Errorf("epoch %d was not released at the end of its run: %+v", ep.Epoch, ep)
+		wasReleased := ep.Expired && !ep.ReleasedAt.IsZero()
+		if wasReleased != released {
+			t.Errorf("epoch %d: released at the end of its run = %v; want %v: %+v", ep.Epoch, wasReleased, released, ep)
 		}
 		byEpoch[ep.Epoch] = ep
 	}
@@ -317,15 +390,26 @@ func TestE2E_RunLease_ConcurrentRunsEachHoldOneEpoch(t *testing.T) {
 		case c.planned != c.runEpoch-1 || c.counter != c.runEpoch:
 			t.Errorf("%s (epoch %d) planned with counter %d and bumped it to %d; want %d and %d: it did not see the previous run's change",
 				c.who, c.runEpoch, c.planned, c.counter, c.runEpoch-1, c.runEpoch)
-		case c.start.Before(ep.AcquiredAt) || ep.ReleasedAt.Before(c.end):
+		case c.start.Before(ep.AcquiredAt) || (released && ep.ReleasedAt.Before(c.end)):
 			t.Errorf("%s's apply step (%s .. %s) is not inside its epoch %d (%s .. %s)", c.who,
 				c.start.Format(time.StampMilli), c.end.Format(time.StampMilli), ep.Epoch,
 				ep.AcquiredAt.Format(time.StampMilli), ep.ReleasedAt.Format(time.StampMilli))
 		}
 	}
 	// The runs' epochs follow one another: no run's plan or apply falls
-	// inside another's.
+	// inside another's (a lapsed epoch's end is not recorded: the next run
+	// took the lock after the previous run's step ended).
+	stepOf := map[uint64]change{}
+	for _, c := range changes {
+		stepOf[c.runEpoch] = c
+	}
 	for i := 1; i < len(epochs); i++ {
+		if prev, ok := stepOf[epochs[i-1].Epoch]; ok && epochs[i].AcquiredAt.Before(prev.end) {
+			t.Errorf("epoch %d (%s) was acquired at %s, while %s's apply step under epoch %d ran (until %s)", epochs[i].Epoch,
+				epochs[i].Holder, epochs[i].AcquiredAt.Format(time.StampMilli), prev.who, prev.runEpoch, prev.end.Format(time.StampMilli))
+		}
+	}
+	for i := 1; released && i < len(epochs); i++ {
 		if epochs[i].AcquiredAt.Before(epochs[i-1].ReleasedAt) {
 			t.Errorf("epoch %d (%s) was acquired at %s, before epoch %d (%s) was released at %s", epochs[i].Epoch, epochs[i].Holder,
 				epochs[i].AcquiredAt.Format(time.StampMilli), epochs[i-1].Epoch, epochs[i-1].Holder, epochs[i-1].ReleasedAt.Format(time.StampMilli))

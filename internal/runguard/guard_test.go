@@ -84,14 +84,22 @@ type fakeRun struct {
 	run Run
 }
 
-// startRun starts `sh -c script` as the run's terraform.
+// startRun starts `sh -c script` as the run's terraform, in a process group
+// of its own.
 func startRun(t *testing.T, script string) *fakeRun {
+	t.Helper()
+	return startRunIn(t, script, 0)
+}
+
+// startRunIn starts `sh -c script` as the run's terraform in the process
+// group pgid (0: a group of its own).
+func startRunIn(t *testing.T, script string, pgid int) *fakeRun {
 	t.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("runs are told apart through /proc (Linux)")
 	}
 	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -367,26 +375,54 @@ func TestGuard_OrphanOfTheRunLetsLeasesLapse(t *testing.T) {
 }
 
 // What terraform's parent starts after terraform — the next command of a
-// script, in the same process group — is not the run's: a clean end still
-// releases.
-func TestGuard_WhatTerraformsParentStartsIsNotTheRuns(t *testing.T) {
+// script — and what another run of the same parent starts, in the same
+// process group, are not the run's: a clean end still releases.
+func TestGuard_OtherProcessesOfTheGroupAreNotTheRuns(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	f := startRun(t, "exec sleep 300")
-	c := NewClient(f.run)
-	lease := e.open(t, c, "sibling")
-	sibling := exec.Command("sleep", "300")
-	sibling.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: f.cmd.Process.Pid}
-	if err := sibling.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sibling.Process.Kill(); _ = sibling.Wait() })
+	t.Run("the next command of its parent", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		f := startRun(t, "exec sleep 300")
+		c := NewClient(f.run)
+		lease := e.open(t, c, "sibling")
+		sibling := exec.Command("sleep", "300")
+		sibling.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: f.cmd.Process.Pid}
+		if err := sibling.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sibling.Process.Kill(); _ = sibling.Wait() })
+		endCleanly(t, e, f, c, "sibling", lease)
+	})
+	t.Run("another run started just before it", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		tmp := t.TempDir()
+		goOn, started := filepath.Join(tmp, "go"), filepath.Join(tmp, "started")
+		// The other run's terraform starts first and starts its child
+		// once this run's terraform runs.
+		other := startRun(t, "while [ ! -e "+goOn+" ]; do sleep 0.05; done; sleep 300 & touch "+started+"; wait")
+		f := startRunIn(t, "exec sleep 300", other.cmd.Process.Pid)
+		if err := os.WriteFile(goOn, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		waitFile(t, started)
+		c := NewClient(f.run)
+		lease := e.open(t, c, "other-run")
+		endCleanly(t, e, f, c, "other-run", lease)
+	})
+}
+
+// endCleanly ends the run f as terraform does after a clean end (its
+// provider says goodbye, then terraform exits) and checks that the guard
+// released the lease.
+func endCleanly(t *testing.T, e *env, f *fakeRun, c *Client, name string, lease *Lease) {
+	t.Helper()
 	if err := c.Bye(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	f.end()
-	if st := e.settled(t, "sibling"); !st.Released || st.Epoch != lease.Token.Epoch {
-		t.Fatalf("after a clean end beside a sibling process the lock is %+v; want epoch %d released", st, lease.Token.Epoch)
+	if st := e.settled(t, name); !st.Released || st.Epoch != lease.Token.Epoch {
+		t.Fatalf("after a clean end the lock is %+v; want epoch %d released", st, lease.Token.Epoch)
 	}
 }
 

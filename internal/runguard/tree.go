@@ -19,19 +19,33 @@ type treeWatch struct {
 	// pgid is terraform's process group, which its descendants keep unless
 	// they leave it: orphans found there (see orphans) are the run's.
 	pgid int
-	// parent is the process that started terraform: what it starts after
-	// terraform is not the run's.
-	parent int
-	seen   map[int]uint64 // pid → start time of every descendant seen
+	// reapers are terraform's ancestors above its parent (pid → start
+	// time): a process of the run whose parent dies is re-parented to one
+	// of them (the nearest subreaper, or init). Terraform's parent is left
+	// out: what it starts after terraform (the next command of a script)
+	// is not the run's.
+	reapers map[int]uint64
+	seen    map[int]uint64 // pid → start time of every descendant seen
 }
 
 func newTreeWatch(run Run) *treeWatch {
-	w := &treeWatch{run: run, self: os.Getpid(), pgid: -1, parent: -1, seen: map[int]uint64{}}
-	if p, err := procOf(run.PID); err == nil && p.start == run.Start {
-		w.pgid, w.parent = p.pgid, p.ppid
+	w := &treeWatch{run: run, self: os.Getpid(), pgid: -1, reapers: map[int]uint64{}, seen: map[int]uint64{}}
+	p, err := procOf(run.PID)
+	if err != nil || p.start != run.Start {
+		return w
+	}
+	w.pgid = p.pgid
+	parent, err := procOf(p.ppid)
+	for pid := parent.ppid; err == nil && pid > 0 && len(w.reapers) < maxAncestors; pid = parent.ppid {
+		if parent, err = procOf(pid); err == nil {
+			w.reapers[pid] = parent.start
+		}
 	}
 	return w
 }
+
+// maxAncestors bounds the walk up terraform's ancestors.
+const maxAncestors = 64
 
 // poll records terraform's descendants as they are now, and forgets those
 // that ended.
@@ -77,10 +91,12 @@ func (w *treeWatch) outlived() string {
 	return ""
 }
 
-// orphan returns a process of terraform's process group that started after
-// terraform and whose parent is older than terraform — an orphan of the run,
-// re-parented to an init or a subreaper —, other than what terraform's own
-// parent starts; or 0.
+// orphan returns a process of terraform's process group, started after
+// terraform, whose parent is one of terraform's ancestors above its parent —
+// an orphan of the run, re-parented to an init or a subreaper —; or 0.
+// (Processes that another run of the same parent started have that run's
+// terraform, or terraform's parent, as their ancestor: never one of the
+// reapers.)
 func (w *treeWatch) orphan() int {
 	if w.pgid <= 0 {
 		return 0
@@ -89,16 +105,11 @@ func (w *treeWatch) orphan() int {
 	if err != nil {
 		return 0
 	}
-	started := make(map[int]uint64, len(all))
-	for _, p := range all {
-		started[p.pid] = p.start
-	}
 	for _, p := range all {
 		if p.pgid != w.pgid || p.start < w.run.Start || p.zombie || p.pid == w.run.PID || p.pid == w.self {
 			continue
 		}
-		parentStart, ok := started[p.ppid]
-		if p.ppid != w.parent && ok && parentStart < w.run.Start {
+		if start, ok := w.reapers[p.ppid]; ok && alive(p.ppid, start) {
 			return p.pid
 		}
 	}
