@@ -446,14 +446,19 @@ func TestE2E_RunLease_FreedWhenTheRunEnds(t *testing.T) {
 			cmd := e.command(t.Context(), dir, "run", step, tc.args...)
 			var out syncOutput
 			cmd.Stdout, cmd.Stderr = &out, &out
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 			if tc.interrupt {
 				eventually(t, "the run to hold the lock and start its step", func() bool {
 					return strings.Contains(out.String(), "Provisioning with 'local-exec'")
 				})
-				if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				// As Ctrl-C does: to terraform's whole process group, its
+				// step's processes too. (A step's process that outlived
+				// terraform would make the guard let the lease lapse.)
+				if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 					t.Fatal(err)
 				}
 			}

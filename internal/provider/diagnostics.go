@@ -215,7 +215,7 @@ func wholeRunUnavailable(l leaseRef, cause error) diag.Diagnostic {
 			"if a lease per phase is what you want."
 	case errors.Is(cause, runguard.ErrUnsupported):
 		remedy = "Run terraform on Linux or macOS (on Windows: in WSL), or hold the lock around the whole command " +
-			"with the CLI, which works everywhere: `s3lock run NAME -- terraform apply` (this lease then uses the " +
+			"with the CLI, which runs on Windows too: `s3lock run NAME -- terraform apply` (this lease then uses the " +
 			"CLI's lease), or give the lease scope = \"phase\"."
 	case errors.Is(cause, runguard.ErrDirUnusable):
 		remedy = "Make that directory yours with mode 0700, or point XDG_RUNTIME_DIR or TMPDIR (in terraform's " +

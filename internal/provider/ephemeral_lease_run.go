@@ -34,7 +34,7 @@ const (
 // scopeDescription is the MarkdownDescription of the scope attribute.
 const scopeDescription = "What the lease covers. `\"run\"` (the default): the whole `terraform` run, from its " +
 	"plan to the end of its apply, under one epoch; where the provider cannot hold a lease for the whole run " +
-	"(see \"Where a whole run cannot be had\" below), opening the lease fails with an error that says why and " +
+	"(see \"Where a whole run can be had\" on this page), opening the lease fails with an error that says why and " +
 	"what to do. `\"phase\"`: each phase of the run (the plan, the apply) takes the lock on its own and " +
 	"releases it when the phase ends — another run can take the lock between this run's plan and its apply, " +
 	"and the apply then works on a plan made before that run's changes. Choose it only where that is acceptable, " +

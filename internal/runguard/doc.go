@@ -23,16 +23,28 @@
 //     releases the leases at once and exits;
 //   - when terraform dies without shutting its providers down (SIGKILL), a
 //     provider process went away without a goodbye, or is left behind (it
-//     tells the guard it is orphaned), or another child of terraform outlives
-//     it: the guard stops renewing and exits without releasing, so the
-//     leases lapse after their duration — whatever that run started may
-//     still be going on;
+//     tells the guard it is orphaned), or another process of the run
+//     outlives it (a descendant, or an orphan of the run left in terraform's
+//     process group): the guard stops renewing and exits without releasing,
+//     so the leases lapse after their duration — whatever that run started
+//     may still be going on;
 //   - when a lease is lost (renewals failing past its deadline, a
 //     force-release), the guard tells terraform on its standard error and
 //     interrupts it as Ctrl-C does, so the run starts no further changes.
 //
-// Runs are told apart by the terraform process: two runs never share a
-// lease, even in one shell. The guard works on Linux (it reads /proc); on
-// other systems, when terraform is pid 1, or with S3LOCK_RUN_GUARD=off, the
-// provider falls back to one lease per phase.
+// Runs are told apart by the terraform process — its pid, start time, the
+// host's boot and its pid namespace —, so two runs never share a lease, even
+// in one shell, or in two containers that share /tmp with terraform as pid 1
+// in each. The guard admits only processes of its user whose parent is its
+// run's terraform (the kernel's peer credentials), and a provider names its
+// run when it connects, so that one that reaches another run's guard is
+// refused.
+//
+// When terraform is the init process of its pid namespace (a container's
+// entrypoint), the kernel ends the guard together with terraform: the guard
+// holds the lease for the whole run, and it lapses after the run (the
+// provider warns). The guard works on Linux (/proc) and macOS (sysctl);
+// ForProvider says why it cannot run elsewhere (Windows), in a provider that
+// terraform did not start, or with S3LOCK_RUN_GUARD=off: the provider then
+// fails a lease that asks for the whole run.
 package runguard

@@ -185,19 +185,32 @@ func (g *guard) admit(c net.Conn) error {
 	if p.ppid == g.run.PID && g.run.Alive() {
 		return nil
 	}
-	if acceptRunParent {
-		if t, err := procOf(g.run.PID); err == nil && t.ppid == pid {
-			return nil
-		}
+	if acceptRunAncestors && ancestorOf(pid, g.run.PID) {
+		return nil
 	}
 	return fmt.Errorf("the run guard of %s serves that run's provider processes only: process %d is a child of process %d, not of terraform",
 		g.run, pid, p.ppid)
 }
 
-// acceptRunParent also admits the process that started the run's terraform.
-// Only this package's tests set it (in the guard processes they start),
-// where the test process plays the provider and a shell plays terraform.
-var acceptRunParent bool
+// acceptRunAncestors also admits the ancestors of the run's terraform. Only
+// this package's tests set it (in the guard processes they start), where the
+// test process plays the provider and a process it started plays terraform.
+var acceptRunAncestors bool
+
+// ancestorOf reports whether process a is an ancestor of process pid.
+func ancestorOf(a, pid int) bool {
+	for range maxAncestors {
+		p, err := procOf(pid)
+		if err != nil || p.ppid <= 0 {
+			return false
+		}
+		if p.ppid == a {
+			return true
+		}
+		pid = p.ppid
+	}
+	return false
+}
 
 // serve answers one provider process's requests until its connection
 // closes. A connection that closes without a goodbye means its provider

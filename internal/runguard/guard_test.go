@@ -25,15 +25,15 @@ import (
 // terraform: a process of the test's own whose end is the run's end. The
 // test binary is also the guard (TestMain), as the provider binary is.
 //
-// The test process plays the provider processes, but it is terraform's
-// parent, not its child: the guards it starts (they inherit
-// testAcceptParentEnv) also admit the process that started the run's
-// terraform. TestGuard_RefusesProcessesOfOtherRuns checks the admission
-// itself with a process that is neither.
+// The test process plays the provider processes, but it is an ancestor of
+// terraform, not its child: the guards it starts (they inherit
+// testAcceptAncestorsEnv) also admit the ancestors of the run's terraform.
+// TestGuard_RefusesProcessesOfOtherRuns checks the admission itself with a
+// process that is neither.
 
-// testAcceptParentEnv makes a guard started by this test binary admit the
-// parent of the run's terraform (acceptRunParent).
-const testAcceptParentEnv = "S3LOCK_RUNGUARD_TEST_ACCEPT_PARENT"
+// testAcceptAncestorsEnv makes a guard started by this test binary admit the
+// ancestors of the run's terraform (acceptRunAncestors).
+const testAcceptAncestorsEnv = "S3LOCK_RUNGUARD_TEST_ACCEPT_ANCESTORS"
 
 // dialArg makes this test binary a stranger to a run: it greets the guard
 // at the socket os.Args[2] as a provider of the run os.Args[3:] (Run.args)
@@ -44,13 +44,13 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case GuardArg:
-			acceptRunParent = os.Getenv(testAcceptParentEnv) == "1"
+			acceptRunAncestors = os.Getenv(testAcceptAncestorsEnv) == "1"
 			os.Exit(Serve(os.Args[2:]))
 		case dialArg:
 			os.Exit(strangerDial(os.Args[2], os.Args[3:]))
 		}
 	}
-	if err := os.Setenv(testAcceptParentEnv, "1"); err != nil {
+	if err := os.Setenv(testAcceptAncestorsEnv, "1"); err != nil {
 		panic(err)
 	}
 	os.Exit(s3test.Main(m))
@@ -409,6 +409,42 @@ func TestGuard_OtherProcessesOfTheGroupAreNotTheRuns(t *testing.T) {
 		c := NewClient(f.run)
 		lease := e.open(t, c, "other-run")
 		endCleanly(t, e, f, c, "other-run", lease)
+	})
+	t.Run("what an ancestor above its parent starts", func(t *testing.T) {
+		// As `go test` starts test binaries, one of which runs terraform,
+		// all in one process group: the test process is terraform's
+		// grandparent here.
+		t.Parallel()
+		e := newEnv(t)
+		pidFile := filepath.Join(t.TempDir(), "terraform")
+		parent := startRun(t, "sleep 300 & echo $! > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"; wait")
+		waitFile(t, pidFile)
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		run, err := Of(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewClient(run)
+		lease := e.open(t, c, "ancestor")
+		later := exec.Command("sleep", "300")
+		later.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: parent.cmd.Process.Pid}
+		if err := later.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = later.Process.Kill(); _ = later.Wait() })
+		if err := c.Bye(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.settled(t, "ancestor"); !st.Released || st.Epoch != lease.Token.Epoch {
+			t.Fatalf("after a clean end beside a later child of an ancestor the lock is %+v; want epoch %d released", st, lease.Token.Epoch)
+		}
 	})
 }
 

@@ -3,6 +3,7 @@ package runguard
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 // treeWatch remembers the processes of the run: everything terraform
@@ -20,10 +21,8 @@ type treeWatch struct {
 	// they leave it: orphans found there (see orphans) are the run's.
 	pgid int
 	// reapers are terraform's ancestors above its parent (pid → start
-	// time): a process of the run whose parent dies is re-parented to one
-	// of them (the nearest subreaper, or init). Terraform's parent is left
-	// out: what it starts after terraform (the next command of a script)
-	// is not the run's.
+	// time): a process of the run whose parent dies is re-parented to the
+	// nearest subreaper among them, or to init.
 	reapers map[int]uint64
 	seen    map[int]uint64 // pid → start time of every descendant seen
 }
@@ -92,11 +91,11 @@ func (w *treeWatch) outlived() string {
 }
 
 // orphan returns a process of terraform's process group, started after
-// terraform, whose parent is one of terraform's ancestors above its parent —
-// an orphan of the run, re-parented to an init or a subreaper —; or 0.
-// (Processes that another run of the same parent started have that run's
-// terraform, or terraform's parent, as their ancestor: never one of the
-// reapers.)
+// terraform, that was re-parented to init (pid 1) or to a systemd user
+// manager above terraform's parent (a subreaper): an orphan of the run; or 0.
+// Other processes of the group whose parent is one of terraform's ancestors
+// are that ancestor's own children (the next command of a script, another
+// test binary of `go test`): not the run's.
 func (w *treeWatch) orphan() int {
 	if w.pgid <= 0 {
 		return 0
@@ -106,15 +105,23 @@ func (w *treeWatch) orphan() int {
 		return 0
 	}
 	for _, p := range all {
-		if p.pgid != w.pgid || p.start < w.run.Start || p.zombie || p.pid == w.run.PID || p.pid == w.self {
+		if p.pgid != w.pgid || p.start < w.run.Start || p.zombie || p.pid == w.run.PID || p.pid == w.self || p.pid == 1 {
 			continue
 		}
-		if start, ok := w.reapers[p.ppid]; ok && alive(p.ppid, start) {
+		if p.ppid == 1 {
+			return p.pid
+		}
+		if start, ok := w.reapers[p.ppid]; ok && alive(p.ppid, start) && subreapers[commOf(p.ppid)] {
 			return p.pid
 		}
 	}
 	return 0
 }
+
+// subreapers are the command names of the subreapers the run's orphans may
+// be re-parented to instead of init: a systemd user manager (a desktop
+// session's terminals run under one).
+var subreapers = map[string]bool{"systemd": true}
 
 func alive(pid int, start uint64) bool {
 	p, err := procOf(pid)
@@ -122,13 +129,18 @@ func alive(pid int, start uint64) bool {
 }
 
 func describe(what string, pid int) string {
-	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	name := string(comm)
-	if n := len(name); n > 0 && name[n-1] == '\n' {
-		name = name[:n-1]
-	}
+	name := commOf(pid)
 	if name == "" {
 		return fmt.Sprintf("%s, process %d", what, pid)
 	}
 	return fmt.Sprintf("%s, process %d (%s)", what, pid, name)
+}
+
+// commOf is the command name of process pid ("" where unknown).
+func commOf(pid int) string {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(comm))
 }
