@@ -26,6 +26,7 @@ func TestAccMain_WholeRunUnavailable(t *testing.T) {
 		name  string
 		env   []string
 		scope string
+		lease string
 		// want is what the failure says; empty: the apply succeeds.
 		want []string
 		// epochs is how many epochs the lock has afterwards.
@@ -35,6 +36,8 @@ func TestAccMain_WholeRunUnavailable(t *testing.T) {
 			want: []string{"Cannot hold lock for the whole run", "turned off by S3LOCK_RUN_GUARD", "Remove S3LOCK_RUN_GUARD", `scope = "phase"`}},
 		{name: "guard directory not private", env: []string{"XDG_RUNTIME_DIR=" + badDir},
 			want: []string{"Cannot hold lock for the whole run", "must be a directory of user", "mode 0700", "XDG_RUNTIME_DIR"}},
+		{name: "lease too short for the guard", lease: "3s",
+			want: []string{"Lease too short for a whole run", "lease_duration 3s is shorter than 5s"}},
 		// Asked for explicitly, a lease per phase: the plan's epoch,
 		// released when the plan ends, then the apply's.
 		{name: "per phase asked for", env: []string{"S3LOCK_RUN_GUARD=off"}, scope: "phase", epochs: 2},
@@ -44,9 +47,12 @@ func TestAccMain_WholeRunUnavailable(t *testing.T) {
 			t.Parallel()
 			ns := s3test.New(t)
 			lock := ns.Name("deploy/prod")
-			scope := ""
+			extra := ""
 			if tc.scope != "" {
-				scope = fmt.Sprintf("  scope  = %q\n", tc.scope)
+				extra += fmt.Sprintf("  scope  = %q\n", tc.scope)
+			}
+			if tc.lease != "" {
+				extra += fmt.Sprintf("  lease_duration = %q\n", tc.lease)
 			}
 			work := filepath.Join(t.TempDir(), "work")
 			writeFile(t, filepath.Join(work, "main.tf"), providerHCL(ns.Target, "e2e")+fmt.Sprintf(`
@@ -58,7 +64,7 @@ ephemeral "s3lock_lease" "run" {
 resource "terraform_data" "work" {
   depends_on = [ephemeral.s3lock_lease.run]
 }
-`, ns.Bucket, lock, scope))
+`, ns.Bucket, lock, extra))
 			if out, err := h.Init(t.Context(), work); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}

@@ -210,6 +210,7 @@ func TestE2E_RunLease_KilledDuringDestroyLeaseLapses(t *testing.T) {
 }
 
 func killedDuringDestroy(t *testing.T, command string) {
+	t.Helper()
 	e := newRunLeaseEnv(t)
 	marker := filepath.Join(t.TempDir(), "destroying")
 	dir := e.extraModule("destroy", `

@@ -265,7 +265,8 @@ func leaseTooShortForRun(l leaseRef, dur, minimum time.Duration) diag.Diagnostic
 	return diag.NewAttributeErrorDiagnostic(path.Root("lease_duration"), "Lease too short for a whole run",
 		fmt.Sprintf("Lock %q in bucket %q: lease_duration %s is shorter than %s. The lease is held for the whole "+
 			"Terraform run by the run's guard process, which takes it over from the phase that acquired it "+
-			"(reading it back costs some of it, as the store's clock may lag); set lease_duration to %s or more.",
+			"(reading it back costs some of it, as the store's clock may lag); set lease_duration to %s or more "+
+			"(or ask for a lease per phase with scope = \"phase\": "+phaseCost+").",
 			l.name, l.bucket, formatDuration(dur), formatDuration(minimum), formatDuration(minimum)))
 }
 

@@ -1,8 +1,11 @@
 package runguard
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -106,5 +109,52 @@ func TestDir_PrivateToTheUser(t *testing.T) {
 	}
 	if _, err := dir(); err == nil || !strings.Contains(err.Error(), "mode 0700") {
 		t.Errorf("dir() with a directory others can read = %v; want it refused", err)
+	}
+}
+
+// ForProvider says why a provider process has no run, with the reason the
+// provider names in its diagnostic: not started by terraform (no plugin
+// handshake, or -debug), the guard turned off, or a guard directory others
+// can read; otherwise the run is the provider's parent.
+func TestForProvider_SaysWhyThereIsNoRun(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("runs are told apart through /proc (Linux)")
+	}
+	private := t.TempDir()
+	shared := t.TempDir()
+	if err := os.Mkdir(filepath.Join(shared, fmt.Sprintf("s3lock-run-%d", os.Getuid())), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		debug  bool
+		cookie string
+		off    string
+		dir    string
+		want   error
+	}{
+		{name: "served in-process", dir: private, want: ErrNotTerraform},
+		{name: "debug mode", debug: true, cookie: "c", dir: private, want: ErrNotTerraform},
+		{name: "turned off", cookie: "c", off: "off", dir: private, want: ErrTurnedOff},
+		{name: "turned off with 0", cookie: "c", off: "0", dir: private, want: ErrTurnedOff},
+		{name: "a directory others can read", cookie: "c", dir: shared, want: ErrDirUnusable},
+		{name: "started by terraform", cookie: "c", off: "on", dir: private},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(magicCookieKey, tc.cookie)
+			t.Setenv(TurnOffEnv, tc.off)
+			t.Setenv("XDG_RUNTIME_DIR", tc.dir)
+			run, err := ForProvider(tc.debug)
+			if tc.want != nil {
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("ForProvider = %+v, %v; want %v", run, err, tc.want)
+				}
+				return
+			}
+			parent, perr := Of(os.Getppid())
+			if err != nil || perr != nil || run != parent {
+				t.Fatalf("ForProvider = %+v, %v; want the parent's run %+v (%v)", run, err, parent, perr)
+			}
+		})
 	}
 }
