@@ -19,7 +19,11 @@ import (
 func TestAccMain_WholeRunUnavailable(t *testing.T) {
 	h := harness(t)
 	badDir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(badDir, fmt.Sprintf("s3lock-run-%d", os.Getuid())), 0o755); err != nil {
+	shared := filepath.Join(badDir, fmt.Sprintf("s3lock-run-%d", os.Getuid()))
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o755); err != nil { // whatever the umask
 		t.Fatal(err)
 	}
 	cases := []struct {

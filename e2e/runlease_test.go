@@ -269,7 +269,7 @@ func TestE2E_RunLease_ConcurrentRunsEachHoldOneEpoch(t *testing.T) {
 		return
 	}
 	e.waitFree(10 * time.Second) // the last run's guard releases as terraform exits
-	e.checkTurns(names, true)
+	e.checkTurns(names, released)
 }
 
 // TestE2E_RunLease_TerraformAsItsContainersInit: the same three runs, each
@@ -278,8 +278,10 @@ func TestE2E_RunLease_ConcurrentRunsEachHoldOneEpoch(t *testing.T) {
 // guards' sockets are (their terraform processes may even have started at
 // the same clock tick). Each run still holds one epoch for its whole run, of
 // its own: they take turns whole and the counter ends at 3. When each
-// terraform exits, the kernel ends its guard with it, so each lease lapses
-// rather than being released, and the provider warns that it will.
+// terraform exits, the kernel ends its guard with it, so a lease cannot be
+// relied on to be released (the guard wins that race now and then: the
+// kernel ends the namespace once terraform's last thread has exited), and
+// the provider warns that it will lapse.
 func TestE2E_RunLease_TerraformAsItsContainersInit(t *testing.T) {
 	t.Parallel()
 	unshare := requireUnshare(t)
@@ -293,12 +295,12 @@ func TestE2E_RunLease_TerraformAsItsContainersInit(t *testing.T) {
 		return
 	}
 	for who, out := range outputs {
-		if !strings.Contains(strings.Join(strings.Fields(out), " "), "Lock will lapse, not be released, when this run ends") {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), "Lock cannot be released reliably when this run ends") {
 			t.Errorf("%s's output does not warn that its lease will lapse:\n%s", who, out)
 		}
 	}
 	e.waitFree(time.Minute) // the last run's lease lapses
-	e.checkTurns(names, false)
+	e.checkTurns(names, releasedOrLapsed)
 }
 
 // requireUnshare returns the path of unshare(1), skipping the test where it
@@ -352,12 +354,18 @@ func (e *runLeaseEnv) applyAtOnce(names []string, wrap func(*exec.Cmd)) map[stri
 	return outputs
 }
 
+// How a run's epoch ends, for checkTurns.
+const (
+	released         = true  // released at the end of its run
+	releasedOrLapsed = false // either
+)
+
 // checkTurns checks what runs of names recorded against the run lock's
 // epochs: one epoch per run, each run's apply step inside its own epoch,
 // having seen the previous run's change (the counter planned is the one the
-// previous run left), so that the counter ends at the number of runs; and
-// each epoch released at the end of its run (released), or left to lapse.
-func (e *runLeaseEnv) checkTurns(names []string, released bool) {
+// previous run left), so that the counter ends at the number of runs; and,
+// with mustRelease, each epoch released at the end of its run.
+func (e *runLeaseEnv) checkTurns(names []string, mustRelease bool) {
 	t := e.t
 	t.Helper()
 	changes := e.changes()
@@ -374,9 +382,8 @@ func (e *runLeaseEnv) checkTurns(names []string, released bool) {
 	}
 	byEpoch := map[uint64]epochRecord{}
 	for _, ep := range epochs {
-		wasReleased := ep.Expired && !ep.ReleasedAt.IsZero()
-		if wasReleased != released {
-			t.Errorf("epoch %d: released at the end of its run = %v; want %v: %+v", ep.Epoch, wasReleased, released, ep)
+		if mustRelease && (!ep.Expired || ep.ReleasedAt.IsZero()) {
+			t.Errorf("epoch %d was not released at the end of its run: %+v", ep.Epoch, ep)
 		}
 		byEpoch[ep.Epoch] = ep
 	}
@@ -390,7 +397,7 @@ func (e *runLeaseEnv) checkTurns(names []string, released bool) {
 		case c.planned != c.runEpoch-1 || c.counter != c.runEpoch:
 			t.Errorf("%s (epoch %d) planned with counter %d and bumped it to %d; want %d and %d: it did not see the previous run's change",
 				c.who, c.runEpoch, c.planned, c.counter, c.runEpoch-1, c.runEpoch)
-		case c.start.Before(ep.AcquiredAt) || (released && ep.ReleasedAt.Before(c.end)):
+		case c.start.Before(ep.AcquiredAt) || (!ep.ReleasedAt.IsZero() && ep.ReleasedAt.Before(c.end)):
 			t.Errorf("%s's apply step (%s .. %s) is not inside its epoch %d (%s .. %s)", c.who,
 				c.start.Format(time.StampMilli), c.end.Format(time.StampMilli), ep.Epoch,
 				ep.AcquiredAt.Format(time.StampMilli), ep.ReleasedAt.Format(time.StampMilli))
@@ -409,7 +416,7 @@ func (e *runLeaseEnv) checkTurns(names []string, released bool) {
 				epochs[i].Holder, epochs[i].AcquiredAt.Format(time.StampMilli), prev.who, prev.runEpoch, prev.end.Format(time.StampMilli))
 		}
 	}
-	for i := 1; released && i < len(epochs); i++ {
+	for i := 1; i < len(epochs); i++ {
 		if epochs[i].AcquiredAt.Before(epochs[i-1].ReleasedAt) {
 			t.Errorf("epoch %d (%s) was acquired at %s, before epoch %d (%s) was released at %s", epochs[i].Epoch, epochs[i].Holder,
 				epochs[i].AcquiredAt.Format(time.StampMilli), epochs[i-1].Epoch, epochs[i-1].Holder, epochs[i-1].ReleasedAt.Format(time.StampMilli))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -213,6 +214,10 @@ func wholeRunUnavailable(l leaseRef, cause error) diag.Diagnostic {
 	case errors.Is(cause, runguard.ErrTurnedOff):
 		remedy = "Remove " + runguard.TurnOffEnv + " from terraform's environment, or give the lease scope = \"phase\" " +
 			"if a lease per phase is what you want."
+	case errors.Is(cause, runguard.ErrUnsupported) && (runtime.GOOS == "linux" || runtime.GOOS == "darwin"):
+		remedy = "This system hides what the provider reads to follow the terraform process (on Linux: /proc). " +
+			"Hold the lock around the whole command with the CLI instead, `s3lock run NAME -- terraform apply` " +
+			"(this lease then uses the CLI's lease), or give the lease scope = \"phase\"."
 	case errors.Is(cause, runguard.ErrUnsupported):
 		remedy = "Run terraform on Linux or macOS (on Windows: in WSL), or hold the lock around the whole command " +
 			"with the CLI, which runs on Windows too: `s3lock run NAME -- terraform apply` (this lease then uses the " +
@@ -221,7 +226,8 @@ func wholeRunUnavailable(l leaseRef, cause error) diag.Diagnostic {
 		remedy = "Make that directory yours with mode 0700, or point XDG_RUNTIME_DIR or TMPDIR (in terraform's " +
 			"environment) at a directory of your own; or give the lease scope = \"phase\"."
 	default:
-		remedy = guardRemedy
+		remedy = "Hold the lock around the whole command with the CLI instead, `s3lock run NAME -- terraform apply` " +
+			"(this lease then uses the CLI's lease), or give the lease scope = \"phase\"."
 	}
 	return diag.NewErrorDiagnostic("Cannot hold lock for the whole run",
 		fmt.Sprintf("Lock %q in bucket %q: this ephemeral s3lock_lease asks for the whole run (scope = \"run\", "+
@@ -233,11 +239,11 @@ func wholeRunUnavailable(l leaseRef, cause error) diag.Diagnostic {
 // runLeaseLapsesAfterRun warns that a whole-run lease cannot be released
 // when terraform exits, because the guard ends with it (why): it lapses.
 func runLeaseLapsesAfterRun(l leaseRef, dur time.Duration, why string) diag.Diagnostic {
-	return diag.NewWarningDiagnostic("Lock will lapse, not be released, when this run ends",
+	return diag.NewWarningDiagnostic("Lock cannot be released reliably when this run ends",
 		fmt.Sprintf("Lock %q in bucket %q (epoch %d) is held for the whole run, but %s. When that init process "+
 			"exits, the kernel ends every other process of the container at once, the provider's run guard "+
-			"included, which can then not release the lease: it lapses up to lease_duration (%s) after the run "+
-			"ends, and the next run waits until then. To release it at once, run terraform under a process that "+
+			"included, which then cannot be relied on to release the lease: it lapses up to lease_duration (%s) "+
+			"after the run ends, and the next run waits until then. To release it at once, run terraform under a process that "+
 			"outlives it: `s3lock run NAME -- terraform apply` as the entrypoint (this lease then uses the CLI's "+
 			"lease), or a shell that waits a moment after terraform, "+
 			"`sh -c 'terraform apply -auto-approve; s=$?; sleep 2; exit $s'` (docker run --init does not help: its "+

@@ -1,7 +1,7 @@
 // Package runguard holds the provider's ephemeral leases for a whole
 // Terraform run.
 //
-// Terraform (1.11 to 1.15) and OpenTofu (1.12) start a new provider process
+// Terraform (1.11 to 1.16) and OpenTofu (1.12) start a new provider process
 // for each phase of a command — the schema, validate, plan, apply — one after
 // another, each a direct child of the terraform process, and stop it at the
 // end of its graph walk; no provider process is alive while `terraform
@@ -13,8 +13,8 @@
 // own: the run guard, the provider binary started with GuardArg by the first
 // provider process that opens a lease in a run, in a session of its own. It
 // listens on a unix socket named after the run (the terraform process's pid
-// and start time, and the host's boot id) in a directory only the user can
-// read. Provider processes hand it the leases they acquire and ask it about
+// and start time, the host's boot id and the pid namespace) in a directory
+// only the user can read. Provider processes hand it the leases they acquire and ask it about
 // them; Terraform's Close only ends a phase. The guard renews the leases and
 // watches the terraform process:
 //   - when terraform exits (success, failure, Ctrl-C, a plan-only run, a

@@ -40,12 +40,13 @@ type held struct {
 
 // conn is what the guard knows of one provider process's connection.
 type conn struct {
-	bye    bool            // it said goodbye: Terraform shut it down cleanly
-	claims map[string]bool // claims it was granted and has not resolved
+	greeted bool            // it named this guard's run (hello): a provider process of the run
+	bye     bool            // it said goodbye: Terraform shut it down cleanly
+	claims  map[string]bool // claims it was granted and has not resolved
 }
 
 // Serve runs a run guard for the terraform process named in args (pid,
-// start time, boot id: what Client passes) and returns the process's exit
+// start time, boot id, pid namespace: Run.args) and returns the process's exit
 // code. It returns when the run has ended and its leases are released (or,
 // after a killed terraform, left to lapse).
 func Serve(args []string) int {
@@ -76,8 +77,7 @@ func Serve(args []string) int {
 	}
 	go g.accept(ln)
 	tree := newTreeWatch(run)
-	for run.Alive() {
-		tree.poll()
+	for tree.running() {
 		time.Sleep(pollInterval)
 	}
 	_ = ln.Close()
@@ -223,7 +223,7 @@ func (g *guard) serve(c net.Conn) {
 		for key := range st.claims {
 			g.resolveLocked(key)
 		}
-		if !st.bye {
+		if st.greeted && !st.bye {
 			g.unclean = true
 			g.log.Print("a provider process went away without a goodbye (killed?): the run's leases will lapse, not be released")
 		}
@@ -243,19 +243,31 @@ func (g *guard) serve(c net.Conn) {
 			return
 		}
 		resp := g.handle(c, req)
-		if err := enc.Encode(resp); err != nil || req.Op == opBye || req.Op == opOrphaned {
+		g.mu.Lock()
+		greeted := g.conns[c].greeted
+		g.mu.Unlock()
+		if err := enc.Encode(resp); err != nil || !greeted || req.Op == opBye || req.Op == opOrphaned {
 			return
 		}
 	}
 }
 
 func (g *guard) handle(c net.Conn, req request) response {
-	switch req.Op {
-	case opHello:
-		if req.Run == nil || *req.Run != g.run {
-			return response{Error: fmt.Sprintf("this is the run guard of %s (%+v), not of the run the provider belongs to (%+v)", g.run, g.run, req.Run)}
-		}
+	g.mu.Lock()
+	greeted := g.conns[c].greeted
+	g.mu.Unlock()
+	switch {
+	case req.Op == opHello && (req.Run == nil || *req.Run != g.run):
+		return response{Error: fmt.Sprintf("this is the run guard of %s (%+v), not of the run the provider belongs to (%+v)", g.run, g.run, req.Run)}
+	case req.Op == opHello:
+		g.mu.Lock()
+		g.conns[c].greeted = true
+		g.mu.Unlock()
 		return response{}
+	case !greeted:
+		return response{Error: "a connection must name its run (hello) before anything else"}
+	}
+	switch req.Op {
 	case opClaim:
 		if req.Config == nil {
 			return response{Error: "claim needs a client configuration"}

@@ -3,6 +3,7 @@
 package runguard
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,11 @@ const testAcceptAncestorsEnv = "S3LOCK_RUNGUARD_TEST_ACCEPT_ANCESTORS"
 // and prints the guard's answer ("ok" or the error).
 const dialArg = "__s3lock_test_dial"
 
+// helpers are the test binary's roles in processes of the tests' own, by
+// their first argument: each prints what it found and returns the exit code
+// (namespace_test.go fills it).
+var helpers = map[string]func() int{}
+
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -48,6 +54,9 @@ func TestMain(m *testing.M) {
 			os.Exit(Serve(os.Args[2:]))
 		case dialArg:
 			os.Exit(strangerDial(os.Args[2], os.Args[3:]))
+		}
+		if helper, ok := helpers[os.Args[1]]; ok {
+			os.Exit(helper())
 		}
 	}
 	if err := os.Setenv(testAcceptAncestorsEnv, "1"); err != nil {
@@ -347,9 +356,26 @@ func TestGuard_RefusesProcessesOfOtherRuns(t *testing.T) {
 			t.Fatalf("a provider of %s greeting the guard of %s: %v; want it refused", b.run, a.run, err)
 		}
 	})
+	t.Run("a request before naming the run", func(t *testing.T) {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte(`{"op":"status","token":{}}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		if !strings.Contains(line, "must name its run") {
+			t.Fatalf("a status request without hello got %q; want it refused", line)
+		}
+	})
 	if held, err := c.Status(t.Context(), lease.Token); err != nil || held.Lost != "" {
 		t.Fatalf("the run's own provider after the refusals: %+v, %v; want its lease held", held, err)
 	}
+	// The refused connections went away without a goodbye: they were no
+	// provider processes of the run, and the run still ends cleanly.
+	endCleanly(t, e, a, c, "admitted", lease)
 }
 
 // A provisioner's command that leaves a process running in the background
@@ -446,6 +472,32 @@ func TestGuard_OtherProcessesOfTheGroupAreNotTheRuns(t *testing.T) {
 			t.Fatalf("after a clean end beside a later child of an ancestor the lock is %+v; want epoch %d released", st, lease.Token.Epoch)
 		}
 	})
+}
+
+// A process the run starts in a session of its own (setsid: a daemon a
+// provisioner leaves running on purpose) is not the run's: though the guard
+// saw it as terraform's descendant, a clean end still releases.
+func TestGuard_ADaemonInASessionOfItsOwnIsNotTheRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tmp := t.TempDir()
+	goOn, daemon := filepath.Join(tmp, "go"), filepath.Join(tmp, "daemon")
+	f := startRun(t, "while [ ! -e "+goOn+" ]; do sleep 0.05; done; setsid sleep 300 </dev/null >/dev/null 2>&1 & "+
+		"echo $! > "+daemon+".tmp && mv "+daemon+".tmp "+daemon+"; exec sleep 300")
+	c := NewClient(f.run)
+	lease := e.open(t, c, "daemon")
+	if err := os.WriteFile(goOn, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, daemon)
+	b, err := os.ReadFile(daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	time.Sleep(3 * pollInterval) // the guard has seen it as terraform's descendant
+	endCleanly(t, e, f, c, "daemon", lease)
 }
 
 // endCleanly ends the run f as terraform does after a clean end (its

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,7 +29,11 @@ func procOf(pid int) (proc, error) {
 	case int(k.Proc.P_pid) != pid:
 		return proc{}, fmt.Errorf("runguard: process %d: %w", pid, errGone)
 	}
-	return procFromKinfo(k), nil
+	p := procFromKinfo(k)
+	if sid, err := unix.Getsid(pid); err == nil {
+		p.sid = sid
+	}
+	return p, nil
 }
 
 // procFromKinfo keeps what the guard needs of a kinfo_proc: its start time
@@ -36,8 +41,17 @@ func procOf(pid int) (proc, error) {
 func procFromKinfo(k *unix.KinfoProc) proc {
 	tv := k.Proc.P_starttime
 	return proc{pid: int(k.Proc.P_pid), ppid: int(k.Eproc.Ppid), pgid: int(k.Eproc.Pgid),
-		start: uint64(tv.Sec)*1_000_000 + uint64(tv.Usec), zombie: k.Proc.P_stat == szomb}
+		start: uint64(tv.Sec)*1_000_000 + uint64(tv.Usec), zombie: k.Proc.P_stat == szomb,
+		name: unix.ByteSliceToString(k.Proc.P_comm[:])}
 }
+
+// clockNow is now, in the unit of start times: microseconds since the
+// epoch.
+func clockNow() uint64 { return uint64(time.Now().UnixMicro()) }
+
+// startedByPlugin: reading another process's environment takes
+// KERN_PROCARGS2 on macOS; not done (see the ephemeral lease's docs).
+func startedByPlugin(int) bool { return false }
 
 // processes returns every process (sysctl kern.proc.all).
 func processes() ([]proc, error) {
@@ -52,20 +66,9 @@ func processes() ([]proc, error) {
 	return out, nil
 }
 
-// childrenOf returns the pids of pid's children.
-func childrenOf(pid int) []int {
-	all, err := processes()
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, p := range all {
-		if p.ppid == pid && p.pid != pid {
-			out = append(out, p.pid)
-		}
-	}
-	return out
-}
+// descendants returns pid's descendants, from one snapshot of every
+// process (sysctl kern.proc.all).
+func descendants(pid int) []proc { return descendantsOfSnapshot(pid) }
 
 // bootID identifies this boot of the host (kern.bootsessionuuid).
 func bootID() (string, error) {
@@ -105,6 +108,3 @@ func peerOf(c *net.UnixConn) (pid, uid int, err error) {
 func tellProcess(int, string) error {
 	return errors.New("macOS offers no way to write to terraform's standard error")
 }
-
-// initName: macOS's init is launchd, which outlives everything.
-func initName() string { return "launchd" }

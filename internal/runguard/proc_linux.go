@@ -3,6 +3,7 @@ package runguard
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,25 +31,46 @@ func procOf(pid int) (proc, error) {
 	return parseStat(pid, string(b))
 }
 
-// parseStat parses /proc/PID/stat: the fields after the command name (which
-// may hold spaces and parentheses) are state (field 3), ppid (4), pgrp (5),
-// and starttime (22, clock ticks since boot).
+// parseStat parses /proc/PID/stat: the command name in parentheses (it may
+// hold spaces and parentheses itself), then state (field 3), ppid (4), pgrp
+// (5), session (6) and starttime (22, clock ticks since boot).
 func parseStat(pid int, s string) (proc, error) {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
 		return proc{}, fmt.Errorf("runguard: unreadable /proc/%d/stat", pid)
 	}
-	f := strings.Fields(s[i+1:])
+	f := strings.Fields(s[end+1:])
 	if len(f) < 20 {
 		return proc{}, fmt.Errorf("runguard: short /proc/%d/stat", pid)
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgid, err2 := strconv.Atoi(f[2])
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	sid, err3 := strconv.Atoi(f[3])
+	start, err4 := strconv.ParseUint(f[19], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return proc{}, fmt.Errorf("runguard: unreadable /proc/%d/stat: %w", pid, err)
 	}
-	return proc{pid: pid, ppid: ppid, pgid: pgid, start: start, zombie: f[0] == "Z"}, nil
+	return proc{pid: pid, ppid: ppid, pgid: pgid, sid: sid, start: start, zombie: f[0] == "Z", name: s[open+1 : end]}, nil
+}
+
+// descendants returns pid's descendants, down the tree through each
+// process's children (/proc/PID/task/TID/children; where the kernel lacks
+// those files, from a scan of every process's parent).
+func descendants(pid int) []proc {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); errors.Is(err, os.ErrNotExist) {
+		if _, gone := os.Stat(fmt.Sprintf("/proc/%d", pid)); gone == nil {
+			return descendantsOfSnapshot(pid)
+		}
+	}
+	return descendantsFrom(pid, func(parent int) []proc {
+		var kids []proc
+		for _, kid := range childrenOf(parent) {
+			if p, err := procOf(kid); err == nil {
+				kids = append(kids, p)
+			}
+		}
+		return kids
+	})
 }
 
 // childrenOf returns the pids of pid's children (every thread's).
@@ -89,6 +111,44 @@ func processes() ([]proc, error) {
 		}
 	}
 	return out, nil
+}
+
+// clockNow is now, in the unit of start times: clock ticks since boot
+// (/proc/uptime in USER_HZ, which is 100 on the architectures Linux runs
+// terraform on).
+func clockNow() uint64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return math.MaxUint64 // unknown: nothing counts as started after terraform ended
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return math.MaxUint64
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return math.MaxUint64
+	}
+	return uint64(up * userHZ)
+}
+
+// userHZ is the unit of /proc/PID/stat's times, per second.
+const userHZ = 100
+
+// startedByPlugin reports whether process pid was itself started by
+// terraform's plugin machinery (its environment has the plugin handshake):
+// a wrapper between terraform and the provider that did not exec it.
+func startedByPlugin(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if strings.HasPrefix(kv, magicCookieKey+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // bootID identifies this boot of the host.
@@ -141,13 +201,4 @@ func tellProcess(pid int, msg string) error {
 	}
 	_, err = f.WriteString(msg)
 	return errors.Join(err, f.Close())
-}
-
-// initName is the command name of this pid namespace's init process.
-func initName() string {
-	b, err := os.ReadFile("/proc/1/comm")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

@@ -71,7 +71,13 @@ func ForProvider(debug bool) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	if _, err := dir(); err != nil {
+	if startedByPlugin(r.PID) {
+		// A wrapper script between terraform and the provider that does
+		// not exec it: each phase would be a run of its own.
+		return Run{}, fmt.Errorf("%w directly: its parent, process %d, was itself started by terraform's plugin "+
+			"machinery (a wrapper that runs the provider without exec; make it exec the provider)", ErrNotTerraform, r.PID)
+	}
+	if _, err := r.socket(); err != nil {
 		return Run{}, err
 	}
 	return r, nil
@@ -120,8 +126,8 @@ func (r Run) EndsWithTerraform() string {
 	if err != nil || p.ppid != 1 {
 		return ""
 	}
-	if name := initName(); minimalInits[name] {
-		return fmt.Sprintf("terraform runs under %s, the init process of its container, which exits as soon as terraform does", name)
+	if init, err := procOf(1); err == nil && minimalInits[init.name] {
+		return fmt.Sprintf("terraform runs under %s, the init process of its container, which exits as soon as terraform does", init.name)
 	}
 	return ""
 }
@@ -180,10 +186,10 @@ func dir() (string, error) {
 	return d, nil
 }
 
-// maxBaseLen keeps a guard's socket path (base + /s3lock-run-UID/ + at most
-// 25 characters) within the 104 bytes of a unix socket address on macOS
-// (108 on Linux).
-const maxBaseLen = 60
+// maxBaseLen keeps a guard's socket path (base, "/s3lock-run-UID/" with a
+// uid of up to 10 digits, "PID-DIGEST.sock" with a pid of up to 7) within
+// maxSocketPath: a longer base is replaced by /tmp.
+const maxBaseLen = maxSocketPath - len("/s3lock-run-4294967295/") - len("4194304-0123456789ab.sock")
 
 // socket is the path of the run's guard socket: named after the run's pid
 // and a digest of everything that identifies it (start time, boot, pid
@@ -194,13 +200,26 @@ func (r Run) socket() (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%d\x00%s\x00%s", r.PID, r.Start, r.Boot, r.NS)))
-	return filepath.Join(d, fmt.Sprintf("%d-%s.sock", r.PID, hex.EncodeToString(sum[:6]))), nil
+	sock := filepath.Join(d, fmt.Sprintf("%d-%s.sock", r.PID, hex.EncodeToString(sum[:6])))
+	if len(sock) > maxSocketPath {
+		return "", fmt.Errorf("%w: the run guard's socket %s is longer than the %d bytes a unix socket address allows; "+
+			"set XDG_RUNTIME_DIR or TMPDIR to a shorter directory of your own", ErrDirUnusable, sock, maxSocketPath)
+	}
+	return sock, nil
 }
+
+// maxSocketPath is the longest unix socket path on every system the guard
+// runs on (macOS: 104 bytes with the terminating NUL; Linux: 108).
+const maxSocketPath = 103
 
 // proc is what the guard reads of a process.
 type proc struct {
 	pid, ppid, pgid int
+	// sid is its session (0 where unknown).
+	sid int
 	// start is its start time, in the unit of Run.Start.
 	start  uint64
 	zombie bool
+	// name is its command name.
+	name string
 }

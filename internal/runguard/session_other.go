@@ -4,7 +4,7 @@ package runguard
 
 import "syscall"
 
-// newSession: no sessions here (nor a run guard: Parent fails first).
+// newSession: no sessions here (nor a run guard: ForProvider fails first).
 func newSession() *syscall.SysProcAttr { return nil }
 
 func interruptProcess(int) error { return ErrUnsupported }
