@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -104,5 +106,35 @@ resource "terraform_data" "work" {
 	})
 	if st := e.current(t, run); st.Epoch != 0 {
 		t.Errorf("the lock is %+v after the failed run; want it never taken", st)
+	}
+}
+
+// TestWholeRunUnavailable_NamesTheWayOut: each reason a run has no guard gets
+// a diagnostic that names the lock, the bucket and the reason, says what to
+// do about that reason, and offers scope = "phase" with its cost. (Windows
+// cannot be produced on the CI's Linux: its reason is checked here.)
+func TestWholeRunUnavailable_NamesTheWayOut(t *testing.T) {
+	lock := leaseRef{bucket: "locks", name: "deploy/prod"}
+	for _, tc := range []struct {
+		cause error
+		want  string
+	}{
+		{fmt.Errorf("%w: it runs in debug mode", runguard.ErrNotTerraform), "Run terraform (or tofu) as usual"},
+		{fmt.Errorf("%w (S3LOCK_RUN_GUARD=off)", runguard.ErrTurnedOff), "Remove S3LOCK_RUN_GUARD"},
+		{fmt.Errorf("%w: /tmp/s3lock-run-0 must be a directory of user 0", runguard.ErrDirUnusable), "Make that directory yours"},
+		{fmt.Errorf("%w (this is windows)", runguard.ErrUnsupported), "s3lock run NAME -- terraform apply"},
+		{errors.New("runguard: something else"), "s3lock run NAME -- terraform apply"},
+	} {
+		d := wholeRunUnavailable(lock, tc.cause)
+		text := d.Summary() + "\n" + d.Detail()
+		for _, want := range []string{"Cannot hold lock for the whole run", `Lock "deploy/prod" in bucket "locks"`,
+			tc.cause.Error(), tc.want, `scope = "phase"`, phaseCost} {
+			if !strings.Contains(text, want) {
+				t.Errorf("for %v the diagnostic lacks %q:\n%s", tc.cause, want, text)
+			}
+		}
+		if strings.Count(text, phaseCost) != 1 {
+			t.Errorf("for %v the diagnostic says what a lease per phase costs %d times:\n%s", tc.cause, strings.Count(text, phaseCost), text)
+		}
 	}
 }
