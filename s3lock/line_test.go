@@ -57,6 +57,18 @@ func (f *lineFixture) waitLine(t *testing.T, n int) []s3lock.Waiter {
 	return ws
 }
 
+// waitJoined waits until who has a ticket in the line.
+func (f *lineFixture) waitJoined(t *testing.T, who string) {
+	t.Helper()
+	eventually(t, who+" in line", func() bool {
+		ws, err := f.viewer.Line(t.Context(), f.name)
+		if err != nil {
+			t.Fatalf("Line: %v", err)
+		}
+		return slices.ContainsFunc(ws, func(w s3lock.Waiter) bool { return w.Holder == who })
+	})
+}
+
 // served runs waiters that each acquire the lock with opts, note their turn
 // and release it at once; it returns the order in which they were served.
 type served struct {
@@ -176,14 +188,18 @@ func TestLine_CrashedWaiterLeavesTheLine(t *testing.T) {
 func TestLine_SupersededWaitersGiveWay(t *testing.T) {
 	f := newLineFixture(t, "newest")
 	var s served
-	for i, who := range []string{"run-1", "fifo-run", "run-2", "run-3"} {
+	for _, who := range []string{"run-1", "fifo-run", "run-2", "run-3"} {
 		c := newLockClient(t, f.ns, who, nil)
 		opt := s3lock.Supersede()
 		if who == "fifo-run" {
 			opt = s3lock.FIFO()
 		}
 		s.start(t.Context(), t, c, f.name, who, opt)
-		f.waitLine(t, i+1)
+		// Joined (the next one joins after it). Not "i+1 in line": run-1
+		// may give way as soon as run-2 has joined, before run-3 joins (a
+		// regression test: under load it did, and the count never
+		// reached 4).
+		f.waitJoined(t, who)
 	}
 	// run-1 and run-2 leave the line without the holder doing anything.
 	eventually(t, "the superseded runs to give up", func() bool {
