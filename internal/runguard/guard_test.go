@@ -496,6 +496,17 @@ func TestGuard_ADaemonInASessionOfItsOwnIsNotTheRuns(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	// $! names the shell's child before it has run setsid: under load it
+	// can still be in terraform's session for a while, and then it is the
+	// run's. The daemon this test is about is the one that left.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if p, err := procOf(pid); err == nil && p.sid == pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never began a session of its own", pid)
+		}
+	}
 	time.Sleep(3 * pollInterval) // the guard has seen it as terraform's descendant
 	endCleanly(t, e, f, c, "daemon", lease)
 }
