@@ -45,12 +45,17 @@ func blackholedClient(t *testing.T, ns *s3test.Namespace) (*s3lock.Client, *s3te
 }
 
 // rivalAcquires starts a rival that goes to the store directly and returns a
-// channel that receives the time it acquired the lock.
+// channel that receives the time it acquired the lock. The test ends only
+// once the rival has released the lock: its goroutine must not outlive the
+// test (the leak check of a run of this test alone found it releasing).
 func rivalAcquires(t *testing.T, ns *s3test.Namespace, name string) <-chan time.Time {
 	t.Helper()
 	rival := newLockClient(t, ns, "rival", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
 	got := make(chan time.Time, 1)
+	done := make(chan struct{})
+	t.Cleanup(func() { <-done })
 	go func() {
+		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		l, err := rival.Acquire(ctx, name)
