@@ -52,20 +52,21 @@ func (cfg contention) run(t *testing.T) []span {
 		spans []span
 		wg    sync.WaitGroup
 	)
+	// The store's record of every write, below the fault injection: it
+	// checks succession and trust by the store's clock, which the counter
+	// and the spans below cannot see.
+	wit := witnessed(t, ns)
 	injectors := make([]*s3test.Faults, cfg.workers)
 	for w := range cfg.workers {
-		var copts []s3test.Option
+		var wrap func(http.RoundTripper) http.RoundTripper
 		if cfg.faults != nil {
 			injectors[w] = cfg.faults(w)
-			f := injectors[w]
-			copts = append(copts, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
-		} else {
-			copts = append(copts, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return next }))
+			wrap = injectors[w].Wrap
 		}
 		c := newLockClient(t, ns, fmt.Sprintf("worker-%02d", w), []s3lock.Option{
 			s3lock.WithLeaseDuration(10 * time.Second),
 			s3lock.WithRequestTimeout(5 * time.Second),
-		}, copts...)
+		}, through(wit, wrap))
 		wg.Go(func() {
 			for r := range cfg.rounds {
 				l, err := c.Acquire(ctx, name, cfg.opts...)
@@ -73,6 +74,7 @@ func (cfg contention) run(t *testing.T) []span {
 					t.Errorf("worker %d round %d: Acquire: %v", w, r, err)
 					return
 				}
+				stopWatch := wit.Watch(l)
 				s := span{worker: w, epoch: l.Epoch(), start: time.Now()}
 				n, err := getCounter(ctx, ns, counterKey)
 				if err == nil {
@@ -85,6 +87,7 @@ func (cfg contention) run(t *testing.T) []span {
 				if lost := l.Err(); lost != nil {
 					t.Errorf("worker %d: lease of epoch %d ended while held: %v", w, l.Epoch(), lost)
 				}
+				stopWatch()
 				if err := l.Release(ctx); err != nil {
 					t.Errorf("worker %d: Release epoch %d: %v", w, l.Epoch(), err)
 				}
@@ -95,6 +98,9 @@ func (cfg contention) run(t *testing.T) []span {
 		})
 	}
 	wg.Wait()
+	if len(wit.Claims()) == 0 {
+		t.Error("no lease's trust was sampled: the trust check would prove nothing")
+	}
 	for _, f := range injectors {
 		if f != nil {
 			f.Disable()
