@@ -692,10 +692,13 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	name := ns.Name("pool")
 	markerKey := s3lock.Key(name, 1)
 	var failLists atomic.Bool
+	landed := make(chan struct{}) // the writer's marker is in the store
+	var landedOnce sync.Once
 	slow := s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, markerKey) && !failLists.Load() {
 				resp, err := next.RoundTrip(req) // it lands; the answer comes after attemptWindow
+				landedOnce.Do(func() { close(landed) })
 				time.Sleep(2500 * time.Millisecond)
 				failLists.Store(true)
 				return resp, err
@@ -717,6 +720,13 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 		}
 		done <- err
 	}()
+	// Only once the writer's marker is there: had b written the marker
+	// itself, the writer would find it and never abandon one of its own.
+	select {
+	case <-landed:
+	case err := <-done:
+		t.Fatalf("the writer's TryAcquire ended (%v) before its marker reached the store", err)
+	}
 	b := newLockClient(t, ns, "b", nil)
 	var held *s3lock.Lease
 	eventually(t, "another acquirer takes a slot under the marker", func() bool {
