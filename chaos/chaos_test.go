@@ -21,6 +21,9 @@ const (
 	// brokenDuration is the broken-worker run's: several of its leases,
 	// each outlived by its critical section.
 	brokenDuration = 45 * time.Second
+	// longLeaseDuration is the long-lease run's: a few pauses and kills of
+	// a holder, each taken over after a 12 s lease lapses.
+	longLeaseDuration = 90 * time.Second
 )
 
 var duration = flag.Duration("chaos.duration", envDuration("S3LOCK_CHAOS_DURATION", defaultDuration),
@@ -90,13 +93,52 @@ func TestChaos(t *testing.T) {
 	o := l.run()
 	f := l.figures(o)
 	fmt.Print(f)
-	for _, err := range []error{o.linearizable, o.exclusive, o.epochOrder} {
+	for _, err := range []error{o.linearizable, o.exclusive, o.epochOrder, o.storeClock} {
 		if err != nil {
 			t.Error(err)
 		}
 	}
 	if m := f.missing(); len(m) > 0 {
 		t.Errorf("faults injected zero times, so the run proves nothing about them: %s", strings.Join(m, "; "))
+	}
+}
+
+// TestChaos_LongLease is a shorter chaos run with leases of production
+// proportions (longLease, 12 s) among three SDK workers (clocks 3 h ahead
+// and 5 h behind, one behind a fault proxy) and an `s3lock run` slot: with
+// the 3 s leases of TestChaos, the store's clock slack (2 s) hides a lapse
+// judged at half the lease, and the safety margin (0.3 s) a holder that
+// trusts its lease from the answer without it; here both break the rules
+// the store's record checks. At least one lease must lapse and be taken
+// over, or the succession rule was never put to the test.
+func TestChaos_LongLease(t *testing.T) {
+	requireChaos(t)
+	sc := scenario{
+		duration: longLeaseDuration,
+		lease:    longLease,
+		seed:     seed(t),
+		faults:   true,
+		workers: []workerSpec{
+			{slot: "w1", proxied: true, clockOffset: 3 * time.Hour},
+			{slot: "w2", clockOffset: -5 * time.Hour},
+			{slot: "w3"},
+		},
+		runners: []runnerSpec{{slot: "run1"}},
+	}
+	l := newLab(t, sc)
+	o := l.run()
+	f := l.figures(o)
+	fmt.Print(f)
+	for _, err := range []error{o.linearizable, o.exclusive, o.epochOrder, o.storeClock} {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if f.takeovers == 0 {
+		t.Error("no lease lapsed and was taken over: the run proves nothing about when a lapsed lease may be taken over")
+	}
+	if f.claims == 0 {
+		t.Error("no trust deadline was recorded: the run proves nothing about how long a holder trusts its lease")
 	}
 }
 
@@ -123,6 +165,9 @@ func TestChaos_BrokenWorkerIsCaught(t *testing.T) {
 		t.Error("the broken worker wrote without the fence after a takeover, yet CheckLinearizable found no lost update")
 	} else {
 		t.Logf("caught, as it should be:\n%v", o.linearizable)
+	}
+	if o.storeClock != nil {
+		t.Logf("the store's record caught it too:\n%v", o.storeClock)
 	}
 	if o.epochOrder != nil {
 		// A worker that trusts its lease forever also begins sections

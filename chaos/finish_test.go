@@ -32,6 +32,11 @@ type outcome struct {
 	h     *History
 	// The checks of the history: nil when it passed.
 	linearizable, exclusive, epochOrder error
+	// storeClock is the check of the store's record (internal/witness):
+	// succession, trust and cleanup by the store's clock; witnessed and
+	// claims are how many writes it saw and how many deadlines it judged.
+	storeClock        error
+	witnessed, claims int
 	// orphanFree is how long after its holder was killed the last lease
 	// was free; -1 if the check could not run.
 	orphanFree time.Duration
@@ -96,8 +101,8 @@ func (l *lab) windDown(ctx context.Context, stopSlots context.CancelFunc) time.D
 	for _, p := range l.procs.live() {
 		p.signal(syscall.SIGTERM)
 	}
-	for _, p := range waitAll(l.procs.live(), exitGrace) {
-		l.t.Errorf("process hung: %s did not exit within %s of SIGTERM; killed it\n%s", p.name, exitGrace, l.logTail(p.name))
+	for _, p := range waitAll(l.procs.live(), l.sc.exitGrace()) {
+		l.t.Errorf("process hung: %s did not exit within %s of SIGTERM; killed it\n%s", p.name, l.sc.exitGrace(), l.logTail(p.name))
 		p.signal(syscall.SIGKILL)
 		<-p.done
 	}
@@ -131,6 +136,7 @@ func (l *lab) awaitHolder(ctx context.Context) (*proc, uint64) {
 // awaitFree returns how long after killedAt the orphaned lease of epoch
 // was free, failing the test past orphanBound.
 func (l *lab) awaitFree(ctx context.Context, killedAt int64, epoch uint64) time.Duration {
+	orphanBound := l.sc.orphanBound()
 	ctx, cancel := context.WithTimeout(ctx, 2*orphanBound)
 	defer cancel()
 	for {
@@ -228,4 +234,10 @@ func (l *lab) check(o *outcome) {
 	o.linearizable = CheckLinearizable(o.h.Ops, filepath.Join(l.dir, "linearizability.html"))
 	o.exclusive = CheckExclusive(o.h.Sections)
 	o.epochOrder = CheckEpochOrder(o.h.Sections)
+	claims := Claims(recs, lockName)
+	o.storeClock = l.witness.Check(claims...)
+	o.witnessed, o.claims = len(l.witness.Writes()), len(claims)
+	if o.witnessed == 0 {
+		l.t.Errorf("the store's witness saw no write to the lock's epoch objects (logs in %s)", l.logs)
+	}
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/chaos/internal/faultproxy"
+	"github.com/s3lock/terraform-provider-s3lock/chaos/internal/record"
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/witness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -34,7 +36,11 @@ type lab struct {
 	logs    string // the processes' output
 	bins    binaries
 	store   *store
-	s3      *s3.Client // the suite's own, straight to the store
+	// witness records every write to the lock's epoch objects, in front
+	// of the store (every client's requests pass it, the suite's too).
+	witness *witness.Witness
+	front   *witness.Proxy
+	s3      *s3.Client // the suite's own
 	lock    *s3lock.Client
 	proxies map[string]*faultproxy.Proxy // by slot
 	procs   procTable
@@ -56,7 +62,12 @@ func newLab(t *testing.T, sc scenario) *lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.teardown)
-	tg := s3test.Target{Endpoint: l.store.Endpoint, Region: s3server.Region, AccessKey: s3server.AccessKeyID,
+	l.witness = witness.New(bucket, record.Now)
+	if l.front, err = l.witness.NewProxy(l.store.Endpoint); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.front.Close)
+	tg := s3test.Target{Endpoint: l.front.URL, Region: s3server.Region, AccessKey: s3server.AccessKeyID,
 		SecretKey: s3server.SecretAccessKey, PathStyle: true, Local: true}
 	if l.s3, err = s3test.BuildClient(t.Context(), tg); err != nil {
 		t.Fatal(err)
@@ -101,7 +112,7 @@ func (l *lab) startProxies() {
 			return
 		}
 		n++
-		p, err := faultproxy.New(l.store.Endpoint, l.sc.seed+n)
+		p, err := faultproxy.New(l.front.URL, l.sc.seed+n)
 		if err != nil {
 			l.t.Fatal(err)
 		}
@@ -135,7 +146,7 @@ func (l *lab) endpoint(slot string) string {
 	if p := l.proxies[slot]; p != nil {
 		return p.URL
 	}
-	return l.store.Endpoint
+	return l.front.URL
 }
 
 // env is the whole environment of a process: the store's credentials and
@@ -161,7 +172,7 @@ func (l *lab) workerArgs(slot, name string) []string {
 	return []string{
 		"-endpoint", l.endpoint(slot), "-bucket", bucket, "-lock", lockName, "-register", registerKey,
 		"-name", name, "-history", filepath.Join(l.history, name+".jsonl"),
-		"-lease", lease.String(), "-work", workMax.String(),
+		"-lease", l.sc.leaseDuration().String(), "-work", workMax.String(),
 		"-seed", strconv.FormatUint(l.sc.seed+uint64(len(l.procs.snapshot()))+1, 10),
 	}
 }
@@ -185,7 +196,7 @@ func (l *lab) startWorker(w workerSpec, n int) (*proc, error) {
 
 func (l *lab) startRunner(r runnerSpec, n int) (*proc, error) {
 	name := fmt.Sprintf("%s.%d", r.slot, n)
-	args := append([]string{"run", "--lease", lease.String(), "--wait", runWait.String(), "--holder", name, lockName,
+	args := append([]string{"run", "--lease", l.sc.leaseDuration().String(), "--wait", runWait.String(), "--holder", name, lockName,
 		"--", l.bins.worker, "-once"}, l.workerArgs(r.slot, name)...)
 	cmd := exec.Command(l.bins.s3lock, args...)
 	cmd.Env = l.env(r.slot)
@@ -199,7 +210,9 @@ func (l *lab) startSlots(ctx context.Context) {
 		l.slots.Go(func() { l.slot(ctx, w.slot, 0, func(n int) (*proc, error) { return l.startWorker(w, n) }) })
 	}
 	for _, r := range l.sc.runners {
-		l.slots.Go(func() { l.slot(ctx, r.slot, runHangLimit, func(n int) (*proc, error) { return l.startRunner(r, n) }) })
+		l.slots.Go(func() {
+			l.slot(ctx, r.slot, l.sc.runHangLimit(), func(n int) (*proc, error) { return l.startRunner(r, n) })
+		})
 	}
 }
 

@@ -9,7 +9,24 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/chaos/internal/record"
+	"github.com/s3lock/terraform-provider-s3lock/internal/witness"
 )
+
+// Claims returns the trust deadlines the SDK workers recorded for lock (each
+// record's Until, known by its Mono), for the store's record to judge
+// (witness.Check). Records without a deadline — an `s3lock run`'s command,
+// which trusts its lease while it runs, and the broken worker, which trusts
+// it forever — make none.
+func Claims(recs []record.Record, lock string) []witness.Claim {
+	var out []witness.Claim
+	for _, r := range recs {
+		if r.Epoch == 0 || r.Until == 0 || r.Until == record.Forever {
+			continue
+		}
+		out = append(out, witness.Claim{Lock: lock, Epoch: r.Epoch, Holder: r.Proc, At: r.Mono, Until: r.Until})
+	}
+	return out
+}
 
 // Section is one critical section as its process recorded it.
 type Section struct {

@@ -31,9 +31,6 @@ const (
 	// windowMin and windowMax bound how long a delay or drop fault stays
 	// on.
 	windowMin, windowMax = 3 * time.Second, 6 * time.Second
-	// maxDelay is the longest delay of one request: half a lease, so that
-	// renewals arrive late but not all of them too late.
-	maxDelay = lease / 2
 	// dropShare is the share of write answers a drop fault drops.
 	dropShare = 0.5
 	// restartGap spaces store restarts: each one costs every holder its
@@ -173,7 +170,7 @@ func (m *monkey) planPause(ctx context.Context) func(context.Context) {
 	if p == nil {
 		return nil
 	}
-	d := lease + pauseMin + m.random(pauseMax-pauseMin)
+	d := m.l.sc.leaseDuration() + pauseMin + m.random(pauseMax-pauseMin)
 	return func(ctx context.Context) {
 		if !p.signal(syscall.SIGSTOP) {
 			return
@@ -227,10 +224,10 @@ func (m *monkey) planNetwork(ctx context.Context, kind faultKind) func(context.C
 	d := windowMin + m.random(windowMax-windowMin)
 	switch kind {
 	case faultBlackhole:
-		d = lease + blackholeMin + m.random(blackholeMax-blackholeMin)
+		d = m.l.sc.leaseDuration() + blackholeMin + m.random(blackholeMax-blackholeMin)
 		return func(ctx context.Context) { px.Blackhole(); sleep(ctx, d); px.Heal() }
 	case faultDelay:
-		return func(ctx context.Context) { px.Delay(maxDelay); sleep(ctx, d); px.Heal() }
+		return func(ctx context.Context) { px.Delay(m.l.sc.maxDelay()); sleep(ctx, d); px.Heal() }
 	}
 	return func(ctx context.Context) { px.Drop(dropShare); sleep(ctx, d); px.Heal() }
 }

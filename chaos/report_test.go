@@ -16,6 +16,7 @@ import (
 type figures struct {
 	elapsed        time.Duration
 	seed           uint64
+	sc             scenario
 	sections       int
 	reads          int
 	writes         map[record.Outcome]int
@@ -32,13 +33,15 @@ type figures struct {
 	worstTakeover  time.Duration
 	orphanFree     time.Duration
 	processes      int
+	witnessed      int         // writes to epoch objects the store's witness saw
+	claims         int         // trust deadlines it judged
 	runCodes       map[int]int // exit codes of the `s3lock run`s
 	torn           int
 }
 
 func (l *lab) figures(o *outcome) figures {
-	f := figures{elapsed: o.elapsed, seed: l.sc.seed, sections: len(o.h.Sections), writes: map[record.Outcome]int{},
-		takeovers: len(o.takeovers), restarts: o.restarts, orphanFree: o.orphanFree, torn: o.torn, runCodes: map[int]int{}}
+	f := figures{elapsed: o.elapsed, seed: l.sc.seed, sc: l.sc, sections: len(o.h.Sections), writes: map[record.Outcome]int{},
+		takeovers: len(o.takeovers), restarts: o.restarts, witnessed: o.witnessed, claims: o.claims, orphanFree: o.orphanFree, torn: o.torn, runCodes: map[int]int{}}
 	for _, s := range o.h.Sections {
 		if s.Read != nil {
 			f.reads++
@@ -141,19 +144,20 @@ func (f figures) missing() []string {
 func (f figures) String() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, "  "+format+"\n", args...) }
-	fmt.Fprintf(&b, "chaos figures (%s, seed %d):\n", f.elapsed.Round(time.Second), f.seed)
+	fmt.Fprintf(&b, "chaos figures (%s, seed %d, %s leases):\n", f.elapsed.Round(time.Second), f.seed, f.sc.leaseDuration())
 	p("operations:     %d critical sections; %d reads; writes %d ok, %d failed, %d unknown",
 		f.sections, f.reads, f.writes[record.OK], f.writes[record.Failed], f.writes[record.Unknown])
 	p("leases:         %d acquisitions, %d takeovers of a lapsed lease", f.acquisitions, f.takeovers)
 	p("pauses:         %d (SIGSTOP of the holder for lease + %s..%s)", f.pauses, pauseMin, pauseMax)
 	p("kills:          %d (%d of the holder)", f.kills, f.holderKills)
 	p("blackhole:      %d (%d requests swallowed)", f.net.Blackholes, f.net.Swallowed)
-	p("delay:          %d requests delayed (up to %s)", f.net.Delayed, maxDelay)
+	p("delay:          %d requests delayed (up to %s)", f.net.Delayed, f.sc.maxDelay())
 	p("drop-response:  %d write answers dropped after the store answered (%d of them successes)", f.net.Dropped, f.net.DroppedOK)
 	p("store restarts: %d (SIGKILL, same data directory and port)", f.restarts)
 	p("clocks:         %d clock jumps of %s; %d critical sections under skewed clocks", f.clockJumps, clockJump, f.skewedSections)
 	p("takeover after a holder's kill: worst %s over %d (it lapses lease + 2 s after its last renewal, by the store's clock)", f.worstTakeover.Round(time.Millisecond), f.killTakeovers)
-	p("orphaned lease at the end: free %s after its holder's kill (bound %s)", f.orphanFree.Round(time.Millisecond), orphanBound)
+	p("orphaned lease at the end: free %s after its holder's kill (bound %s)", f.orphanFree.Round(time.Millisecond), f.sc.orphanBound())
+	p("store's record: %d writes to epoch objects; %d trust deadlines judged against them", f.witnessed, f.claims)
 	p("processes:      %d started; s3lock run exit codes %s; %d torn history lines", f.processes, codes(f.runCodes), f.torn)
 	return b.String()
 }

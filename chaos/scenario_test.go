@@ -14,11 +14,18 @@ import (
 // Timings of a run. Each says why it is what it is; none is an assertion on
 // speed except orphanBound, which the protocol derives.
 const (
-	// lease is every holder's lease: short, so that every pause, kill and
-	// partition leads to a takeover within seconds, and above the minimum
-	// (2 s) so that the safety margin (0.3 s) and the store's one-second
-	// clock resolution leave room for renewals.
-	lease = 3 * time.Second
+	// defaultLease is every holder's lease unless the scenario sets one:
+	// short, so that every pause, kill and partition leads to a takeover
+	// within seconds, and above the minimum (2 s) so that the safety margin
+	// (0.3 s) and the store's one-second clock resolution leave room for
+	// renewals.
+	defaultLease = 3 * time.Second
+	// longLease is the long-lease scenario's: long enough that the store's
+	// clock slack (2 s) and the safety margin (1.2 s) are less than half of
+	// it, so that a mistake in the lapse or trust arithmetic that takes
+	// away half a lease breaks the rules the store's record checks
+	// (internal/witness) instead of vanishing in the slack.
+	longLease = 12 * time.Second
 	// workMax is the longest pause of a critical section between its read
 	// and its write: long enough that pauses, kills and partitions often
 	// strike in the middle of one.
@@ -27,24 +34,9 @@ const (
 	// gives up (exit 3) and its slot starts another: longer than any
 	// outage the suite causes.
 	runWait = 20 * time.Second
-	// runHangLimit: an `s3lock run` that lasts longer than its wait, its
-	// command's critical section and its release, with room to spare,
-	// hangs.
-	runHangLimit = runWait + 4*lease + 10*time.Second
-	// exitGrace is how long a process has to exit after SIGTERM at the end
-	// of the run: a worker abandons its critical section and releases
-	// (bounded by its trust deadline); an `s3lock run` forwards the signal
-	// to its command and releases.
-	exitGrace = 3*lease + 5*time.Second
 	// strayGrace is how long the guards and commands of `s3lock run`s may
 	// outlive them: a guard kills its group as soon as s3lock is gone.
 	strayGrace = 3 * time.Second
-	// orphanBound is how soon after its holder was killed a lease must be
-	// free (PROTOCOL.md §6): an observer judges it lapsed once the store's
-	// Date is lease + serverSlack (2 s) past its Last-Modified, Date lags
-	// real time by up to 2 s, and a second covers the one-second
-	// resolution and the suite's polling.
-	orphanBound = lease + 5*time.Second
 	// heldWithin bounds the wait, at the end of a run, for someone to hold
 	// the lock, whose holder the suite then kills to leave an orphan.
 	heldWithin = 15 * time.Second
@@ -83,11 +75,43 @@ type runnerSpec struct {
 // scenario is what a run does.
 type scenario struct {
 	duration time.Duration
+	lease    time.Duration // every holder's lease (0: defaultLease)
 	workers  []workerSpec
 	runners  []runnerSpec
 	faults   bool // inject faults (pauses, kills, proxies, store restarts)
 	seed     uint64
 }
+
+// leaseDuration is every holder's lease.
+func (sc scenario) leaseDuration() time.Duration {
+	if sc.lease == 0 {
+		return defaultLease
+	}
+	return sc.lease
+}
+
+// runHangLimit: an `s3lock run` that lasts longer than its wait, its
+// command's critical section and its release, with room to spare, hangs.
+func (sc scenario) runHangLimit() time.Duration {
+	return runWait + 4*sc.leaseDuration() + 10*time.Second
+}
+
+// exitGrace is how long a process has to exit after SIGTERM at the end of
+// the run: a worker abandons its critical section and releases (bounded by
+// its trust deadline); an `s3lock run` forwards the signal to its command
+// and releases.
+func (sc scenario) exitGrace() time.Duration { return 3*sc.leaseDuration() + 5*time.Second }
+
+// orphanBound is how soon after its holder was killed a lease must be free
+// (PROTOCOL.md §6): an observer judges it lapsed once the store's Date is
+// lease + serverSlack (2 s) past its Last-Modified, Date lags real time by
+// up to 2 s, and a second covers the one-second resolution and the suite's
+// polling.
+func (sc scenario) orphanBound() time.Duration { return sc.leaseDuration() + 5*time.Second }
+
+// maxDelay is the longest delay of one request: half a lease, so that
+// renewals arrive late but not all of them too late.
+func (sc scenario) maxDelay() time.Duration { return sc.leaseDuration() / 2 }
 
 func (sc scenario) skewed(slot string) bool {
 	for _, w := range sc.workers {

@@ -49,8 +49,11 @@ type registerBody struct {
 func (w *worker) section(ctx context.Context, epoch uint64, trust func() (int64, bool)) (bool, error) {
 	w.cs++
 	r := record.Record{CS: w.cs, Epoch: epoch}
-	at := record.Now()
+	// The section begins once its trust check passed: a claim (the
+	// deadline, and when the worker knew it) that the store's record can
+	// judge (internal/witness).
 	until, ok := trust()
+	at := record.Now()
 	if !ok || stopping(ctx) {
 		return false, nil
 	}
