@@ -134,12 +134,12 @@ func (l *lab) measureS3lockHandoffs(ctx context.Context, res *results) error {
 // with the given lease; a waiting Acquire of this process starts; after hold
 // the holder releases the lock (or is SIGKILLed, if crash).
 func (l *lab) s3lockHandoff(ctx context.Context, name string, hold, lease time.Duration, crash bool) (handoff, error) {
-	htap, err := startTap(l.srv.Endpoint)
+	htap, err := startTap(l.endpoint)
 	if err != nil {
 		return handoff{}, err
 	}
 	defer htap.close()
-	wtap, err := startTap(l.srv.Endpoint)
+	wtap, err := startTap(l.endpoint)
 	if err != nil {
 		return handoff{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
 	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/witness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -28,10 +29,14 @@ const (
 
 // lab is one run's store and scratch directory.
 type lab struct {
-	cfg     config
-	srv     *s3server.Server
-	scratch string
-	self    string // this binary, for `bench holder`
+	cfg config
+	srv *s3server.Server
+	// endpoint is where every client of the run sends its requests: the
+	// store's witness (internal/witness), whose record of the lock's
+	// writes is checked at the end by the store's clock.
+	endpoint string
+	scratch  string
+	self     string // this binary, for `bench holder`
 }
 
 // results is everything one run measured.
@@ -64,7 +69,13 @@ func measure(ctx context.Context, cfg config) (*results, error) {
 		return nil, err
 	}
 	defer srv.Stop()
-	l := &lab{cfg: cfg, srv: srv, scratch: scratch, self: self}
+	wit := witness.New(lockBucket, nil)
+	front, err := wit.NewProxy(srv.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	defer front.Close()
+	l := &lab{cfg: cfg, srv: srv, endpoint: front.URL, scratch: scratch, self: self}
 	res := &results{}
 	if res.machine, err = describeMachine(ctx, cfg.terraform); err != nil {
 		return nil, err
@@ -76,11 +87,15 @@ func measure(ctx context.Context, cfg config) (*results, error) {
 			return nil, err
 		}
 	}
+	if err := wit.Check(); err != nil {
+		return nil, fmt.Errorf("the store's record of the run breaks the protocol's rules:\n%w", err)
+	}
+	logf("the store's record: %d writes to epoch objects, by the protocol's rules", len(wit.Writes()))
 	return res, nil
 }
 
 func (l *lab) createBuckets(ctx context.Context, _ *results) error {
-	api, err := newS3Client(ctx, l.srv.Endpoint, nil)
+	api, err := newS3Client(ctx, l.endpoint, nil)
 	if err != nil {
 		return err
 	}

@@ -169,7 +169,10 @@ func writeMethods(d *doc, cfg config) {
 	for _, m := range []string{
 		"**One store, one run.** Every measurement runs against one versitygw process started for the run " +
 			"(buckets `" + lockBucket + "` and `" + stateBucket + "`), in the order Terraform, s3lock handoffs, scale; " +
-			"nothing else runs on the machine's behalf meanwhile.",
+			"nothing else runs on the machine's behalf meanwhile. Every client reaches the store through the " +
+			"store's witness (`internal/witness`, one more reverse proxy on loopback, for both systems alike), " +
+			"whose record of every write to s3lock's epoch objects is checked at the end by the store's clock " +
+			"(PROTOCOL.md §6): a run that breaks the protocol's rules writes no report.",
 		"**Counted on the wire.** In the handoff measurements each participant (the holder and the waiter of each " +
 			"system) talks to the store through its own recording reverse proxy on loopback (`bench/tap.go`), which " +
 			"notes every request's operation, key, status, arrival and answer. The scale measurements count at an " +

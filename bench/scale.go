@@ -16,7 +16,7 @@ import (
 // with its own s3lock client over one recording S3 client.
 func (l *lab) measureScale(ctx context.Context, res *results) error {
 	rec := &recorder{}
-	api, err := newS3Client(ctx, l.srv.Endpoint, rec)
+	api, err := newS3Client(ctx, l.endpoint, rec)
 	if err != nil {
 		return err
 	}

@@ -141,10 +141,10 @@ func (l *lab) newTFLab(ctx context.Context) (*tfLab, error) {
 		return nil, err
 	}
 	t := &tfLab{h: &tfharness.Harness{Terraform: path, CLIConfig: rc}}
-	if t.htap, err = startTap(l.srv.Endpoint); err != nil {
+	if t.htap, err = startTap(l.endpoint); err != nil {
 		return nil, err
 	}
-	if t.wtap, err = startTap(l.srv.Endpoint); err != nil {
+	if t.wtap, err = startTap(l.endpoint); err != nil {
 		return nil, err
 	}
 	t.holderDir, t.waiterDir = filepath.Join(l.scratch, "tf-holder"), filepath.Join(l.scratch, "tf-waiter")
