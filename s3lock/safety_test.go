@@ -55,9 +55,10 @@ func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
 	s3lock.SetTimingForTest(t, 300*time.Millisecond)
 	ns := s3test.New(t)
 	name := ns.Name("stale")
-	b := newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithHistory(1)})
+	w := witnessed(t, ns)
+	b := newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithHistory(1)}, through(w, nil))
 	g := newGate()
-	a := newLockClient(t, ns, "paused", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+	a := newLockClient(t, ns, "paused", nil, through(w, func(next http.RoundTripper) http.RoundTripper {
 		g.next = next
 		return g
 	}))
@@ -139,7 +140,7 @@ func TestAmbiguousCreate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := s3test.New(t)
 			f := s3test.NewFaults(1, s3test.Rule{Fault: tc.fault, Ops: []string{"PutObject"}, Probability: 1, Limit: 1})
-			copts := []s3test.Option{s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) })}
+			copts := []s3test.Option{through(witnessed(t, ns), f.Wrap)}
 			if tc.noRetry {
 				copts = append(copts, s3test.WithoutRetries())
 			}
@@ -173,8 +174,7 @@ func TestAmbiguousRenewAndRelease(t *testing.T) {
 		t.Run(fault.String(), func(t *testing.T) {
 			ns := s3test.New(t)
 			f := s3test.NewFaults(1)
-			c := newLockClient(t, ns, "holder", nil, s3test.WithoutRetries(),
-				s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return f.Wrap(next) }))
+			c := newLockClient(t, ns, "holder", nil, s3test.WithoutRetries(), through(witnessed(t, ns), f.Wrap))
 			name := ns.Name("ambiguous")
 			l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
 			if err != nil {
@@ -202,9 +202,10 @@ func TestReleaseAfterLost(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("lost")
-	counter, withCounter := counting()
-	a := newLockClient(t, ns, "late", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)}, withCounter)
-	b := newLockClient(t, ns, "next", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+	w := witnessed(t, ns)
+	counter := &s3test.Counter{}
+	a := newLockClient(t, ns, "late", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)}, through(w, counter.Wrap))
+	b := newLockClient(t, ns, "next", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)}, through(w, nil))
 	la, err := a.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
