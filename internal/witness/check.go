@@ -113,44 +113,68 @@ func (h history) created(id epochID) (Write, bool) {
 }
 
 // succession checks that every epoch the store created followed its
-// predecessor's release or lapse. Only what the witness saw counts against
-// the code: a predecessor's write that may have been a release counts as
-// one, and its lapse is counted from the latest write the store certainly
-// applied before the create, at the earliest time it may have been applied;
-// so a violation reported is certain.
+// predecessor's release or lapse (PROTOCOL.md §6). A waiter judged the
+// predecessor lapsed on a read that showed its latest write then, i; it did
+// so more than validity + 1 s after i was applied, and sent its create
+// after that. A write that landed between the judgment and the create (a
+// renewal delayed in the network) cannot have been confirmed by its holder,
+// whose deadline had passed, and it came more than validity + 1 s after i.
+// So the create was correct if some write i of the predecessor allows both:
+// the create more than validity + 1 s after i, and the next write (if any)
+// too. A violation is reported only when no write allows it, judged by the
+// witness's brackets at their most lenient (a write may have been applied
+// anywhere between its arrival and the answer, one whose answer was lost at
+// any time after its arrival, and may have been a release), so it is
+// certain.
 func (h history) succession(zero int64) []string {
 	var found []string
 	for _, id := range h.ids() {
 		c, ok := h.created(id)
-		prev := h[epochID{id.lock, id.epoch - 1}]
-		if !ok || len(prev) == 0 {
+		if !ok {
 			continue
 		}
-		var last *Write
+		var prev []Write // the predecessor's writes that may have landed before the create
 		released := false
-		for i, w := range prev {
-			if w.Released && (w.Applied() || w.Unknown()) && w.In < c.Out {
-				released = true
-			}
-			if w.Applied() && w.Out < c.In {
-				last = &prev[i]
+		for _, w := range h[epochID{id.lock, id.epoch - 1}] {
+			if (w.Applied() || w.Unknown()) && w.In < c.Out {
+				prev = append(prev, w)
+				released = released || w.Released
 			}
 		}
-		if released || last == nil {
+		if len(prev) == 0 || released {
 			continue
 		}
-		gap := time.Duration(c.In - last.In)
-		switch {
-		case last.Marker:
-			found = append(found, fmt.Sprintf("  %s/lock-%010d created by %s at %s over epoch %d, a slot lock's marker that was never released (a marker never lapses)",
-				id.lock, id.epoch, c.Holder, at(c.In, zero), id.epoch-1))
-		case gap < last.Validity+lapseAge-tolerance:
-			found = append(found, fmt.Sprintf("  %s/lock-%010d created by %s at %s, only %s after the last write of epoch %d (%s's, at %s, validity %s, not released): "+
-				"a lease may be taken over only once it has gone without a write for its validity + %s by the store's clock",
-				id.lock, id.epoch, c.Holder, at(c.In, zero), gap.Round(time.Millisecond), id.epoch-1, last.Holder, at(last.In, zero), last.Validity, lapseAge))
+		if msg := unjustified(c, prev, zero); msg != "" {
+			found = append(found, fmt.Sprintf("  %s/lock-%010d created by %s at %s %s", id.lock, id.epoch, c.Holder, at(c.In, zero), msg))
 		}
 	}
 	return capped("succession: an epoch was created while its predecessor's lease was live (PROTOCOL.md §6):", found)
+}
+
+// unjustified says why no write of prev (the predecessor's, in the order
+// they arrived) can have been the one a correct waiter judged lapsed before
+// it created c, or returns "" if one can.
+func unjustified(c Write, prev []Write, zero int64) string {
+	last := prev[len(prev)-1]
+	if last.Marker {
+		return fmt.Sprintf("over a slot lock's marker (epoch %d) that was never released: a marker never lapses", last.Epoch)
+	}
+	for i, w := range prev {
+		lapse := int64(w.Validity + lapseAge - tolerance)
+		if c.In-w.In <= lapse {
+			continue // too soon after w
+		}
+		if i+1 == len(prev) {
+			return ""
+		}
+		next := prev[i+1]
+		if next.Unknown() || next.Out-w.In > lapse {
+			return "" // next may have landed after the judgment
+		}
+	}
+	return fmt.Sprintf("only %s after the last write of epoch %d (%s's, at %s, validity %s, not released): "+
+		"a lease may be taken over only once it has gone without a write for its validity + %s by the store's clock",
+		time.Duration(c.In-last.In).Round(time.Millisecond), last.Epoch, last.Holder, at(last.In, zero), last.Validity, lapseAge)
 }
 
 // trust checks that every claim's deadline is no later than the send time of

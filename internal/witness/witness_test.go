@@ -37,6 +37,8 @@ func TestCheck_Succession(t *testing.T) {
 		{"at half the validity", []Write{lease(1, 0, create), lease(2, 7*s, create)}, true},
 		{"after a release whose answer was lost", []Write{lease(1, 0, create), lease(1, 2*s, released, unknown), lease(2, 3*s, create)}, false},
 		{"a renewal whose answer was lost does not count against the waiter", []Write{lease(1, 0, create), lease(1, 5*s, unknown), lease(2, 12*s, create)}, false},
+		{"a renewal delayed in the network lands after the waiter judged", []Write{lease(1, 0, create), lease(1, 3*s), lease(1, 15*s), lease(2, 16*s, create)}, false},
+		{"a renewal landing before the judgment", []Write{lease(1, 0, create), lease(1, 3*s), lease(1, 6*s), lease(2, 15*s, create)}, true},
 		{"an epoch the store refused to create", []Write{lease(1, 0, create), lease(2, 3*s, create, func(w *Write) { w.Status = 412 })}, false},
 		{"over a slot marker never released", []Write{lease(1, 0, create, func(w *Write) { w.Marker, w.Validity = true, 0 }), lease(2, 60*s, create)}, true},
 		{"another lock's epochs", []Write{lease(1, 0, create), lease(2, 3*s, create, func(w *Write) { w.Lock = "other" })}, false},
