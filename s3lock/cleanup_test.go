@@ -1,8 +1,6 @@
 package s3lock_test
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -71,61 +69,15 @@ func TestCleanup_StaleContenderFindsItsEpochStillThere(t *testing.T) {
 	s3lock.SetTimingForTest(t, window)
 	ns := s3test.New(t)
 	name := ns.Name("stale-in-window")
-	b := newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithHistory(1)})
-	g := newGate()
-	a := newLockClient(t, ns, "paused", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
-		g.next = next
-		return g
-	}))
-	take := func() *s3lock.Lease {
-		t.Helper()
-		l, err := b.TryAcquire(t.Context(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WaitCleanup() // the cleanup this acquisition started, if any, is done
-		return l
-	}
-	release := func(l *s3lock.Lease) {
-		t.Helper()
-		if err := l.Release(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	release(take()) // epoch 1, released
-
-	type result struct {
-		l   *s3lock.Lease
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		l, err := a.TryAcquire(context.Background(), name)
-		res <- result{l, err}
-	}()
-	<-g.reached // a listed (newest: 1, released) and is about to create epoch 2
-
-	release(take()) // epoch 2
-	release(take()) // epoch 3
-	l4 := take()    // epoch 4, held
+	s := newStaleScene(t, ns, name)
+	s.release(s.take()) // epoch 2
+	s.release(s.take()) // epoch 3
+	l4 := s.take()      // epoch 4, held
 	mustRelease(t, l4)
 	for e := uint64(1); e <= 4; e++ {
 		if !epochObjectExists(t, ns, s3lock.Key(name, e)) {
 			t.Errorf("epoch %d was deleted although its successor is younger than the cleanup age (%s)", e, s3lock.CleanupAge())
 		}
 	}
-
-	close(g.open) // a's create of epoch 2 reaches the store
-	r := <-res
-	if r.err == nil {
-		_ = r.l.Release(t.Context())
-		t.Fatalf("the paused contender got epoch %d although bob holds epoch 4", r.l.Epoch())
-	}
-	var held *s3lock.HeldError
-	if !errors.As(r.err, &held) || held.Epoch != 4 || held.Holder != "bob" {
-		t.Fatalf("paused contender: %v; want ErrHeld naming bob's epoch 4", r.err)
-	}
-	if err := l4.Renew(t.Context()); err != nil {
-		t.Errorf("bob's lease suffered from the stale create: %v", err)
-	}
+	s.contenderRefused(l4) // a's create of epoch 2 must find the key taken
 }

@@ -47,6 +47,86 @@ func epochObjectExists(t *testing.T, ns *s3test.Namespace, key string) bool {
 	return err == nil
 }
 
+// staleScene is hazard 4's setting (PROTOCOL.md §7) on one lock: bob, who
+// keeps one epoch of history, took and released epoch 1; a contender then
+// read the lock (newest: 1, released) and is paused at its create of epoch
+// 2, held at gate until the test opens it. Every write goes through the
+// store's witness.
+type staleScene struct {
+	t      *testing.T
+	name   string
+	bob    *s3lock.Client
+	gate   *gate
+	result chan attemptResult // the contender's TryAcquire
+}
+
+type attemptResult struct {
+	l   *s3lock.Lease
+	err error
+}
+
+func newStaleScene(t *testing.T, ns *s3test.Namespace, name string) *staleScene {
+	t.Helper()
+	w := witnessed(t, ns)
+	s := &staleScene{t: t, name: name, gate: newGate(), result: make(chan attemptResult, 1)}
+	s.bob = newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithHistory(1)}, through(w, nil))
+	a := newLockClient(t, ns, "paused", nil, through(w, func(next http.RoundTripper) http.RoundTripper {
+		s.gate.next = next
+		return s.gate
+	}))
+	s.release(s.take()) // epoch 1, released
+	go func() {
+		l, err := a.TryAcquire(context.Background(), name)
+		s.result <- attemptResult{l, err}
+	}()
+	<-s.gate.reached // a listed (newest: 1, released) and is about to create epoch 2
+	return s
+}
+
+// take acquires the next epoch for bob and waits for the history cleanup
+// the acquisition started, if any.
+func (s *staleScene) take() *s3lock.Lease {
+	s.t.Helper()
+	l, err := s.bob.TryAcquire(s.t.Context(), s.name)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.bob.WaitCleanup()
+	return l
+}
+
+func (s *staleScene) release(l *s3lock.Lease) {
+	s.t.Helper()
+	if err := l.Release(s.t.Context()); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// contenderRefused lets the contender's create of epoch 2 through and checks
+// that it got no lease but a *HeldError naming bob's epoch 4 (l4), which is
+// still held and unharmed.
+func (s *staleScene) contenderRefused(l4 *s3lock.Lease) {
+	t := s.t
+	t.Helper()
+	close(s.gate.open)
+	r := <-s.result
+	if r.err == nil {
+		_ = r.l.Release(t.Context())
+		t.Fatalf("the paused contender got epoch %d although bob holds epoch 4", r.l.Epoch())
+	}
+	var held *s3lock.HeldError
+	if !errors.As(r.err, &held) || held.Epoch != 4 || held.Holder != "bob" {
+		t.Fatalf("paused contender: %v; want ErrHeld naming bob's epoch 4", r.err)
+	}
+	st, err := s.bob.Current(t.Context(), s.name)
+	if err != nil || st.Epoch != 4 || !st.Held {
+		t.Fatalf("state after the stale create: %+v, %v; want epoch 4 held", st, err)
+	}
+	if err := l4.Renew(t.Context()); err != nil {
+		t.Errorf("bob's lease suffered from the stale create: %v", err)
+	}
+}
+
 // TestStaleContender_RecreatesDeletedEpoch is hazard 4 of the protocol notes:
 // a contender reads "newest = 1", pauses; meanwhile epochs 2..4 are taken
 // and cleanup deletes epoch 2; the contender's create of epoch 2 then
@@ -55,68 +135,17 @@ func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
 	s3lock.SetTimingForTest(t, 300*time.Millisecond)
 	ns := s3test.New(t)
 	name := ns.Name("stale")
-	w := witnessed(t, ns)
-	b := newLockClient(t, ns, "bob", []s3lock.Option{s3lock.WithHistory(1)}, through(w, nil))
-	g := newGate()
-	a := newLockClient(t, ns, "paused", nil, through(w, func(next http.RoundTripper) http.RoundTripper {
-		g.next = next
-		return g
-	}))
-
-	take := func() *s3lock.Lease {
-		t.Helper()
-		l, err := b.TryAcquire(t.Context(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	release := func(l *s3lock.Lease) {
-		t.Helper()
-		if err := l.Release(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	release(take()) // epoch 1, released
-
-	type result struct {
-		l   *s3lock.Lease
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		l, err := a.TryAcquire(context.Background(), name)
-		res <- result{l, err}
-	}()
-	<-g.reached // a listed (newest: 1, released) and is about to create epoch 2
-
-	release(take()) // epoch 2
+	s := newStaleScene(t, ns, name)
+	s.release(s.take()) // epoch 2
 	time.Sleep(cleanupWait())
-	release(take()) // epoch 3
+	s.release(s.take()) // epoch 3
 	time.Sleep(cleanupWait())
-	l4 := take() // epoch 4: its cleanup deletes epochs 1 and 2
+	l4 := s.take() // epoch 4: its cleanup deletes epochs 1 and 2
 	mustRelease(t, l4)
-	eventually(t, "cleanup to delete epoch 2", func() bool {
-		return !epochObjectExists(t, ns, s3lock.Key(name, 2))
-	})
-
-	close(g.open) // a's create of epoch 2 now lands on a free key
-	r := <-res
-	if r.err == nil {
-		_ = r.l.Release(t.Context())
-		t.Fatalf("the paused contender got epoch %d although epoch 4 is held", r.l.Epoch())
+	if epochObjectExists(t, ns, s3lock.Key(name, 2)) {
+		t.Fatal("cleanup did not delete epoch 2: the test did not set up the hazard")
 	}
-	var held *s3lock.HeldError
-	if !errors.As(r.err, &held) || held.Epoch != 4 || held.Holder != "bob" {
-		t.Fatalf("paused contender: %v; want ErrHeld naming bob's epoch 4", r.err)
-	}
-	st, err := b.Current(t.Context(), name)
-	if err != nil || st.Epoch != 4 || !st.Held {
-		t.Fatalf("state after the stale create: %+v, %v; want epoch 4 held", st, err)
-	}
-	if err := l4.Renew(t.Context()); err != nil {
-		t.Errorf("bob's lease suffered from the stale create: %v", err)
-	}
+	s.contenderRefused(l4) // a's create of epoch 2 lands on a free key
 }
 
 // TestAmbiguousCreate: a create whose outcome the client cannot see is
