@@ -1,0 +1,186 @@
+package main
+
+import "time"
+
+// mutant is one deliberate mistake in the protocol code: a rule of
+// s3lock/PROTOCOL.md broken at the sites that implement it, and the named
+// tests that must fail when it is.
+type mutant struct {
+	// ID names the mutant (the letters of issue 22).
+	ID string
+	// Rule is the rule the mutant breaks, in one line.
+	Rule string
+	// Sites are the edits, each of a snippet that occurs exactly once in
+	// its file.
+	Sites []site
+	// Pkgs are the packages whose tests must kill the mutant.
+	Pkgs []string
+	// Run is the go test -run regexp of the tests that must kill it.
+	Run string
+	// Tests are the tests Run selects, as s3lock/PROTOCOL.md's table of
+	// mutants names them.
+	Tests []string
+	// Bound is how long the tests may take: a run that hangs past it
+	// counts as killed by a timeout.
+	Bound time.Duration
+	// CI is set for the mutants make mutants-ci runs.
+	CI bool
+}
+
+// site is one edit of a mutant: Old, which must occur exactly once in File
+// (relative to the module root), becomes New.
+type site struct {
+	File, Old, New string
+}
+
+// catalogue is every mutant, in the order make mutants runs them.
+var catalogue = []mutant{
+	{
+		ID:   "A",
+		Rule: "waiters judge a lease lapsed at half its validity (remaining() counts validity/2 + slack - age)",
+		Sites: []site{{File: "s3lock/timing.go",
+			Old: "return o.body.validity() + serverSlack - age, true",
+			New: "return o.body.validity()/2 + serverSlack - age, true"}},
+		Pkgs: []string{"./s3lock/"}, Run: "TestTakeover_LongLease", Tests: []string{"TestTakeover_LongLease"},
+		Bound: 4 * time.Minute,
+	},
+	{
+		ID:   "B",
+		Rule: "a holder trusts its lease from when the answer arrived, for the whole validity, without the safety margin",
+		Sites: []site{
+			{File: "s3lock/lease.go",
+				Old: "l.trustFrom, l.trustUntil = sent, sent.Add(l.validity-safetyMargin(l.validity))",
+				New: "l.trustFrom, l.trustUntil = l.c.cfg.clock.Now(), l.c.cfg.clock.Now().Add(l.validity)"},
+			{File: "s3lock/acquire.go",
+				Old: "trustUntil := sent.Add(p.validity() - safetyMargin(p.validity()))",
+				New: "trustUntil := c.cfg.clock.Now().Add(p.validity())"},
+		},
+		Pkgs: []string{"./s3lock/"}, Run: "TestTakeover_LongLease", Tests: []string{"TestTakeover_LongLease"},
+		Bound: 4 * time.Minute,
+	},
+	{
+		ID:   "C",
+		Rule: "an unknown outcome of the epoch create is taken as success without reading the key back (a 412 may be a rival's create)",
+		Sites: []site{{File: "s3lock/acquire.go",
+			Old: "\t\tobs, rerr := c.readBack(ctx, key, epoch)\n",
+			New: "\t\tif true {\n\t\t\treturn \"\", nil // mutant C\n\t\t}\n\t\tobs, rerr := c.readBack(ctx, key, epoch)\n"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestAmbiguousCreate$", Tests: []string{"TestAmbiguousCreate"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "D",
+		Rule: "a release (expired: true) is written without If-Match",
+		Sites: []site{{File: "s3lock/store.go",
+			Old: "\t} else {\n\t\tin.IfMatch = aws.String(etag)\n\t}\n",
+			New: "\t} else if !bytes.Contains(body, []byte(`\"expired\":true`)) { // mutant D\n\t\tin.IfMatch = aws.String(etag)\n\t}\n"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestRelease_AfterForceReleaseIsLost$", Tests: []string{"TestRelease_AfterForceReleaseIsLost"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "E",
+		Rule: "the acquirer skips the lapse check before creating the next epoch: a live lease counts as free",
+		Sites: []site{{File: "s3lock/acquire.go",
+			Old: "case !free(prev) && !sameObject(prev, h.lapsed):",
+			New: "case false && !free(prev) && !sameObject(prev, h.lapsed): // mutant E"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestTryAcquire_HeldThenReleased$", Tests: []string{"TestTryAcquire_HeldThenReleased"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "F",
+		Rule: "a renewal or release whose outcome was unknown is confirmed when the read-back finds the ETag it held (the write did not land)",
+		Sites: []site{{File: "s3lock/lease.go",
+			Old: "\t\tcase rerr == nil && obs.etag == etag:\n\t\t\t// Our write did not land; the object is as we left it: retry.\n",
+			New: "\t\tcase rerr == nil && obs.etag == etag:\n\t\t\treturn obs.etag, sent, nil // mutant F\n"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestAmbiguousRenewAndRelease$", Tests: []string{"TestAmbiguousRenewAndRelease"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "G",
+		Rule: "cleanup deletes the newest epoch it listed (the one its acquisition superseded), which has no successor to judge its age by",
+		Sites: []site{{File: "s3lock/cleanup.go",
+			Old: "\t\tdefault:\n\t\t\tcontinue\n\t\t}\n",
+			New: "\t\tdefault: // mutant G\n\t\t}\n"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestCleanup_StaleContenderFindsItsEpochStillThere$",
+		Tests: []string{"TestCleanup_StaleContenderFindsItsEpochStillThere"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "H",
+		Rule: "FencedPut writes without its fence check, over an object that records a newer epoch",
+		Sites: []site{{File: "s3lock/fence.go",
+			Old: "case current > w.epoch:",
+			New: "case false && current > w.epoch: // mutant H"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestFencedPut_StaleLeaseCannotOverwrite$", Tests: []string{"TestFencedPut_StaleLeaseCannotOverwrite"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "I",
+		Rule: "the line is served out of order: a waiter counts the tickets after its own as ahead of it",
+		Sites: []site{{File: "s3lock/line.go",
+			Old: "\t\tcase t.key < p.ref.key || p.ref.key == \"\":\n\t\t\tst.ahead++\n",
+			New: "\t\tcase t.key > p.ref.key || p.ref.key == \"\": // mutant I\n\t\t\tst.ahead++\n"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestLine_ServedInJoiningOrder$", Tests: []string{"TestLine_ServedInJoiningOrder"},
+		Bound: 2 * time.Minute, CI: true,
+	},
+	{
+		ID:   "J",
+		Rule: "a slot lock's marker lapses as a lease does: judged by free() before it is read as a marker (model: MUTANT_MARKER_LAPSES)",
+		Sites: []site{
+			{File: "s3lock/timing.go",
+				Old: "\tcase o.body.marker():\n\t\treturn false // a slot lock's marker never lapses (§14)\n",
+				New: "\t// mutant J\n"},
+			{File: "s3lock/acquire.go",
+				Old: "case prev.body.marker():",
+				New: "case prev.body.marker() && !free(prev): // mutant J"},
+		},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestSlots_MarkerNeverLapses$", Tests: []string{"TestSlots_MarkerNeverLapses"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "K",
+		Rule: "cleanup deletes an epoch without waiting for its successor to be cleanupAge old (model: MUTANT_NO_CLEANUP_AGE)",
+		Sites: []site{{File: "s3lock/cleanup.go",
+			Old: "if date.Sub(succ.lastModified) >= cleanupAge {",
+			New: "if true || date.Sub(succ.lastModified) >= cleanupAge { // mutant K"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestCleanup_StaleContenderFindsItsEpochStillThere$",
+		Tests: []string{"TestCleanup_StaleContenderFindsItsEpochStillThere"},
+		Bound: time.Minute, CI: true,
+	},
+	{
+		ID:   "L",
+		Rule: "step 5 skipped: an attempt slower than attemptWindow does not list again for a newer epoch (model: MUTANT_NO_RELIST)",
+		Sites: []site{{File: "s3lock/acquire.go",
+			Old: "if c.cfg.clock.Now().Sub(start) <= attemptWindow {",
+			New: "if true || c.cfg.clock.Now().Sub(start) <= attemptWindow { // mutant L"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestStaleContender_RecreatesDeletedEpoch$", Tests: []string{"TestStaleContender_RecreatesDeletedEpoch"},
+		Bound: 2 * time.Minute,
+	},
+	{
+		ID:   "M",
+		Rule: "the trust deadline is no timer: a lease nothing renews any more (its release given up) is not ended at its deadline",
+		Sites: []site{{File: "s3lock/lease.go",
+			Old: "lost, _ = l.endLocked(l.lostError(LostLapsed, why, l.writeErr))",
+			New: "_ = why // mutant M"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestLeaseDeadline_AbandonedReleaseStillEndsAtTheDeadline$",
+		Tests: []string{"TestLeaseDeadline_AbandonedReleaseStillEndsAtTheDeadline"},
+		Bound: 2 * time.Minute,
+	},
+	{
+		ID:   "N",
+		Rule: "step 5's LIST after creating a lock's first epoch is skipped: a listing that hides the lock's objects goes unnoticed",
+		Sites: []site{{File: "s3lock/acquire.go",
+			Old: "if epoch != 1 {",
+			New: "if true || epoch != 1 { // mutant N"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestNameCollision_HiddenListingIsDetected$", Tests: []string{"TestNameCollision_HiddenListingIsDetected"},
+		Bound: 2 * time.Minute, CI: true,
+	},
+	{
+		ID:   "O",
+		Rule: "abandon releases a slot lock's marker it wrote, as it would a lease (model: MUTANT_ABANDON_MARKER)",
+		Sites: []site{{File: "s3lock/acquire.go",
+			Old: "case p.Slots > 0:",
+			New: "case false && p.Slots > 0: // mutant O"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestSlots_AbandonNeverReleasesAMarker$", Tests: []string{"TestSlots_AbandonNeverReleasesAMarker"},
+		Bound: time.Minute, CI: true,
+	},
+}
