@@ -23,7 +23,7 @@ type status int
 const (
 	killed status = iota
 	survived
-	broken // does not compile, or its tests select nothing: a catalogue error
+	broken // does not compile, its tests select nothing, or its binary failed with no failing test
 )
 
 // result is what became of one mutant.
@@ -206,8 +206,13 @@ func (r *runner) testMutant(b built) result {
 			fmt.Printf("%s\n", o.output)
 		}
 		if by := o.killedBy(); by != "" {
-			if len(o.failed) == 0 && o.timeout == "" && !o.hung && !r.verbose {
-				fmt.Printf("    mutant %s: the tests failed without naming a test; their output ends:\n%s\n", m.ID, tail(o.output))
+			if len(o.failed) == 0 && o.timeout == "" && !o.hung {
+				// The binary failed, but no test did (the leak check of a
+				// TestMain, a server that did not start): inconclusive,
+				// and a kill counted so could hide a survivor.
+				fmt.Printf("    mutant %s: the test binary failed without a failing test; its output ends:\n%s\n", m.ID, tail(o.output))
+				res.status, res.by = broken, "inconclusive: "+by
+				break
 			}
 			res.status, res.by = killed, by
 			break

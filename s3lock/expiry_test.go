@@ -32,11 +32,12 @@ func TestExpiry_TakeoverOnlyAfterLapse(t *testing.T) {
 			t.Parallel()
 			ns := s3test.New(t)
 			name := ns.Name("expiry")
+			w := witnessed(t, ns) // succession by the store's clock, whatever the clients' clocks say
 			holder := newLockClient(t, ns, "crashed", []s3lock.Option{
-				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3test.OffsetClock{Offset: tc.holderSkew})})
+				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3test.OffsetClock{Offset: tc.holderSkew})}, through(w, nil))
 			waiter := newLockClient(t, ns, "waiter", []s3lock.Option{
 				s3lock.WithLeaseDuration(lease), s3lock.WithClock(s3test.OffsetClock{Offset: tc.waiterSkew}),
-				s3lock.WithPollInterval(50 * time.Millisecond)})
+				s3lock.WithPollInterval(50 * time.Millisecond)}, through(w, nil))
 
 			sent := time.Now() // before the holder's create was sent
 			old, err := holder.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())

@@ -65,7 +65,14 @@ func Check(writes []Write, deletes []Delete, claims []Claim) error {
 // Check checks what w recorded: its writes and deletions, the claims its
 // Watch sampled, and claims gathered elsewhere (Check).
 func (w *Witness) Check(claims ...Claim) error {
-	return Check(w.Writes(), w.Deletes(), append(w.Claims(), claims...))
+	w.mu.Lock()
+	unread := append([]string(nil), w.unread...)
+	w.mu.Unlock()
+	err := Check(w.Writes(), w.Deletes(), append(w.Claims(), claims...))
+	if len(unread) > 0 {
+		err = errors.Join(err, fmt.Errorf("the witness could not read the body of %d requests, whose writes it cannot judge (first: %s)", len(unread), unread[0]))
+	}
+	return err
 }
 
 // epochID names one epoch object.
@@ -135,13 +142,19 @@ func (h history) succession(zero int64) []string {
 		}
 		var prev []Write // the predecessor's writes that may have landed before the create
 		released := false
-		for _, w := range h[epochID{id.lock, id.epoch - 1}] {
+		prevID := epochID{id.lock, id.epoch - 1}
+		for _, w := range h[prevID] {
 			if (w.Applied() || w.Unknown()) && w.In < c.Out {
 				prev = append(prev, w)
 				released = released || w.Released
 			}
 		}
 		if len(prev) == 0 || released {
+			continue
+		}
+		if pc, ok := h.created(prevID); ok && pc.Marker {
+			found = append(found, fmt.Sprintf("  %s/lock-%010d created by %s at %s over a slot lock's marker (epoch %d) that was never released: a marker never lapses",
+				id.lock, id.epoch, c.Holder, at(c.In, zero), prevID.epoch))
 			continue
 		}
 		if msg := unjustified(c, prev, zero); msg != "" {
@@ -156,9 +169,6 @@ func (h history) succession(zero int64) []string {
 // it created c, or returns "" if one can.
 func unjustified(c Write, prev []Write, zero int64) string {
 	last := prev[len(prev)-1]
-	if last.Marker {
-		return fmt.Sprintf("over a slot lock's marker (epoch %d) that was never released: a marker never lapses", last.Epoch)
-	}
 	for i, w := range prev {
 		lapse := int64(w.Validity + lapseAge - tolerance)
 		if c.In-w.In <= lapse {
@@ -181,11 +191,14 @@ func unjustified(c Write, prev []Write, zero int64) string {
 // the holder's last confirmed write plus the validity minus the safety
 // margin (PROTOCOL.md §6). A write the holder confirmed reached the store
 // before the claim was sampled, and it reached the witness no earlier than
-// the holder sent it; so the limit counts from the latest write of the epoch
-// (whatever its outcome) that reached the witness before the claim: never
-// earlier than the holder's own.
+// the holder sent it; so the limit counts from the latest write of the
+// holder to the epoch that may have been applied (its answer, or none) and
+// reached the witness before the claim: never earlier than the one the
+// holder confirmed. A claim that matches no write is reported too: a
+// witness that judges nothing proves nothing.
 func (h history) trust(claims []Claim, zero int64) []string {
 	var found []string
+	judged := 0
 	type limitID struct {
 		epochID
 		from int64
@@ -195,13 +208,14 @@ func (h history) trust(claims []Claim, zero int64) []string {
 		var last *Write
 		ws := h[epochID{cl.Lock, cl.Epoch}]
 		for i, w := range ws {
-			if w.In < cl.At && w.Validity > 0 {
+			if w.In < cl.At && (w.Applied() || w.Unknown()) && (cl.Holder == "" || w.Holder == cl.Holder) {
 				last = &ws[i]
 			}
 		}
 		if last == nil {
 			continue
 		}
+		judged++
 		limit := last.In + int64(last.Validity-s3lock.SafetyMargin(last.Validity))
 		id := limitID{epochID{cl.Lock, cl.Epoch}, last.In}
 		if cl.Until > limit+int64(time.Millisecond) && !seen[id] {
@@ -210,6 +224,9 @@ func (h history) trust(claims []Claim, zero int64) []string {
 				cl.Holder, cl.Lock, cl.Epoch, at(cl.Until, zero), at(cl.At, zero), time.Duration(cl.Until-limit).Round(time.Millisecond),
 				at(last.In, zero), last.Validity, s3lock.SafetyMargin(last.Validity)))
 		}
+	}
+	if len(claims) > 0 && judged == 0 {
+		found = append(found, fmt.Sprintf("  none of the %d claims matched a write the witness saw (is every client's transport through it?)", len(claims)))
 	}
 	return capped("trust: a holder trusted its lease longer than its writes allow (PROTOCOL.md §6):", found)
 }

@@ -13,7 +13,11 @@
 // Unlike the checks of critical sections (chaos.CheckExclusive), these do not
 // need two holders' work to overlap to see a broken rule: a waiter that takes
 // over a live lease early breaks succession even when its holder had stopped
-// working, so the checks catch timing mistakes at any lease length.
+// working. A holder that trusts its lease past the limit shows at any lease
+// length (the margin is a tenth of it); a takeover shows as early once it
+// comes less than validity + 1 s after the write judged, which, with
+// Last-Modified's one-second resolution, a lapse judged at half a 3 s lease
+// does only some of the time, and at half a 12 s lease always.
 //
 // A Witness sits between the clients and the store: as the innermost
 // http.RoundTripper of a client (Wrap, below any fault injection, so it sees
@@ -27,6 +31,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -84,6 +89,9 @@ type Witness struct {
 	writes  []Write
 	deletes []Delete
 	claims  []Claim
+	// unread names the requests whose bodies it could not read: their
+	// writes cannot be judged, so Check fails.
+	unread []string
 }
 
 // New returns a witness of the lock objects in bucket, reading clock (in
@@ -132,7 +140,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !isDeletes && !isWrite {
 		return rt.next.RoundTrip(req)
 	}
-	body, err := readBody(req)
+	req, body, err := withReadBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -145,16 +153,24 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case isDeletes:
-		rt.w.recordDeletes(body, in, out, status)
+		rt.w.recordDeletes(decodeChunked(req.Header, body), in, out, status)
 	case req.Method == http.MethodDelete:
 		rt.w.record(nil, Delete{Lock: lock, Epoch: epoch, In: in, Out: out, Status: status})
 	default:
 		wr := Write{Lock: lock, Epoch: epoch, In: in, Out: out, Status: status,
 			Create: req.Header.Get("If-None-Match") == "*", IfMatch: req.Header.Get("If-Match") != ""}
-		parseBody(&wr, decodeChunked(req.Header, body))
+		if !parseBody(&wr, decodeChunked(req.Header, body)) {
+			rt.w.unreadable(fmt.Sprintf("PUT %s/lock-%010d.json", lock, epoch))
+		}
 		rt.w.record(&wr)
 	}
 	return resp, err
+}
+
+func (w *Witness) unreadable(what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unread = append(w.unread, what)
 }
 
 func (w *Witness) record(wr *Write, ds ...Delete) {
@@ -188,20 +204,22 @@ func parseKey(key string) (string, uint64, bool) {
 	return m[1], e, err == nil && e > 0
 }
 
-// readBody reads the request's body and puts it back, so the request goes
-// out as it came.
-func readBody(req *http.Request) ([]byte, error) {
+// withReadBody reads the request's body and returns a copy of the request
+// that sends the same bytes (a RoundTripper must not change the request it
+// was given).
+func withReadBody(req *http.Request) (*http.Request, []byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
+		return req, nil, nil
 	}
 	b, err := io.ReadAll(req.Body)
 	_ = req.Body.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(b))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	return b, nil
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(b))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return out, b, nil
 }
 
 // decodeChunked returns the payload of an aws-chunked body (the SDK's
@@ -227,9 +245,10 @@ func decodeChunked(h http.Header, body []byte) []byte {
 	}
 }
 
-// parseBody fills wr from an epoch object's body (PROTOCOL.md §3, §14);
-// a body it cannot read leaves the fields empty.
-func parseBody(wr *Write, body []byte) {
+// parseBody fills wr from an epoch object's body (PROTOCOL.md §3, §14),
+// and reports whether it could: a lease without its validity, or a body that
+// is no JSON, cannot be judged.
+func parseBody(wr *Write, body []byte) bool {
 	var p struct {
 		LeaderID   string `json:"leaderId"`
 		ValidityMs int64  `json:"validityMs"`
@@ -240,12 +259,13 @@ func parseBody(wr *Write, body []byte) {
 		Slots      int    `json:"slots"`
 	}
 	if json.Unmarshal(body, &p) != nil {
-		return
+		return false
 	}
 	wr.Holder, wr.Nonce, wr.WriteID = p.LeaderID, p.Nonce, p.Write
 	wr.Validity = time.Duration(p.ValidityMs) * time.Millisecond
 	wr.Released = p.Expired
 	wr.Marker = p.Format >= 2 && p.Slots > 0
+	return wr.Marker || wr.Validity > 0 || wr.Released
 }
 
 // recordDeletes records the epoch objects a DeleteObjects request names.
@@ -256,6 +276,7 @@ func (w *Witness) recordDeletes(body []byte, in, out int64, status int) {
 		} `xml:"Object"`
 	}
 	if xml.Unmarshal(body, &req) != nil {
+		w.unreadable("a DeleteObjects request")
 		return
 	}
 	var ds []Delete

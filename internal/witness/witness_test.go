@@ -40,6 +40,8 @@ func TestCheck_Succession(t *testing.T) {
 		{"a renewal delayed in the network lands after the waiter judged", []Write{lease(1, 0, create), lease(1, 3*s), lease(1, 15*s), lease(2, 16*s, create)}, false},
 		{"a renewal landing before the judgment", []Write{lease(1, 0, create), lease(1, 3*s), lease(1, 6*s), lease(2, 15*s, create)}, true},
 		{"an epoch the store refused to create", []Write{lease(1, 0, create), lease(2, 3*s, create, func(w *Write) { w.Status = 412 })}, false},
+		{"a lease whose create looked unknown to a slot acquirer's marker create", []Write{lease(1, 0, create),
+			lease(1, s, create, unknown, func(w *Write) { w.Marker, w.Validity = true, 0 }), lease(2, 12*s, create)}, false},
 		{"over a slot marker never released", []Write{lease(1, 0, create, func(w *Write) { w.Marker, w.Validity = true, 0 }), lease(2, 60*s, create)}, true},
 		{"another lock's epochs", []Write{lease(1, 0, create), lease(2, 3*s, create, func(w *Write) { w.Lock = "other" })}, false},
 	}
@@ -57,7 +59,7 @@ func TestCheck_Succession(t *testing.T) {
 }
 
 func TestCheck_Trust(t *testing.T) {
-	writes := []Write{lease(1, 0, create), lease(1, 4*s)}
+	writes := []Write{lease(1, 0, create), lease(1, 2*s), lease(1, 4*s, func(w *Write) { w.Holder = "rival" })}
 	margin := int64(time.Second + time.Millisecond) // SafetyMargin(10s)
 	cases := []struct {
 		name   string
@@ -66,9 +68,10 @@ func TestCheck_Trust(t *testing.T) {
 	}{
 		{"from the create's send", Claim{Lock: "l", Epoch: 1, At: s, Until: 10*s - margin}, false},
 		{"without the margin", Claim{Lock: "l", Epoch: 1, At: s, Until: 10 * s}, true},
-		{"from the renewal's send", Claim{Lock: "l", Epoch: 1, At: 5 * s, Until: 14*s - margin}, false},
-		{"from a renewal not yet sent", Claim{Lock: "l", Epoch: 1, At: 3 * s, Until: 14*s - margin}, true},
-		{"an epoch the witness did not see", Claim{Lock: "l", Epoch: 7, At: 3 * s, Until: 99 * s}, false},
+		{"from the renewal's send", Claim{Lock: "l", Epoch: 1, Holder: "h", At: 3 * s, Until: 12*s - margin}, false},
+		{"from a renewal not yet sent", Claim{Lock: "l", Epoch: 1, Holder: "h", At: s, Until: 12*s - margin}, true},
+		{"a claim that matches no write: nothing judged", Claim{Lock: "l", Epoch: 7, At: 3 * s, Until: 99 * s}, true},
+		{"not counted from a rival's write to the epoch", Claim{Lock: "l", Epoch: 1, Holder: "h", At: 5 * s, Until: 14*s - margin}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,5 +146,26 @@ func TestWitness_RecordsWhatTheStoreSaw(t *testing.T) {
 	}
 	if ds := w.Deletes(); len(ds) != 1 || ds[0].Lock != "a" || ds[0].Epoch != 1 {
 		t.Errorf("deletions recorded as %+v; want epoch 1 of a", ds)
+	}
+}
+
+// TestWitness_AnUnreadableWriteFailsTheCheck: a write to an epoch object
+// whose body the witness cannot read cannot be judged, so the check fails
+// instead of judging without it.
+func TestWitness_AnUnreadableWriteFailsTheCheck(t *testing.T) {
+	store := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer store.Close()
+	w := New("", nil)
+	req, err := http.NewRequest(http.MethodPut, store.URL+"/a/lock-0000000001.json", strings.NewReader("not json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: w.Wrap(http.DefaultTransport)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := w.Check(); err == nil || !strings.Contains(err.Error(), "could not read") {
+		t.Errorf("Check = %v; want it to fail on the unreadable write", err)
 	}
 }
