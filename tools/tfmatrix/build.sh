@@ -6,7 +6,8 @@
 #
 #   tools/tfmatrix/build.sh terraform 1.15.0   -> prints the terraform binary's path
 #   tools/tfmatrix/build.sh tofu 1.12.6        -> prints the tofu binary's path
-#   tools/tfmatrix/build.sh all                -> builds every pinned version (versions.txt)
+#   tools/tfmatrix/build.sh all                -> builds every pinned version make test runs
+#                                                 (versions.txt; not those marked manual)
 #
 # A version whose line in versions.txt ends in "experiments" is linked with
 # experiments allowed (-X main.experimentsAllowed=yes), as Terraform's alpha
@@ -117,8 +118,8 @@ strip_missing_backends() {
 
 case ${1:-} in
 all)
-	while read -r name version _; do
-		[[ -z $name || $name == \#* ]] && continue
+	while read -r name version flags; do
+		[[ -z $name || $name == \#* || " $flags " == *" manual "* ]] && continue
 		build "$name" "$version" >/dev/null
 	done <"$here/versions.txt"
 	;;
