@@ -89,15 +89,7 @@ func TestChaos(t *testing.T) {
 		},
 		runners: []runnerSpec{{slot: "run1"}, {slot: "run2", proxied: true}},
 	}
-	l := newLab(t, sc)
-	o := l.run()
-	f := l.figures(o)
-	fmt.Print(f)
-	for _, err := range []error{o.linearizable, o.exclusive, o.epochOrder, o.storeClock} {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	f := runChecked(t, sc)
 	if m := f.missing(); len(m) > 0 {
 		t.Errorf("faults injected zero times, so the run proves nothing about them: %s", strings.Join(m, "; "))
 	}
@@ -125,6 +117,19 @@ func TestChaos_LongLease(t *testing.T) {
 		},
 		runners: []runnerSpec{{slot: "run1"}},
 	}
+	f := runChecked(t, sc)
+	if f.takeovers == 0 {
+		t.Error("no lease lapsed and was taken over: the run proves nothing about when a lapsed lease may be taken over")
+	}
+	if f.claims == 0 {
+		t.Error("no trust deadline was recorded: the run proves nothing about how long a holder trusts its lease")
+	}
+}
+
+// runChecked runs sc, prints its figures and fails t on every check of the
+// history and of the store's record that found a violation.
+func runChecked(t *testing.T, sc scenario) figures {
+	t.Helper()
 	l := newLab(t, sc)
 	o := l.run()
 	f := l.figures(o)
@@ -134,12 +139,7 @@ func TestChaos_LongLease(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if f.takeovers == 0 {
-		t.Error("no lease lapsed and was taken over: the run proves nothing about when a lapsed lease may be taken over")
-	}
-	if f.claims == 0 {
-		t.Error("no trust deadline was recorded: the run proves nothing about how long a holder trusts its lease")
-	}
+	return f
 }
 
 // TestChaos_BrokenWorkerIsCaught runs a deliberately broken worker (it
