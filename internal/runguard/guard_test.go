@@ -496,6 +496,12 @@ func TestGuard_ADaemonInASessionOfItsOwnIsNotTheRuns(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() { // runs first: the daemon as the guard saw it
+		if t.Failed() {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			t.Logf("the daemon, process %d: %s %v", pid, b, err)
+		}
+	})
 	// $! names the shell's child before it has run setsid: under load it
 	// can still be in terraform's session for a while, and then it is the
 	// run's. The daemon this test is about is the one that left.
@@ -521,8 +527,22 @@ func endCleanly(t *testing.T, e *env, f *fakeRun, c *Client, name string, lease 
 	}
 	f.end()
 	if st := e.settled(t, name); !st.Released || st.Epoch != lease.Token.Epoch {
-		t.Fatalf("after a clean end the lock is %+v; want epoch %d released", st, lease.Token.Epoch)
+		t.Fatalf("after a clean end the lock is %+v; want epoch %d released\n%s", st, lease.Token.Epoch, guardLog(f.run))
 	}
+}
+
+// guardLog returns what the guard of run logged (it keeps its log when it
+// left a lease to lapse), to say why.
+func guardLog(run Run) string {
+	sock, err := run.socket()
+	if err != nil {
+		return err.Error()
+	}
+	b, err := os.ReadFile(logPath(sock))
+	if err != nil {
+		return err.Error()
+	}
+	return "the guard's log:\n" + string(b)
 }
 
 // waitFile waits until path exists (a guard against hangs, not a timing

@@ -82,7 +82,7 @@ func (w *treeWatch) running() bool {
 func (w *treeWatch) outlived() string {
 	for pid, start := range w.seen {
 		if p, ok := live(pid, start); ok && (p.sid == w.sid || p.sid <= 0 || w.sid <= 0) {
-			return describe("its descendant", p)
+			return describe(fmt.Sprintf("its descendant (session %d; terraform's is %d)", p.sid, w.sid), p)
 		}
 	}
 	if p, ok := w.orphan(); ok {
