@@ -30,7 +30,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cache="${S3LOCK_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/s3lock-tools}"
 
 build() { # build NAME VERSION: prints the binary's path
-	local name=$1 version=$2 module out dir src ldflags built
+	local name=$1 version=$2 module out dir src ldflags built recipe
 	ldflags="-s -w -X $(module_of "$name")/version.dev=no"
 	built="$ldflags" # of a binary cached before build.sh recorded its flags
 	if [[ $(flags_of "$name" "$version") == *experiments* ]]; then
@@ -42,8 +42,12 @@ build() { # build NAME VERSION: prints the binary's path
 	*) echo "build.sh: unknown binary $name (terraform or tofu)" >&2; return 2 ;;
 	esac
 	out="$cache/$name-$version/$name"
+	# recipe is what the cached binary records of how it was built: a tofu
+	# built with every backend (before strip_unused_backends) is rebuilt.
+	recipe="$ldflags"
+	[[ $name == tofu ]] && recipe+=" (backends: $tofu_backends)"
 	[[ -f $out.ldflags ]] && built=$(cat "$out.ldflags")
-	if [[ -x $out ]] && [[ $(reported_version "$out") == "$version" ]] && [[ $built == "$ldflags" ]]; then
+	if [[ -x $out ]] && [[ $(reported_version "$out") == "$version" ]] && [[ $built == "$recipe" ]]; then
 		echo "$out"
 		return
 	fi
@@ -66,6 +70,7 @@ build() { # build NAME VERSION: prints the binary's path
 		(cd "$src" && GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out.tmp" .)
 		;;
 	tofu)
+		strip_unused_backends "$src"
 		(cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$out.tmp" ./cmd/tofu)
 		;;
 	esac
@@ -74,7 +79,7 @@ build() { # build NAME VERSION: prints the binary's path
 		return 1
 	fi
 	mv "$out.tmp" "$out"
-	printf '%s' "$ldflags" >"$out.ldflags"
+	printf '%s' "$recipe" >"$out.ldflags"
 	echo "$out"
 }
 
@@ -114,6 +119,21 @@ strip_missing_backends() {
 		[[ -d $src/${path#github.com/hashicorp/terraform/} ]] && continue
 		sed -i "\#^[[:space:]]*${path} v#d; \#^replace ${path} =>#d" "$src/go.mod"
 	done
+}
+
+# strip_unused_backends removes from an OpenTofu source tree the
+# remote-state backends that bring in other clouds' SDKs (Azure, GCS,
+# Kubernetes, Alibaba's OSS, Tencent's COS, Consul, PostgreSQL): the tests
+# use the local backend only, and these take a large part of the build.
+# tofu_backends are those that stay.
+tofu_backends="local remote cloud http inmem s3"
+strip_unused_backends() {
+	local init="$1/internal/backend/init/init.go" alias
+	for alias in backendAzure backendConsul backendCos backendGCS backendKubernetes backendOSS backendPg; do
+		grep -q "^[[:space:]]*$alias \"" "$init" || { echo "build.sh: tofu: no $alias in $init" >&2; return 1; }
+		sed -i "/^[[:space:]]*$alias \"/d; /return $alias\.New/d" "$init"
+	done
+	echo "build.sh: tofu: left out the azurerm, consul, cos, gcs, kubernetes, oss and pg backends (the tests use local)" >&2
 }
 
 case ${1:-} in
