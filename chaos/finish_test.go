@@ -156,7 +156,7 @@ func (l *lab) awaitFree(ctx context.Context, killedAt int64, epoch uint64) time.
 }
 
 // checkStrays reports (and kills) processes of the run that outlived it:
-// guards and commands of `s3lock run`s, which are not the suite's children.
+// watchdogs and commands of `s3lock run`s, which are not the suite's children.
 func (l *lab) checkStrays() {
 	deadline := time.Now().Add(strayGrace)
 	for {

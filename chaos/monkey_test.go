@@ -164,7 +164,7 @@ func (m *monkey) holder(ctx context.Context) (*proc, s3lock.State) {
 }
 
 // planPause stops the holder (an SDK worker, or the s3lock of an `s3lock
-// run`, whose guard then kills its command) for longer than its lease.
+// run`, whose watchdog then kills its command) for longer than its lease.
 func (m *monkey) planPause(ctx context.Context) func(context.Context) {
 	p, st := m.holder(ctx)
 	if p == nil {

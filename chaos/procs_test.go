@@ -19,7 +19,7 @@ import (
 )
 
 // proc is one OS process the suite started: an SDK worker or an `s3lock
-// run` (whose guard and command are its children, not ours).
+// run` (whose watchdog and command are its children, not ours).
 type proc struct {
 	name    string // also its holder identity, e.g. w1.3 or run2.17
 	slot    string // the slot it was started for, e.g. w1
@@ -75,7 +75,7 @@ func (t *procTable) start(name, slot string, run bool, cmd *exec.Cmd, log string
 		return nil, err
 	}
 	defer f.Close() // the child has its own descriptor
-	// A file, not a pipe: the guard and command of an `s3lock run` inherit
+	// A file, not a pipe: the watchdog and command of an `s3lock run` inherit
 	// it, and Wait must not wait for them.
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -151,7 +151,7 @@ func (t *procTable) snapshot() []*proc {
 }
 
 // strays returns the processes still running any executable from binDir
-// (guards and commands of `s3lock run`s, which are not our children)
+// (watchdogs and commands of `s3lock run`s, which are not our children)
 // other than those in the table, with their command lines.
 func strays(binDir string, known []*proc) map[int]string {
 	ours := map[int]bool{os.Getpid(): true}
@@ -204,7 +204,7 @@ func waitAll(ps []*proc, limit time.Duration) []*proc {
 	return left
 }
 
-// killPid kills a process that is not our child (a stray guard or command).
+// killPid kills a process that is not our child (a stray watchdog or command).
 func killPid(pid int) {
 	if p, err := os.FindProcess(pid); err == nil {
 		_ = p.Signal(syscall.SIGKILL)

@@ -34,8 +34,8 @@ const (
 	// gives up (exit 3) and its slot starts another: longer than any
 	// outage the suite causes.
 	runWait = 20 * time.Second
-	// strayGrace is how long the guards and commands of `s3lock run`s may
-	// outlive them: a guard kills its group as soon as s3lock is gone.
+	// strayGrace is how long the watchdogs and commands of `s3lock run`s may
+	// outlive them: a watchdog kills its group as soon as s3lock is gone.
 	strayGrace = 3 * time.Second
 	// heldWithin bounds the wait, at the end of a run, for someone to hold
 	// the lock, whose holder the suite then kills to leave an orphan.

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -28,7 +29,7 @@ const (
 	envEndpoint     = "S3LOCK_ENDPOINT"
 	envPathStyle    = "S3LOCK_USE_PATH_STYLE"
 	envHolder       = "S3LOCK_HOLDER"
-	envToken        = "S3LOCK_TOKEN"
+	envToken        = runenv.Token
 	envBucketOwner  = "S3LOCK_EXPECTED_BUCKET_OWNER"
 	envRegionS3Lock = "S3LOCK_REGION"
 	envEncrypt      = "S3LOCK_ENCRYPT"
@@ -39,7 +40,7 @@ const (
 
 // Defaults and timing of the command-line tool. The SDK's defaults are for
 // programs that live as long as their lease; these are for shell steps. The
-// guard's own timing (Linux only) is with it in guard_linux.go.
+// watchdog's own timing (Linux only) is with it in watchdog_linux.go.
 const (
 	// defaultWait is how long run and acquire wait for a held lock: long
 	// enough to queue behind another pipeline's short step, short enough that
@@ -67,8 +68,8 @@ const (
 	// lease to lapse.
 	releaseTimeout = 30 * time.Second
 	// runWatchInterval is how often run checks the lease's deadline for
-	// SIGTERM and tells the guard a renewed deadline: a renewal reaches the
-	// guard at most this late, far inside the third of a lease between two
+	// SIGTERM and tells the watchdog a renewed deadline: a renewal reaches the
+	// watchdog at most this late, far inside the third of a lease between two
 	// renewals.
 	runWatchInterval = 50 * time.Millisecond
 	// groupKillLimit bounds how long run waits for the command's process

@@ -28,12 +28,12 @@ func foregroundOfTerminal() bool {
 // terminal the command gets a process group of its own, so a signal sent to
 // s3lock's group (by a CI runner, say) reaches it once, through s3lock, and
 // s3lock can stop the command's own children with it; there the process is
-// the command's guard (Linux), which kills the group if s3lock dies. In the
+// the command's watchdog (Linux), which kills the group if s3lock dies. In the
 // foreground of a terminal only the command itself is killed if s3lock dies.
-func configureChild(cmd *exec.Cmd, foreground, guard bool) {
+func configureChild(cmd *exec.Cmd, foreground, watchdog bool) {
 	attr := &syscall.SysProcAttr{Setpgid: !foreground}
-	if guard {
-		setGuardDeathSignal(attr)
+	if watchdog {
+		setWatchdogDeathSignal(attr)
 	} else {
 		setDeathSignal(attr)
 	}

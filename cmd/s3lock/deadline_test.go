@@ -25,12 +25,12 @@ import (
 // can.
 
 // stubbornCommand is a shell script that ignores SIGTERM, writes its pid
-// (and its parent's: the guard) to $0, and keeps working.
+// (and its parent's: the watchdog) to $0, and keeps working.
 const stubbornCommand = `trap '' TERM; echo "$$ $PPID" > "$0.tmp" && mv "$0.tmp" "$0"; while :; do sleep 0.05; done`
 
 // startStubborn starts `s3lock run` of stubbornCommand on name and returns
 // the process and the command's pid, having checked that the command runs
-// under a guard.
+// under a watchdog.
 func startStubborn(t *testing.T, c *cli, name string, args ...string) (*exec.Cmd, *syncBuffer, int) {
 	t.Helper()
 	pidFile := filepath.Join(c.dir, "pids")
@@ -50,9 +50,9 @@ func startStubborn(t *testing.T, c *cli, name string, args ...string) (*exec.Cmd
 	}
 	f := strings.Fields(string(b))
 	pid, _ := strconv.Atoi(f[0])
-	guard, _ := strconv.Atoi(f[1])
-	if guard == cmd.Process.Pid {
-		t.Fatalf("the command's parent is s3lock itself (pid %d): there is no guard", guard)
+	watchdog, _ := strconv.Atoi(f[1])
+	if watchdog == cmd.Process.Pid {
+		t.Fatalf("the command's parent is s3lock itself (pid %d): there is no watchdog", watchdog)
 	}
 	return cmd, &stderr, pid
 }
@@ -161,7 +161,7 @@ func TestRunDeadline_BlackholedHolderKillsCommandAtDeadline(t *testing.T) {
 	}
 }
 
-// A stopped s3lock can neither renew nor kill: its guard, which it tells each
+// A stopped s3lock can neither renew nor kill: its watchdog, which it tells each
 // renewed deadline, kills the command when the deadline passes unrenewed —
 // whether s3lock alone or its whole process group (the command has its own)
 // is stopped, as a CI runner pausing a job does.
@@ -191,20 +191,20 @@ func TestRunDeadline_StoppedS3lockCannotLetCommandOutliveLease(t *testing.T) {
 			if code := waitExit(t, cmd); code != exitLost {
 				t.Errorf("s3lock exited %d, want %d (lease lost); stderr: %s", code, exitLost, stderr.String())
 			}
-			if !strings.Contains(stderr.String(), "guard killed the command") && !strings.Contains(stderr.String(), "killing the command") {
+			if !strings.Contains(stderr.String(), "watchdog killed the command") && !strings.Contains(stderr.String(), "killing the command") {
 				t.Errorf("stderr does not say why the command was killed: %s", stderr.String())
 			}
 		})
 	}
 }
 
-// Killing the guard must not orphan the command or anything it started:
+// Killing the watchdog must not orphan the command or anything it started:
 // s3lock kills the command's process group before it releases the lease,
-// and exits with the guard-died code.
-func TestRunDeadline_KilledGuardTakesCommandDownBeforeRelease(t *testing.T) {
+// and exits with the watchdog-died code.
+func TestRunDeadline_KilledWatchdogTakesCommandDownBeforeRelease(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	name := c.name("guard-killed")
+	name := c.name("watchdog-killed")
 	pidFile := filepath.Join(c.dir, "pids")
 	var stderr syncBuffer
 	// The command starts a child of its own, which the kernel's parent-death
@@ -222,18 +222,18 @@ func TestRunDeadline_KilledGuardTakesCommandDownBeforeRelease(t *testing.T) {
 		}
 	})
 	pids := readPids(t, pidFile)
-	command, guard, grandchild := pids[0], pids[1], pids[2]
-	if guard == cmd.Process.Pid {
-		t.Fatalf("the command's parent is s3lock itself (pid %d): there is no guard", guard)
+	command, watchdog, grandchild := pids[0], pids[1], pids[2]
+	if watchdog == cmd.Process.Pid {
+		t.Fatalf("the command's parent is s3lock itself (pid %d): there is no watchdog", watchdog)
 	}
-	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(watchdog, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	// Read the lock first, then the processes: a lock seen free while a
 	// process is still running means the release came first.
 	for limit := time.Now().Add(processLimit); ; {
 		if time.Now().After(limit) {
-			t.Fatalf("the lease was not released within %s of the guard's death; stderr: %s", processLimit, stderr.String())
+			t.Fatalf("the lease was not released within %s of the watchdog's death; stderr: %s", processLimit, stderr.String())
 		}
 		free := !c.current(name).Held
 		running := alive(command) || alive(grandchild)
@@ -245,11 +245,11 @@ func TestRunDeadline_KilledGuardTakesCommandDownBeforeRelease(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if code := waitExit(t, cmd); code != exitGuardDied {
-		t.Errorf("s3lock exited %d, want %d (guard died); stderr: %s", code, exitGuardDied, stderr.String())
+	if code := waitExit(t, cmd); code != exitWatchdogDied {
+		t.Errorf("s3lock exited %d, want %d (watchdog died); stderr: %s", code, exitWatchdogDied, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "guard process") {
-		t.Errorf("stderr does not explain the guard's death: %s", stderr.String())
+	if !strings.Contains(stderr.String(), "watchdog process") {
+		t.Errorf("stderr does not explain the watchdog's death: %s", stderr.String())
 	}
 }
 
@@ -290,7 +290,7 @@ func TestRun_LeftoverProcessesKilledBeforeRelease(t *testing.T) {
 }
 
 // Descriptors s3lock inherited (a make jobserver's, say) reach the command
-// as they did before there was a guard; the guard's own do not.
+// as they did before there was a watchdog; the watchdog's own do not.
 func TestRun_InheritedDescriptorsReachTheCommand(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -313,7 +313,7 @@ func TestRun_InheritedDescriptorsReachTheCommand(t *testing.T) {
 	}
 	// As many as the same shell started directly with the same descriptor 3
 	// has (the test process's own inherited ones included): nothing of the
-	// guard's.
+	// watchdog's.
 	plain := exec.Command("sh", "-c", "ls /proc/self/fd | wc -l")
 	plain.ExtraFiles = []*os.File{f}
 	want, err := plain.Output()

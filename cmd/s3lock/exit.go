@@ -23,9 +23,9 @@ const (
 	// exitSuperseded: with --order newest, a newer waiter joined the line,
 	// so this one stopped waiting without taking the lock.
 	exitSuperseded = 5
-	// exitGuardDied: run's guard process died (killed) while the command
+	// exitWatchdogDied: run's watchdog process died (killed) while the command
 	// ran; s3lock killed the command's process group, then released.
-	exitGuardDied = 6
+	exitWatchdogDied = 6
 	// exitSlotsMismatch: the lock admits another number of holders than
 	// --slots asked for (a slot lock asked for as a mutex, or the other way
 	// round); waiting does not change that. watch exits so on a slot lock.
@@ -48,7 +48,7 @@ const exitCodesHelp = `Exit codes:
        the work done under it may not have been exclusive
   5    --order newest: a newer run joined the lock's line, so this one
        stopped waiting (without the lock; run did not start its command)
-  6    run: the guard process that watches the command died (was it
+  6    run: the watchdog process that watches the command died (was it
        killed?); s3lock killed the command and everything it started,
        then released the lease
   7    the lock admits another number of holders than --slots asked for (no

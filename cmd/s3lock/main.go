@@ -14,8 +14,8 @@ import (
 var version = "dev"
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == guardArg && os.Args[2] == "--" {
-		os.Exit(runGuard(os.Args[3:]))
+	if len(os.Args) > 2 && os.Args[1] == watchdogArg && os.Args[2] == "--" {
+		os.Exit(runWatchdog(os.Args[3:]))
 	}
 	os.Exit(newApp(os.Stdin, os.Stdout, os.Stderr).execute(os.Args[1:]))
 }

@@ -51,7 +51,7 @@ func testMain(m *testing.M) int {
 }
 
 // processLimit bounds every s3lock process a test starts, so that a hang
-// fails the test instead of the whole run. It is a guard, not an assertion
+// fails the test instead of the whole run. It is a safeguard, not an assertion
 // on speed.
 const processLimit = 2 * time.Minute
 
@@ -194,7 +194,7 @@ func (c *cli) current(name string) s3lock.State {
 }
 
 // eventually polls cond until it holds, failing the test after limit. The
-// limit is a guard against hangs, not an assertion on speed.
+// limit is a safeguard against hangs, not an assertion on speed.
 func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)

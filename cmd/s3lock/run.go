@@ -7,12 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -28,14 +28,7 @@ first attempt, s3lock fails at once instead of waiting.
 ` + slotsHelp + `
 
 CMD's environment gets:
-  S3LOCK_EPOCH   the lease's epoch: the fencing token, only ever grows (with
-                 --slots, its slot's)
-  S3LOCK_KEY     the key of the lease's object in the bucket
-  S3LOCK_HOLDER  the holder identity written into the lease
-  S3LOCK_BUCKET  the bucket
-  S3LOCK_NAME    the lock name
-  S3LOCK_SLOT    with --slots N > 1, the slot held, 1 to N; 0 for a mutex
-  S3LOCK_SLOTS   how many holders the lock admits: N, 1 for a mutex
+` + runenv.Help() + `
 
 While CMD runs, the lease is renewed every third of --lease. SIGINT, SIGTERM
 and SIGHUP sent to s3lock are forwarded to CMD (when s3lock runs in the
@@ -49,13 +42,13 @@ answers; if someone force-releases the lease, CMD gets SIGKILL at once
 (someone else may already hold the lock). s3lock then exits with code 4.
 
 Outside the foreground of a terminal (Linux), CMD runs in a process group of
-its own next to a guard process that s3lock tells each renewed deadline. The
-guard kills CMD and everything it started if s3lock dies, or if the deadline
-passes without word from s3lock (s3lock stopped or hung). If the guard is
+its own next to a watchdog process that s3lock tells each renewed deadline. The
+watchdog kills CMD and everything it started if s3lock dies, or if the deadline
+passes without word from s3lock (s3lock stopped or hung). If the watchdog is
 killed, s3lock kills CMD's process group before it releases the lease, and
 exits with code 6. Processes CMD leaves running in its group when it exits
 are killed before the release too. In the foreground of a terminal there is
-no guard: if s3lock is killed only CMD itself gets SIGKILL, and a stopped
+no watchdog: if s3lock is killed only CMD itself gets SIGKILL, and a stopped
 s3lock cannot stop CMD. A lease whose holder was killed lapses after --lease.
 
 ` + exitCodesHelp
@@ -69,7 +62,7 @@ func (a *app) runCommand() *cobra.Command {
 		Long:  runLong,
 		Example: `  s3lock run --bucket my-locks migrations -- ./migrate.sh up
   S3LOCK_BUCKET=my-locks s3lock run deploy/prod --wait 15m -- terraform apply -auto-approve
-  s3lock run --slots 3 ci/gpu -- sh -c './train.sh --device "$S3LOCK_SLOT"'`,
+  s3lock run --slots 3 ci/gpu -- sh -c './train.sh --device "$` + runenv.Slot + `"'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -151,19 +144,19 @@ func cannotRunCode(err error) int {
 
 // runner is one command running under a lease.
 type runner struct {
-	a       *app
-	lease   *s3lock.Lease
-	child   *exec.Cmd
-	guard   *guardLink // nil without a guard
-	fg      bool       // in the foreground of a terminal: no process group of its own
-	forward chan os.Signal
-	exited  chan struct{} // closed when the command (or its guard) has exited
-	waitErr error         // the command's Wait error, once reaped
-	lost    error         // why the lease was lost while the command ran
-	killed  bool          // s3lock sent the command's group SIGKILL
+	a        *app
+	lease    *s3lock.Lease
+	child    *exec.Cmd
+	watchdog *watchdogLink // nil without a watchdog
+	fg       bool          // in the foreground of a terminal: no process group of its own
+	forward  chan os.Signal
+	exited   chan struct{} // closed when the command (or its watchdog) has exited
+	waitErr  error         // the command's Wait error, once reaped
+	lost     error         // why the lease was lost while the command ran
+	killed   bool          // s3lock sent the command's group SIGKILL
 }
 
-// startCommand starts the command (under a guard outside a terminal) with
+// startCommand starts the command (under a watchdog outside a terminal) with
 // the lease in its environment, and routes s3lock's signals to it. If it
 // cannot start, it releases the lease.
 func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []string) (*runner, error) {
@@ -190,10 +183,10 @@ func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []stri
 	if err := r.child.Start(); err != nil {
 		return nil, exitWith(cannotRunCode(err), errors.Join(fmt.Errorf("cannot run %s: %w", argv[0], err), r.abort()))
 	}
-	r.guard.started()
+	r.watchdog.started()
 	go func() {
-		if r.guard != nil {
-			// Leave the guard unreaped, so that its process group stays
+		if r.watchdog != nil {
+			// Leave the watchdog unreaped, so that its process group stays
 			// ours until finish has dealt with what is left in it.
 			awaitExit(r.child.Process.Pid)
 		} else {
@@ -204,32 +197,27 @@ func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []stri
 	return r, nil
 }
 
-// prepare builds the command's process (its guard's, outside a terminal)
-// with the lease in its environment, and attaches the guard.
+// prepare builds the command's process (its watchdog's, outside a terminal)
+// with the lease in its environment, and attaches the watchdog.
 func (r *runner) prepare(argv []string) error {
-	guard := guarded(r.fg)
+	watchdog := watched(r.fg)
 	line := argv
-	if guard {
+	if watchdog {
 		var err error
-		if line, err = guardCommand(argv); err != nil {
+		if line, err = watchdogCommand(argv); err != nil {
 			return err
 		}
 	}
 	r.child = exec.Command(line[0], line[1:]...)
 	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	r.child.Env = append(os.Environ(),
-		"S3LOCK_EPOCH="+strconv.FormatUint(r.lease.Epoch(), 10),
-		"S3LOCK_KEY="+r.lease.Key(),
-		"S3LOCK_HOLDER="+r.lease.Holder(),
-		"S3LOCK_BUCKET="+r.lease.Bucket(),
-		"S3LOCK_NAME="+r.lease.Name(),
-		"S3LOCK_SLOT="+strconv.Itoa(r.lease.Slot()),
-		"S3LOCK_SLOTS="+strconv.Itoa(r.lease.Slots()),
-	)
-	configureChild(r.child, r.fg, guard)
-	if guard {
+	r.child.Env = append(os.Environ(), runenv.Lease{
+		Bucket: r.lease.Bucket(), Name: r.lease.Name(), Key: r.lease.Key(), Holder: r.lease.Holder(),
+		Epoch: r.lease.Epoch(), Slot: r.lease.Slot(), Slots: r.lease.Slots(),
+	}.Environ()...)
+	configureChild(r.child, r.fg, watchdog)
+	if watchdog {
 		var err error
-		if r.guard, err = attachGuard(r.child, r.lease.ExpiresAt()); err != nil {
+		if r.watchdog, err = attachWatchdog(r.child, r.lease.ExpiresAt()); err != nil {
 			return err
 		}
 	}
@@ -237,10 +225,10 @@ func (r *runner) prepare(argv []string) error {
 }
 
 // abort undoes a start that did not happen: s3lock's signals go back to its
-// context, the guard's pipes are closed and the lease is released.
+// context, the watchdog's pipes are closed and the lease is released.
 func (r *runner) abort() error {
 	r.a.setSignalHandler(nil)
-	r.guard.close()
+	r.watchdog.close()
 	return r.a.release(r.lease)
 }
 
@@ -248,7 +236,7 @@ func (r *runner) abort() error {
 // sure it never outlives the lease: SIGTERM while the lease has grace left
 // and renewals keep failing, SIGKILL the moment the lease is lost (its trust
 // deadline passed, which the lease's own timer decides, or it was
-// force-released). It keeps the guard told of each new deadline.
+// force-released). It keeps the watchdog told of each new deadline.
 func (r *runner) supervise(grace time.Duration) {
 	termSent := false
 	watch := time.NewTicker(runWatchInterval)
@@ -264,7 +252,7 @@ func (r *runner) supervise(grace time.Duration) {
 			}
 			_ = signalChild(r.child.Process, sig, !r.fg)
 		case <-watch.C:
-			_ = r.guard.tell(r.lease.ExpiresAt()) // a guard that is gone shows in how it exits
+			_ = r.watchdog.tell(r.lease.ExpiresAt()) // a watchdog that is gone shows in how it exits
 			if left := time.Until(r.lease.ExpiresAt()); !termSent && r.lease.Err() == nil && left <= grace {
 				termSent = true
 				fmt.Fprintf(r.a.stderr, "s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)\n",
@@ -287,26 +275,26 @@ func (r *runner) supervise(grace time.Duration) {
 // finish makes sure nothing of the command is left running, releases the
 // lease and returns how s3lock exits.
 func (r *runner) finish() error {
-	if r.guard == nil {
+	if r.watchdog == nil {
 		return r.conclude(childExitCode(r.child.ProcessState, r.waitErr), false)
 	}
-	report := r.guard.outcome()
-	r.guard.close()
-	guardDied := report == "" && !r.killed
+	report := r.watchdog.outcome()
+	r.watchdog.close()
+	watchdogDied := report == "" && !r.killed
 	if report == "deadline" && r.lost == nil {
 		if err := r.lease.Err(); errors.Is(err, s3lock.ErrLeaseLost) {
-			r.lost = err // s3lock's own timer saw it too, as the guard acted
+			r.lost = err // s3lock's own timer saw it too, as the watchdog acted
 		} else {
 			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Bucket(), Name: r.lease.Name(), Key: r.lease.Key(), Epoch: r.lease.Epoch(),
-				Reason: s3lock.LostLapsed, Detail: "its trust deadline passed while s3lock could not act on it (stopped or starved?), so its guard killed the command"}
+				Reason: s3lock.LostLapsed, Detail: "its trust deadline passed while s3lock could not act on it (stopped or starved?), so its watchdog killed the command"}
 		}
 		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(r.lost.Error()))
 	}
 	// Whatever the command left in its process group must not outlive the
-	// lease either: kill it while the guard's zombie still holds the group.
+	// lease either: kill it while the watchdog's zombie still holds the group.
 	pgid := r.child.Process.Pid
 	if groupRunning(pgid) {
-		if !guardDied && !r.killed && report != "deadline" {
+		if !watchdogDied && !r.killed && report != "deadline" {
 			fmt.Fprintf(r.a.stderr, "s3lock: the command exited but left processes running in its process group %d; killing them before releasing the lock\n", pgid)
 		}
 		if !killGroup(pgid, groupKillLimit) {
@@ -316,12 +304,12 @@ func (r *runner) finish() error {
 		}
 	}
 	r.waitErr = r.child.Wait()
-	return r.conclude(childExitCode(r.child.ProcessState, r.waitErr), guardDied)
+	return r.conclude(childExitCode(r.child.ProcessState, r.waitErr), watchdogDied)
 }
 
 // conclude releases the lease and returns how s3lock exits, given the
 // command's exit code.
-func (r *runner) conclude(code int, guardDied bool) error {
+func (r *runner) conclude(code int, watchdogDied bool) error {
 	relErr := r.a.release(r.lease)
 	if r.lost == nil && errors.Is(relErr, s3lock.ErrLeaseLost) {
 		r.lost = relErr
@@ -329,10 +317,10 @@ func (r *runner) conclude(code int, guardDied bool) error {
 	switch {
 	case r.lost != nil:
 		return exitWith(exitLost, fmt.Errorf("%w (the command exited with status %d; its work may not have been exclusive)", r.lost, code))
-	case guardDied:
-		err := fmt.Errorf("the guard process of the command (pid %d) died without reporting how the command ended (was it killed?); "+
+	case watchdogDied:
+		err := fmt.Errorf("the watchdog process of the command (pid %d) died without reporting how the command ended (was it killed?); "+
 			"s3lock killed the command's process group before releasing the lease", r.child.Process.Pid)
-		return exitWith(exitGuardDied, errors.Join(err, relErr))
+		return exitWith(exitWatchdogDied, errors.Join(err, relErr))
 	}
 	if relErr != nil {
 		fmt.Fprintf(r.a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), r.lease.Duration())

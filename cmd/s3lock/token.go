@@ -67,8 +67,8 @@ N), key, holder, expires_at (RFC 3339, when this lease stops being trusted
 unless renewed) and lease_duration.
 
   token="$(s3lock acquire --lease 30m deploy/prod)"   # on its own line, so a failure stops the script
-  export S3LOCK_TOKEN="$token"
-  ... steps; fencing token: $(echo "$S3LOCK_TOKEN" | jq .epoch)
+  export ` + envToken + `="$token"
+  ... steps; fencing token: $(echo "$` + envToken + `" | jq .epoch)
   s3lock renew      # optional, extends by --lease again
   s3lock release
 

@@ -44,7 +44,7 @@ func (c *cli) startWatch(args ...string) *watching {
 	return w
 }
 
-// next returns the next line watch prints, within limit (a guard against
+// next returns the next line watch prints, within limit (a safeguard against
 // hangs, not an assertion on speed).
 func (w *watching) next(t *testing.T, limit time.Duration) string {
 	t.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -154,17 +155,17 @@ func runLeaseUnknown(summary string, l leaseRef, err error) diag.Diagnostic {
 // longer the lock's current, held epoch.
 func inheritedNotCurrent(l leaseRef, st s3lock.State) diag.Diagnostic {
 	return leaseLost(diag.SeverityError, l, fmt.Errorf("this run runs under `s3lock run`, whose lease is epoch %d "+
-		"(S3LOCK_EPOCH), but the lock is now at epoch %d (%s)", l.epoch, st.Epoch, st.Phase()), "", "")
+		"(%s), but the lock is now at epoch %d (%s)", l.epoch, runenv.Epoch, st.Epoch, st.Phase()), "", "")
 }
 
 // inheritedSlotsMismatch is a lease inherited from `s3lock run` that holds
 // another number of slots than the ephemeral lease asks for (want): the
 // run's lease is used only as what the configuration asks for.
 func inheritedSlotsMismatch(in inheritedLease, want int) diag.Diagnostic {
-	source := fmt.Sprintf("This run runs under `s3lock run --slots %d`, which holds slot %d of it (S3LOCK_SLOTS, "+
-		"S3LOCK_SLOT).", in.Slots, in.Slot)
+	source := fmt.Sprintf("This run runs under `s3lock run --slots %d`, which holds slot %d of it (%s, %s).",
+		in.Slots, in.Slot, runenv.Slots, runenv.Slot)
 	if in.Slots <= 1 {
-		source = "This run runs under `s3lock run`, which holds it as a mutex (S3LOCK_SLOTS=1)."
+		source = fmt.Sprintf("This run runs under `s3lock run`, which holds it as a mutex (%s=1).", runenv.Slots)
 	}
 	return slotsMismatch(in.ref(), in.Slots, want, source)
 }
@@ -173,7 +174,7 @@ func inheritedSlotsMismatch(in inheritedLease, want int) diag.Diagnostic {
 // that is no longer held; err says why (a *s3lock.LeaseLostError).
 func inheritedSlotLost(l leaseRef, err error) diag.Diagnostic {
 	return leaseLost(diag.SeverityError, l, fmt.Errorf("this run runs under `s3lock run`, whose lease is slot %d "+
-		"at epoch %d (S3LOCK_SLOT, S3LOCK_EPOCH), and it is no longer held: %w", l.slot, l.epoch, err), "", "")
+		"at epoch %d (%s, %s), and it is no longer held: %w", l.slot, l.epoch, runenv.Slot, runenv.Epoch, err), "", "")
 }
 
 // inheritedCheckFailed is a lease inherited from `s3lock run` that could not

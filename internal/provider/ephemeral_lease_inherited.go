@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -32,8 +32,8 @@ type inheritedLease struct {
 	Bucket string `json:"bucket"`
 	Name   string `json:"name"`
 	Epoch  uint64 `json:"epoch"`
-	// Slot is the slot the run holds (S3LOCK_SLOT), 0 for a mutex; Slots
-	// how many holders the lock admits (S3LOCK_SLOTS), 1 for a mutex.
+	// Slot is the slot the run holds, 0 for a mutex; Slots how many
+	// holders the lock admits, 1 for a mutex.
 	Slot  int `json:"slot"`
 	Slots int `json:"slots"`
 }
@@ -44,38 +44,25 @@ func (in inheritedLease) ref() leaseRef {
 }
 
 // inheritedFrom returns the lease `s3lock run` holds on the lock, if this
-// process runs under one for it: S3LOCK_BUCKET, S3LOCK_NAME, S3LOCK_KEY and
-// S3LOCK_EPOCH, and S3LOCK_SLOT and S3LOCK_SLOTS, which only `s3lock run`
-// sets together (a CLI from before slot locks sets neither: a mutex), and
-// which agree: S3LOCK_KEY is the key of that epoch (of that slot).
+// process runs under one for it: its environment (runenv) names this bucket
+// and lock, is well formed (a CLI from before slot locks sets no slot: a
+// mutex), and agrees with itself: its key is the key of that epoch (of that
+// slot).
 func inheritedFrom(bucket, name string) (inheritedLease, bool) {
-	if os.Getenv("S3LOCK_BUCKET") != bucket || os.Getenv("S3LOCK_NAME") != name || os.Getenv("S3LOCK_KEY") == "" {
+	env, err := runenv.Read(os.Getenv)
+	if err != nil || env.Bucket != bucket || env.Name != name {
 		return inheritedLease{}, false
 	}
-	epoch, err := strconv.ParseUint(os.Getenv("S3LOCK_EPOCH"), 10, 64)
-	if err != nil {
-		return inheritedLease{}, false
-	}
-	in := inheritedLease{Bucket: bucket, Name: name, Epoch: epoch, Slot: 0, Slots: defaultSlots}
-	if v := os.Getenv("S3LOCK_SLOT"); v != "" {
-		if in.Slot, err = strconv.Atoi(v); err != nil {
-			return inheritedLease{}, false
-		}
-	}
-	if v := os.Getenv("S3LOCK_SLOTS"); v != "" {
-		if in.Slots, err = strconv.Atoi(v); err != nil {
-			return inheritedLease{}, false
-		}
-	}
-	key := s3lock.Key(name, epoch)
+	in := inheritedLease{Bucket: bucket, Name: name, Epoch: env.Epoch, Slot: env.Slot, Slots: env.Slots}
+	key := s3lock.Key(name, env.Epoch)
 	switch {
 	case in.Slot == 0 && in.Slots == 1: // a mutex
-	case in.Slot >= 1 && in.Slot <= in.Slots && in.Slots <= s3lock.MaxSlots:
-		key = s3lock.SlotKey(name, in.Slot, epoch)
+	case in.Slots <= s3lock.MaxSlots: // runenv.Read checked 1 <= Slot <= Slots
+		key = s3lock.SlotKey(name, in.Slot, env.Epoch)
 	default:
 		return inheritedLease{}, false
 	}
-	return in, key == os.Getenv("S3LOCK_KEY")
+	return in, key == env.Key
 }
 
 // checkInherited reads the inherited lease and returns its state if it is

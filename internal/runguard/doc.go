@@ -1,5 +1,7 @@
 // Package runguard holds the provider's ephemeral leases for a whole
 // Terraform run.
+// (Not the CLI's watchdog, which watches the command of `s3lock run`:
+// cmd/s3lock/watchdog_linux.go.)
 //
 // Terraform (1.11 to 1.16) and OpenTofu (1.12) start a new provider process
 // for each phase of a command — the schema, validate, plan, apply — one after

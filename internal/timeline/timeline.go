@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 )
 
 // EnvFile names the environment variable that tells a guarded step where the
@@ -24,10 +26,10 @@ const EnvFile = "S3LOCK_TIMELINE"
 // or by a provisioner from the lease), as $S3LOCK_WHO, into $S3LOCK_TIMELINE.
 func RunStep(hold time.Duration) error {
 	who, path := os.Getenv("S3LOCK_WHO"), os.Getenv(EnvFile)
-	epoch, err := strconv.ParseUint(os.Getenv("S3LOCK_EPOCH"), 10, 64)
+	epoch, err := strconv.ParseUint(os.Getenv(runenv.Epoch), 10, 64)
 	if err != nil || who == "" || path == "" {
-		return fmt.Errorf("timeline: a step needs S3LOCK_WHO, S3LOCK_EPOCH and %s in its environment (got %q, %q, %q)",
-			EnvFile, who, os.Getenv("S3LOCK_EPOCH"), path)
+		return fmt.Errorf("timeline: a step needs S3LOCK_WHO, %s and %s in its environment (got %q, %q, %q)",
+			runenv.Epoch, EnvFile, who, os.Getenv(runenv.Epoch), path)
 	}
 	start := time.Now()
 	fmt.Printf("%s: running the guarded step under epoch %d\n", who, epoch)

@@ -26,12 +26,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/chaos/internal/record"
 	"github.com/s3lock/terraform-provider-s3lock/chaos/internal/skewclock"
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 )
 
 // exitFailed is the exit code of a worker that failed (it could not write
@@ -74,7 +74,7 @@ func parseFlags() config {
 	flag.DurationVar(&c.clockOffset, "clock-offset", 0, "how far the lock client's wall clock is off")
 	flag.DurationVar(&c.jumpEvery, "clock-jump-every", 0, "step the lock client's wall clock this often (0: never)")
 	flag.DurationVar(&c.jumpBy, "clock-jump-by", 2*time.Hour, "size of each step, alternately forward and back")
-	flag.BoolVar(&c.once, "once", false, "one critical section under $S3LOCK_EPOCH (the command of s3lock run)")
+	flag.BoolVar(&c.once, "once", false, "one critical section under $"+runenv.Epoch+" (the command of s3lock run)")
 	flag.BoolVar(&c.broken, "broken", false, "trust the lease past its deadline and write unconditionally (self-test)")
 	flag.BoolVar(&c.printClock, "print-clock", false, "print time.Now and exit")
 	flag.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the time)")
@@ -138,10 +138,11 @@ func run(ctx context.Context, c config) error {
 // once is the command of an `s3lock run`: one critical section under the
 // epoch s3lock acquired.
 func (w *worker) once(ctx context.Context) error {
-	epoch, err := strconv.ParseUint(os.Getenv("S3LOCK_EPOCH"), 10, 64)
+	lease, err := runenv.Read(os.Getenv)
 	if err != nil {
-		return fmt.Errorf("-once needs S3LOCK_EPOCH (set by s3lock run): %w", err)
+		return fmt.Errorf("-once runs under s3lock run: %w", err)
 	}
+	epoch := lease.Epoch
 	if err := w.rec.Write(record.Record{Kind: record.Start, Pid: os.Getpid(), Epoch: epoch}); err != nil {
 		return err
 	}

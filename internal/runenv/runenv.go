@@ -1,0 +1,126 @@
+// Package runenv is the one home of the environment `s3lock run` hands the
+// command it runs: which lease the command runs under. The CLI writes it
+// (Lease.Environ); the provider reads it to take part in an outer run's lease
+// instead of waiting on it (Read); so do the lab's programs that stand for a
+// user's command (the chaos worker, the demo's timeline steps). Every name of
+// that environment is spelled here and nowhere else.
+package runenv
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The variables `s3lock run` sets in its command's environment.
+const (
+	Epoch  = "S3LOCK_EPOCH"
+	Key    = "S3LOCK_KEY"
+	Holder = "S3LOCK_HOLDER"
+	Bucket = "S3LOCK_BUCKET"
+	Name   = "S3LOCK_NAME"
+	Slot   = "S3LOCK_SLOT"
+	Slots  = "S3LOCK_SLOTS"
+)
+
+// Token is the variable `s3lock renew` and `s3lock release` read a lease
+// token from when --token is not given (a CI step exports it for the next).
+const Token = "S3LOCK_TOKEN"
+
+// Lease is what the command learns of the lease it runs under.
+type Lease struct {
+	Bucket, Name string
+	Key          string // the key of the lease's object in the bucket
+	Holder       string // the holder identity written into the lease
+	Epoch        uint64 // the fencing token (the slot's, for a slot lease)
+	// Slot is the slot held, 1 to Slots; 0 for a mutex, whose Slots is 1.
+	Slot, Slots int
+}
+
+// vars lists the variables in the order Environ writes them, each with the
+// line `s3lock run --help` shows for it.
+var vars = []struct{ name, help string }{
+	{Epoch, "the lease's epoch: the fencing token, only ever grows (with --slots, its slot's)"},
+	{Key, "the key of the lease's object in the bucket"},
+	{Holder, "the holder identity written into the lease"},
+	{Bucket, "the bucket"},
+	{Name, "the lock name"},
+	{Slot, "with --slots N > 1, the slot held, 1 to N; 0 for a mutex"},
+	{Slots, "how many holders the lock admits: N, 1 for a mutex"},
+}
+
+// Environ returns the lease as NAME=VALUE entries, for exec.Cmd.Env.
+func (l Lease) Environ() []string {
+	values := map[string]string{
+		Epoch: strconv.FormatUint(l.Epoch, 10), Key: l.Key, Holder: l.Holder,
+		Bucket: l.Bucket, Name: l.Name, Slot: strconv.Itoa(l.Slot), Slots: strconv.Itoa(l.Slots),
+	}
+	env := make([]string, 0, len(vars))
+	for _, v := range vars {
+		env = append(env, v.name+"="+values[v.name])
+	}
+	return env
+}
+
+// Help describes the variables for a command's help text: a name and its
+// meaning per entry, indented by two spaces, wrapped to fit 80 columns.
+func Help() string {
+	const indent, width = 17, 80
+	var b strings.Builder
+	for _, v := range vars {
+		line := fmt.Sprintf("  %-13s ", v.name)
+		for _, word := range strings.Fields(v.help) {
+			if len(line)+1+len(word) > width {
+				b.WriteString(line + "\n")
+				line = strings.Repeat(" ", indent-1)
+			}
+			line += " " + word
+		}
+		b.WriteString(line + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Present reports whether getenv shows a lease from `s3lock run` at all
+// (its epoch is set), so that a reader can tell "not under s3lock run" from
+// "under it, but the environment is broken".
+func Present(getenv func(string) string) bool { return getenv(Epoch) != "" }
+
+// Read returns the lease getenv describes (os.Getenv, for the process's
+// own environment). Every variable must be there and well formed, except
+// S3LOCK_SLOT and S3LOCK_SLOTS, which a CLI from before slot locks does not
+// set: without them the lease is a mutex's. An error names the variable and
+// what is wrong with it.
+func Read(getenv func(string) string) (Lease, error) {
+	l := Lease{
+		Bucket: getenv(Bucket), Name: getenv(Name), Key: getenv(Key), Holder: getenv(Holder),
+		Slots: 1,
+	}
+	for _, name := range []string{Epoch, Key, Bucket, Name} {
+		if getenv(name) == "" {
+			return Lease{}, fmt.Errorf("%s is not set: the command does not run under `s3lock run`", name)
+		}
+	}
+	var err error
+	if l.Epoch, err = strconv.ParseUint(getenv(Epoch), 10, 64); err != nil {
+		return Lease{}, fmt.Errorf("%s=%q is not an epoch (a whole number): %w", Epoch, getenv(Epoch), err)
+	}
+	slot, slots := getenv(Slot), getenv(Slots)
+	if (slot == "") != (slots == "") {
+		return Lease{}, fmt.Errorf("%s=%q and %s=%q: `s3lock run` sets both or neither", Slot, slot, Slots, slots)
+	}
+	if slot == "" {
+		return l, nil
+	}
+	if l.Slot, err = strconv.Atoi(slot); err != nil {
+		return Lease{}, fmt.Errorf("%s=%q is not a slot number: %w", Slot, slot, err)
+	}
+	if l.Slots, err = strconv.Atoi(slots); err != nil {
+		return Lease{}, fmt.Errorf("%s=%q is not a number of slots: %w", Slots, slots, err)
+	}
+	mutex := l.Slot == 0 && l.Slots == 1
+	if !mutex && (l.Slot < 1 || l.Slot > l.Slots) {
+		return Lease{}, fmt.Errorf("%s=%d and %s=%d: a slot is 1 to %s (0 with %s=1, a mutex)", Slot, l.Slot, Slots, l.Slots, Slots, Slots)
+	}
+	return l, nil
+}
