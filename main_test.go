@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
-	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -263,8 +263,7 @@ func TestAccMain_ExamplesValidate(t *testing.T) {
 // (as make generate does, offline) into a temporary directory and fails if it
 // differs from the committed docs/; it also checks the examples' formatting.
 // It runs once, on the terraform on PATH, which make generate uses.
-// benchmarkReport names the files in docs/ that make bench writes (go run
-// ./bench), and the page make compat writes (go run ./compat, checked by its
+// benchmarkReport names the files in docs/ that make bench writes (lab/bench), and the page make compat writes (lab/compat, checked by its
 // own test), not tfplugindocs.
 var benchmarkReport = map[string]bool{"benchmarks.md": true, "benchmarks-handoff.png": true, "compatibility.md": true}
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
 // TestAccMain_WholeRunUnavailable runs the built provider binary under the

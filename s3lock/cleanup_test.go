@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -36,7 +37,7 @@ func TestSlowCleanup_DoesNotStallRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the slow cleanup to start", func() bool { return slow.Injected()[s3test.Latency] > 0 })
+	testkit.Eventually(t, waitLimit, "the slow cleanup to start", func() bool { return slow.Injected()[s3test.Latency] > 0 })
 	time.Sleep(3 * time.Second) // longer than the lease, while DeleteObjects hangs
 	if err := l.Err(); err != nil {
 		t.Fatalf("lease ended while a cleanup was slow: %v", err)

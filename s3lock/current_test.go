@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -48,7 +49,7 @@ func TestCurrent_States(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2.Detach() // the holder vanishes without releasing
-	eventually(t, "the lease to lapse", func() bool {
+	testkit.Eventually(t, waitLimit, "the lease to lapse", func() bool {
 		st, err = c.Current(t.Context(), name)
 		return err == nil && !st.Held
 	})

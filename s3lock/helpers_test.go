@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -64,18 +64,9 @@ func mustRelease(t *testing.T, l *s3lock.Lease) {
 	})
 }
 
-// eventually polls cond until it holds, for at most ten seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	const limit = 10 * time.Second
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitLimit bounds the waits of testkit.Eventually in this package: a
+// safeguard against hangs, not an assertion on speed.
+const waitLimit = 10 * time.Second
 
 // cleanupWait is how long to wait for epochs written now to become old enough
 // (by the store's clock) to be deleted: the cleanup age, plus up to a second

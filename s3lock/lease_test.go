@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -50,7 +51,7 @@ func TestLease_RenewsInBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, l)
-	eventually(t, "three background renewals", func() bool {
+	testkit.Eventually(t, waitLimit, "three background renewals", func() bool {
 		st, err := c.Current(t.Context(), ns.Name("bg"))
 		return err == nil && st.Renewals >= 3
 	})

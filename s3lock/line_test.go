@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -46,7 +47,7 @@ func newLineFixture(t *testing.T, lock string) *lineFixture {
 func (f *lineFixture) waitLine(t *testing.T, n int) []s3lock.Waiter {
 	t.Helper()
 	var ws []s3lock.Waiter
-	eventually(t, fmt.Sprintf("%d waiters in line", n), func() bool {
+	testkit.Eventually(t, waitLimit, fmt.Sprintf("%d waiters in line", n), func() bool {
 		var err error
 		ws, err = f.viewer.Line(t.Context(), f.name)
 		if err != nil {
@@ -60,7 +61,7 @@ func (f *lineFixture) waitLine(t *testing.T, n int) []s3lock.Waiter {
 // waitJoined waits until who has a ticket in the line.
 func (f *lineFixture) waitJoined(t *testing.T, who string) {
 	t.Helper()
-	eventually(t, who+" in line", func() bool {
+	testkit.Eventually(t, waitLimit, who+" in line", func() bool {
 		ws, err := f.viewer.Line(t.Context(), f.name)
 		if err != nil {
 			t.Fatalf("Line: %v", err)
@@ -202,7 +203,7 @@ func TestLine_SupersededWaitersGiveWay(t *testing.T) {
 		f.waitJoined(t, who)
 	}
 	// run-1 and run-2 leave the line without the holder doing anything.
-	eventually(t, "the superseded runs to give up", func() bool {
+	testkit.Eventually(t, waitLimit, "the superseded runs to give up", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return len(s.errs) == 2
@@ -300,7 +301,7 @@ func TestLine_ObserverSeesItsPlace(t *testing.T) {
 		aheads = append(aheads, h.Ahead)
 		mu.Unlock()
 	}))
-	eventually(t, "the second waiter to hear it has one waiter ahead", func() bool {
+	testkit.Eventually(t, waitLimit, "the second waiter to hear it has one waiter ahead", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(aheads, 1)
@@ -387,7 +388,7 @@ func TestLine_SupersedeHeadLooksBeforeItTakesTheLock(t *testing.T) {
 	s.start(t.Context(), t, newLockClient(t, f.ns, "old", fast), f.name, "old", s3lock.Supersede())
 	f.waitLine(t, 1)
 	s.start(t.Context(), t, newLockClient(t, f.ns, "new", fast), f.name, "new", s3lock.Supersede())
-	eventually(t, "new to join", func() bool {
+	testkit.Eventually(t, waitLimit, "new to join", func() bool {
 		ws, err := f.viewer.Line(t.Context(), f.name)
 		return err == nil && len(ws) > 0 && ws[len(ws)-1].Holder == "new"
 	})
@@ -430,7 +431,7 @@ func TestLine_SupersedeWaiterThatLostItsPlaceGivesWay(t *testing.T) {
 	s.start(t.Context(), t, newLockClient(t, f.ns, "new", nil), f.name, "new", s3lock.Supersede())
 	time.Sleep(7 * time.Second) // old's place is no longer trusted (6 s less the margin)
 	net.down.Store(false)
-	eventually(t, "old to give way", func() bool {
+	testkit.Eventually(t, waitLimit, "old to give way", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.errs["old"] != nil
@@ -590,7 +591,7 @@ func TestLine_CrashedWaiterLeavesTheLineWithoutADate(t *testing.T) {
 	go func() { _, _ = crashed.Acquire(ctx, f.name, s3lock.FIFO()) }()
 	ws := f.waitLine(t, 1)
 	crash() // it deletes its ticket as it leaves: put one back, unrenewed
-	eventually(t, "the crashed waiter to leave", func() bool {
+	testkit.Eventually(t, waitLimit, "the crashed waiter to leave", func() bool {
 		ws, err := f.viewer.Line(t.Context(), f.name)
 		return err == nil && len(ws) == 0
 	})

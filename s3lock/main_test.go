@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
 func TestMain(m *testing.M) {

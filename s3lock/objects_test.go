@@ -17,8 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3server"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -80,7 +81,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 		}
 		waiting <- err
 	}()
-	eventually(t, "the waiter to join the line", func() bool {
+	testkit.Eventually(t, waitLimit, "the waiter to join the line", func() bool {
 		ws, err := c.Line(t.Context(), name)
 		return err == nil && len(ws) == 1
 	})

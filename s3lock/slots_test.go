@@ -16,7 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -472,7 +473,7 @@ func TestSlots_HeadOfTheLineTakesTheFirstFreeSlot(t *testing.T) {
 				t.Errorf("%s: release: %v", who, err)
 			}
 		})
-		eventually(t, fmt.Sprintf("%d waiters in line", i+1), func() bool {
+		testkit.Eventually(t, waitLimit, fmt.Sprintf("%d waiters in line", i+1), func() bool {
 			ws, err := viewer.Line(t.Context(), name)
 			return err == nil && len(ws) == i+1
 		})
@@ -729,7 +730,7 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	}
 	b := newLockClient(t, ns, "b", nil)
 	var held *s3lock.Lease
-	eventually(t, "another acquirer takes a slot under the marker", func() bool {
+	testkit.Eventually(t, waitLimit, "another acquirer takes a slot under the marker", func() bool {
 		l, err := b.TryAcquire(t.Context(), name, s3lock.Slots(3))
 		held = l
 		return err == nil
@@ -819,7 +820,7 @@ func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
 		served <- err
 	}()
 	viewer := newLockClient(t, ns, "viewer", nil)
-	eventually(t, "the waiter in line", func() bool {
+	testkit.Eventually(t, waitLimit, "the waiter in line", func() bool {
 		ws, err := viewer.Line(t.Context(), name)
 		return err == nil && len(ws) == 1
 	})

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
-	"github.com/s3lock/terraform-provider-s3lock/internal/witness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/witness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -51,7 +51,7 @@ func through(w *witness.Witness, wrap func(http.RoundTripper) http.RoundTripper)
 // TestTakeover_LongLease: with a lease of production proportions, a lease is
 // taken over only once it has gone without a write for its validity by the
 // store's clock, and its holder stops trusting it before that; the store's
-// record of every write (internal/witness) shows both rules held.
+// record of every write (internal/testkit/witness) shows both rules held.
 func TestTakeover_LongLease(t *testing.T) {
 	t.Parallel()
 	t.Run("a crashed holder's lease is taken over once it lapsed", func(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -31,10 +32,10 @@ const stubbornCommand = `trap '' TERM; echo "$$ $PPID" > "$0.tmp" && mv "$0.tmp"
 // startStubborn starts `s3lock run` of stubbornCommand on name and returns
 // the process and the command's pid, having checked that the command runs
 // under a watchdog.
-func startStubborn(t *testing.T, c *cli, name string, args ...string) (*exec.Cmd, *syncBuffer, int) {
+func startStubborn(t *testing.T, c *cli, name string, args ...string) (*exec.Cmd, *testkit.Buffer, int) {
 	t.Helper()
 	pidFile := filepath.Join(c.dir, "pids")
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	argv := append(append([]string{}, args...), "run", "--lease", "3s", name, "--", "sh", "-c", stubbornCommand, pidFile)
 	cmd := c.command(t.Context(), argv...)
 	cmd.Stderr = &stderr
@@ -43,7 +44,7 @@ func startStubborn(t *testing.T, c *cli, name string, args ...string) (*exec.Cmd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(pidFile, "\n") })
+	testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(pidFile, "\n") })
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestRunDeadline_KilledWatchdogTakesCommandDownBeforeRelease(t *testing.T) {
 	c := newCLI(t)
 	name := c.name("watchdog-killed")
 	pidFile := filepath.Join(c.dir, "pids")
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	// The command starts a child of its own, which the kernel's parent-death
 	// signal of the command would not reach.
 	script := `trap '' TERM; sleep 300 & echo "$$ $PPID $!" > "$0.tmp" && mv "$0.tmp" "$0"; while :; do sleep 0.05; done`
@@ -215,7 +216,7 @@ func TestRunDeadline_KilledWatchdogTakesCommandDownBeforeRelease(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(pidFile, "\n") })
+	testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(pidFile, "\n") })
 	t.Cleanup(func() { // in case the test fails before s3lock killed them
 		for _, pid := range readPids(t, pidFile) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -193,19 +193,6 @@ func (c *cli) current(name string) s3lock.State {
 	return st
 }
 
-// eventually polls cond until it holds, failing the test after limit. The
-// limit is a safeguard against hangs, not an assertion on speed.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // fileHas reports whether the file at path contains s.
 func fileHas(path, s string) bool {
 	b, err := os.ReadFile(path)
@@ -235,31 +222,12 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	return -1
 }
 
-// syncBuffer is a bytes.Buffer that a test may read while a process writes
-// to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // queued is an `s3lock run` that waits for a lock; its command appends its
 // holder name to the test's log file, so the log shows the order of service.
 type queued struct {
 	who    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testkit.Buffer
 }
 
 // startQueued starts `s3lock run --holder who` on name with extra flags; its
@@ -268,7 +236,7 @@ func (c *cli) startQueued(name, who, log string, flags ...string) *queued {
 	c.t.Helper()
 	argv := append([]string{"run", "--holder", who, "--wait", "2m"}, flags...)
 	argv = append(argv, name, "--", "sh", "-c", `echo "$0" >> "$1"`, who, log)
-	q := &queued{who: who, cmd: c.command(c.t.Context(), argv...), stderr: &syncBuffer{}}
+	q := &queued{who: who, cmd: c.command(c.t.Context(), argv...), stderr: &testkit.Buffer{}}
 	q.cmd.Stderr = q.stderr
 	if err := q.cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -308,7 +276,7 @@ func (c *cli) line(name string) []s3lock.Waiter {
 // waitInLine waits until who is in the line of name.
 func (c *cli) waitInLine(name, who string) {
 	c.t.Helper()
-	eventually(c.t, time.Minute, who+" to join the line", func() bool {
+	testkit.Eventually(c.t, time.Minute, who+" to join the line", func() bool {
 		return slices.Contains(lineHolders(c.line(name)), who)
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 )
 
 // Waiting in order (--order, PROTOCOL.md §13): runs that wait for a held lock
@@ -29,7 +31,7 @@ func (c *cli) holdWithRun(name string) (release func() int) {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { _ = holder.Process.Kill() })
-	eventually(c.t, time.Minute, "the holder's command to start", func() bool { return fileHas(ready, "ready") })
+	testkit.Eventually(c.t, time.Minute, "the holder's command to start", func() bool { return fileHas(ready, "ready") })
 	return func() int {
 		c.t.Helper()
 		if err := os.WriteFile(done, nil, 0o600); err != nil {
@@ -110,7 +112,7 @@ func TestRun_KilledWaiterLeavesTheLine(t *testing.T) {
 		q.mustSucceed(t)
 	}
 	reached := time.Now()
-	eventually(t, time.Minute, "run-5 to be served", func() bool { return slices.Contains(served(t, log), "run-5") })
+	testkit.Eventually(t, time.Minute, "run-5 to be served", func() bool { return slices.Contains(served(t, log), "run-5") })
 	took := time.Since(reached)
 	t.Logf("the line moved past the killed run %s after it reached the head", took.Round(time.Millisecond))
 	// The bound: 8 s after its last heartbeat (sent before the kill) by

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -76,7 +77,7 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the first command to start", func() bool { return fileHas(pidFile, "\n") })
+	testkit.Eventually(t, time.Minute, "the first command to start", func() bool { return fileHas(pidFile, "\n") })
 	if err := first.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestRun_KilledHolderLeaseLapsesBeforeTakeover(t *testing.T) {
 	// Linux also stops the first command when its s3lock dies.
 	if b, err := os.ReadFile(pidFile); err == nil && isLinux() {
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		eventually(t, 30*time.Second, "the orphaned command to be stopped", func() bool { return !alive(pid) })
+		testkit.Eventually(t, 30*time.Second, "the orphaned command to be stopped", func() bool { return !alive(pid) })
 	}
 }
 
@@ -129,7 +130,7 @@ func TestRun_KilledS3lockTakesTheCommandsChildrenWithIt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the command to fork", func() bool { return fileHas(pidFile, "\n") })
+	testkit.Eventually(t, time.Minute, "the command to fork", func() bool { return fileHas(pidFile, "\n") })
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestRun_KilledS3lockTakesTheCommandsChildrenWithIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	eventually(t, 10*time.Second, "the command's own child to be killed", func() bool { return !alive(grandchild) })
+	testkit.Eventually(t, 10*time.Second, "the command's own child to be killed", func() bool { return !alive(grandchild) })
 }
 
 // A force-released lease means someone else may hold the lock at once: the
@@ -149,14 +150,14 @@ func TestRun_ForceReleasedLeaseKillsCommand(t *testing.T) {
 	c := newCLI(t)
 	name := c.name("forced")
 	marker := filepath.Join(c.dir, "marker")
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	script := `trap 'echo terminated >> "$0"; exit 0' TERM; echo ready >> "$0"; while :; do sleep 0.1; done`
 	cmd := c.command(t.Context(), "run", "--stats", "--lease", "3s", name, "--", "sh", "-c", script, marker)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+	testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
 	if err := c.sdk.ForceRelease(t.Context(), name, c.current(name).Epoch); err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +197,13 @@ func TestRun_StoreOutageStopsCommandBeforeLapse(t *testing.T) {
 			p := s3test.NewProxy(t, c.ns.Target.Endpoint)
 			name := c.name("outage")
 			marker := filepath.Join(c.dir, "marker")
-			var stderr syncBuffer
+			var stderr testkit.Buffer
 			cmd := c.command(t.Context(), "--endpoint", p.URL, "run", "--lease", "4s", name, "--", "sh", "-c", tc.script, marker)
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+			testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
 			p.Cut() // the store is gone for this runner only
 			st := c.current(name)
 			// By the store's clock, nobody else can take the lock before this.
@@ -252,7 +253,7 @@ func TestRun_ForwardsSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+			testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -281,13 +282,13 @@ func TestRun_InterruptedWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lease.Release(context.Background()) }()
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	cmd := c.command(t.Context(), "run", "--stats", "--wait", "10m", name, "--", "true")
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the wait to be reported", func() bool { return strings.Contains(stderr.String(), "waiting for lock") })
+	testkit.Eventually(t, time.Minute, "the wait to be reported", func() bool { return strings.Contains(stderr.String(), "waiting for lock") })
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestRun_SignalBurstDoesNotHang(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+	testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
 	done := make(chan int, 1)
 	go func() { done <- waitExit(t, cmd) }()
 	for {

@@ -11,20 +11,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 )
 
 // watching is a running `s3lock watch`, its stdout read line by line.
 type watching struct {
 	cmd    *exec.Cmd
 	lines  chan string // closed at the end of stdout
-	stderr *syncBuffer
+	stderr *testkit.Buffer
 }
 
 // startWatch starts `s3lock watch` with args; its stdout is a pipe, not a
 // terminal.
 func (c *cli) startWatch(args ...string) *watching {
 	c.t.Helper()
-	w := &watching{cmd: c.command(c.t.Context(), append([]string{"watch"}, args...)...), lines: make(chan string, 100), stderr: &syncBuffer{}}
+	w := &watching{cmd: c.command(c.t.Context(), append([]string{"watch"}, args...)...), lines: make(chan string, 100), stderr: &testkit.Buffer{}}
 	w.cmd.Stderr = w.stderr
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {

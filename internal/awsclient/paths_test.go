@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
 // Resolved makes every file the options name absolute ("~" is the home

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
 // storeOptions are the options of a client of tg with its static

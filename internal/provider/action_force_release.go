@@ -136,7 +136,8 @@ func (a *forceReleaseAction) Invoke(ctx context.Context, req action.InvokeReques
 		err = client.ForceRelease(ctx, l.name, l.epoch)
 	}
 	if err != nil {
-		resp.Diagnostics.Append(forceReleaseFailed(l, err, describeCurrent(ctx, client, l.name)))
+		st, curErr := client.Current(ctx, l.name)
+		resp.Diagnostics.Append(forceReleaseFailed(l, err, describeCurrent(client.Bucket(), st, curErr)))
 		return
 	}
 	tflog.Warn(ctx, "force-released lease", map[string]any{"bucket": l.bucket, "lock": l.name, "slot": slot, "epoch": l.epoch})

@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3server"
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
-	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3server"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 )
 
 // verifyConfig is the s3lock_verify action block "x" on bucket; provider,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 )
 
 // Helpers for the tests of features that came with newer CLIs (resource

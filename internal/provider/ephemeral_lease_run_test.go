@@ -12,6 +12,7 @@ import (
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -76,7 +77,7 @@ resource "terraform_data" "second" {
 	if seen := readSeen(t, dir); seen.epoch != "1" || seen.key != s3lock.Key(name, 1) {
 		t.Errorf("the run's lease was epoch %s (%s); want epoch 1, the plan's, for both blocks and phases", seen.epoch, seen.key)
 	}
-	waitFor(t, "the run's lease to be released", func() bool { st := e.current(t, name); return st.Released })
+	testkit.Eventually(t, time.Minute, "the run's lease to be released", func() bool { st := e.current(t, name); return st.Released })
 	if st := e.current(t, name); st.Epoch != 1 {
 		t.Errorf("the lock is at epoch %d after the run; want 1: one lease for the run's blocks and phases", st.Epoch)
 	}

@@ -15,7 +15,8 @@ import (
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -178,7 +179,7 @@ func TestAccLeaseEphemeral_SlotsForTheWholeRun(t *testing.T) {
 	// One run, one lease: the slot's one epoch, renewed by the guard and
 	// released as terraform exited.
 	var st s3lock.State
-	waitFor(t, "the run's slot to be released", func() bool {
+	testkit.Eventually(t, time.Minute, "the run's slot to be released", func() bool {
 		_, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), name, free, 1)
 		reason, lost := s3lock.LostReason(err)
 		return lost && reason == s3lock.LostReleased

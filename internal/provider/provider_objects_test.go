@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
 // testSSECKey is the base64 of a 32-byte SSE-C key.

@@ -29,8 +29,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
-	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -345,23 +346,11 @@ func (e *accEnv) line(name string) ([]s3lock.Waiter, error) {
 	return c.Line(context.Background(), name)
 }
 
-// waitFor polls cond until it holds or a minute passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // waitLapsed waits until the newest lease of name is neither held nor
 // released (it lapsed).
 func (e *accEnv) waitLapsed(t *testing.T, name string) {
 	t.Helper()
-	waitFor(t, name+" to lapse", func() bool { return !e.current(t, name).Held })
+	testkit.Eventually(t, time.Minute, name+" to lapse", func() bool { return !e.current(t, name).Held })
 }
 
 // stateAttr returns an attribute of a resource in the shimmed state.

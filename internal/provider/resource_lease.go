@@ -344,7 +344,8 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	if errors.Is(err, s3lock.ErrLeaseLost) {
-		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, describeCurrent(ctx, client, ref.name), lostRemovedFromState))
+		st, curErr := client.Current(ctx, ref.name)
+		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, describeCurrent(client.Bucket(), st, curErr), lostRemovedFromState))
 		resp.State.RemoveResource(ctx)
 		return
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"github.com/s3lock/terraform-provider-s3lock/internal/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 

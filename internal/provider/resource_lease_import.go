@@ -55,7 +55,8 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	if err != nil {
 		current := ""
 		if errors.Is(err, s3lock.ErrLeaseLost) || errors.Is(err, s3lock.ErrSlotsMismatch) {
-			current = describeCurrent(ctx, client, target.name)
+			st, curErr := client.Current(ctx, target.name)
+			current = describeCurrent(client.Bucket(), st, curErr)
 		}
 		resp.Diagnostics.Append(importRefused(target, err, current))
 		return

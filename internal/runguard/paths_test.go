@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
-	"github.com/s3lock/terraform-provider-s3lock/internal/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 

@@ -138,10 +138,17 @@ strip_unused_backends() {
 
 case ${1:-} in
 all)
+	# The versions build at once: one's module download and link (a single
+	# core's work) overlap the others' compiles.
+	pids=()
 	while read -r name version flags; do
 		[[ -z $name || $name == \#* || " $flags " == *" manual "* ]] && continue
-		build "$name" "$version" >/dev/null
+		build "$name" "$version" >/dev/null &
+		pids+=($!)
 	done <"$here/versions.txt"
+	failed=0
+	for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+	exit $failed
 	;;
 terraform | tofu)
 	[[ $# -eq 2 ]] || { echo "usage: build.sh terraform|tofu VERSION | all" >&2; exit 2; }
