@@ -140,9 +140,16 @@ func buildBinaries(t *testing.T) binaries {
 	t.Helper()
 	binOnce.Do(func() {
 		b := binaries{dir: binDir, worker: filepath.Join(binDir, "worker"), s3lock: filepath.Join(binDir, "s3lock")}
-		for out, pkg := range map[string]string{b.worker: "./cmd/worker", b.s3lock: "github.com/s3lock/terraform-provider-s3lock/cmd/s3lock"} {
-			if msg, err := buildCmd(out, pkg).CombinedOutput(); err != nil {
-				binsErr = fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+		// The CLI builds in the main module (the repository's root), whose
+		// go.mod has its requirements: the lab's module imports none of it.
+		for _, p := range []struct{ out, dir, pkg string }{
+			{b.worker, ".", "./cmd/worker"},
+			{b.s3lock, filepath.Join("..", ".."), "./cmd/s3lock"},
+		} {
+			cmd := buildCmd(p.out, p.pkg)
+			cmd.Dir = p.dir
+			if msg, err := cmd.CombinedOutput(); err != nil {
+				binsErr = fmt.Errorf("go build %s: %w\n%s", p.pkg, err, msg)
 				return
 			}
 		}
