@@ -138,16 +138,24 @@ strip_unused_backends() {
 
 case ${1:-} in
 all)
-	# The versions build at once: one's module download and link (a single
-	# core's work) overlap the others' compiles.
-	pids=()
+	# The versions build at once, each by a call of this script of its own:
+	# one's module download and link (a single core's work) overlap the
+	# others' compiles.
+	names=() pids=()
 	while read -r name version flags; do
 		[[ -z $name || $name == \#* || " $flags " == *" manual "* ]] && continue
-		build "$name" "$version" >/dev/null &
-		pids+=($!)
+		"$0" "$name" "$version" >/dev/null &
+		names+=("$name $version") pids+=($!)
 	done <"$here/versions.txt"
 	failed=0
-	for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+	for i in "${!pids[@]}"; do
+		rc=0
+		wait "${pids[$i]}" || rc=$?
+		if [[ $rc != 0 ]]; then
+			echo "build.sh: building ${names[$i]} failed (exit $rc)" >&2
+			failed=1
+		fi
+	done
 	exit $failed
 	;;
 terraform | tofu)
