@@ -104,11 +104,18 @@ func startRun(t *testing.T, script string) *fakeRun {
 // group pgid (0: a group of its own).
 func startRunIn(t *testing.T, script string, pgid int) *fakeRun {
 	t.Helper()
+	return startRunAs(t, script, &syscall.SysProcAttr{Setpgid: true, Pgid: pgid})
+}
+
+// startRunAs starts `sh -c script` as the run's terraform with attr, which
+// must make it lead a process group (the test ends the run by killing it).
+func startRunAs(t *testing.T, script string, attr *syscall.SysProcAttr) *fakeRun {
+	t.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("runs are told apart through /proc (Linux)")
 	}
 	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -482,8 +489,13 @@ func TestGuard_ADaemonInASessionOfItsOwnIsNotTheRuns(t *testing.T) {
 	e := newEnv(t)
 	tmp := t.TempDir()
 	goOn, daemon := filepath.Join(tmp, "go"), filepath.Join(tmp, "daemon")
-	f := startRun(t, "while [ ! -e "+goOn+" ]; do sleep 0.05; done; setsid sleep 300 </dev/null >/dev/null 2>&1 & "+
-		"echo $! > "+daemon+".tmp && mv "+daemon+".tmp "+daemon+"; exec sleep 300")
+	// terraform leads a session of its own here, as in a terminal: where
+	// the test's own session is led from outside its pid namespace (CI
+	// runners, containers), /proc shows it as 0, and a guard that cannot
+	// see terraform's session rightly counts every descendant as the run's
+	// (TestTree_AnUnknownSessionCountsEveryDescendantAsTheRuns).
+	f := startRunAs(t, "while [ ! -e "+goOn+" ]; do sleep 0.05; done; setsid sleep 300 </dev/null >/dev/null 2>&1 & "+
+		"echo $! > "+daemon+".tmp && mv "+daemon+".tmp "+daemon+"; exec sleep 300", &syscall.SysProcAttr{Setsid: true})
 	c := NewClient(f.run)
 	lease := e.open(t, c, "daemon")
 	if err := os.WriteFile(goOn, nil, 0o600); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -223,4 +224,39 @@ func helperForProvider() int {
 	}
 	fmt.Println("ok")
 	return 0
+}
+
+// Where terraform's session cannot be seen (/proc shows 0 when its leader
+// is outside the reader's pid namespace: `unshare --pid` without setsid, a
+// CI runner's job), a descendant that left for a session of its own cannot
+// be told from one of the run: the guard counts it as the run's, and the
+// lease lapses instead of being released. With terraform's session known,
+// the same daemon is not the run's.
+func TestTree_AnUnknownSessionCountsEveryDescendantAsTheRuns(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("processes are read through /proc (Linux)")
+	}
+	daemon := exec.Command("sleep", "300")
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = daemon.Process.Kill(); _ = daemon.Wait() })
+	p, err := procOf(daemon.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.sid != p.pid {
+		t.Fatalf("the daemon %+v does not lead a session of its own", p)
+	}
+	terraformsSession := p.sid + 1 // any session but the daemon's
+	for _, tc := range []struct {
+		sid     int
+		theRuns bool
+	}{{sid: terraformsSession, theRuns: false}, {sid: 0, theRuns: true}} {
+		w := &treeWatch{self: os.Getpid(), pgid: -1, sid: tc.sid, seen: map[int]uint64{p.pid: p.start}}
+		if got := w.outlived(); (got != "") != tc.theRuns {
+			t.Errorf("terraform's session %d: outlived() = %q; want the daemon counted as the run's: %v", tc.sid, got, tc.theRuns)
+		}
+	}
 }
