@@ -187,7 +187,7 @@ resource "terraform_data" "deploy" {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if l, err := newer.Acquire(ctx, lock, s3lock.Supersede(), s3lock.WithoutAutoRenew()); err == nil {
+		if l, err := newer.Acquire(ctx, lock, s3lock.WithOrder(s3lock.OrderNewest), s3lock.WithoutAutoRenew()); err == nil {
 			_ = l.Release(context.Background())
 		}
 	})

@@ -19,7 +19,7 @@ var errRetry = errors.New("s3lock: state changed during the attempt; retry")
 // failures that may pass) when the store could not be read. It costs one
 // LIST, one GET and one conditional PUT; the first acquisition of a lock
 // costs LIST, PUT and a LIST that checks the new epoch is listed. With an
-// order (FIFO, Supersede) it does not take a free lock while others wait in
+// order (WithOrder) it does not take a free lock while others wait in
 // its line: a *HeldError whose Queued is true says how many (a LIST of the
 // line when the lock's listing shows it, and one more to count them).
 // If ctx ends during the attempt, TryAcquire makes sure it leaves no lease
@@ -89,7 +89,7 @@ func (c *Client) lineHeld(ctx context.Context, name string, h *hints) error {
 		h.head = true
 		return errRetry
 	}
-	return &HeldError{Bucket: c.bucket, Name: name, Key: linePrefix(name), Ahead: st.ahead}
+	return &HeldError{Bucket: c.bucket, Name: name, Key: linePrefix(name), Ahead: st.ahead, Queued: true}
 }
 
 // hints is what a waiting Acquire already knows when it attempts again.
@@ -213,7 +213,7 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 // returns the ETag of the object it created. A write whose outcome is
 // unknown is resolved by reading the key back and comparing nonces.
 func (c *Client) createObject(ctx context.Context, name string, epoch uint64, p payload) (string, error) {
-	key := Key(name, epoch)
+	key := epochKey(name, epoch)
 	body, err := p.encode()
 	if err != nil {
 		return "", err
@@ -291,7 +291,7 @@ func (c *Client) stillListed(ctx context.Context, name string, newest listedEpoc
 		return nil
 	}
 	h.exists = 0
-	return c.hiddenEpochs(ctx, "Acquire", name, Key(name, e))
+	return c.hiddenEpochs(ctx, "Acquire", name, epochKey(name, e))
 }
 
 // listedOrHidden checks that a listing shows epoch of name, which a create
@@ -304,7 +304,7 @@ func (c *Client) listedOrHidden(ctx context.Context, name string, epoch uint64) 
 	case found && newest.epoch >= epoch:
 		return nil
 	}
-	return c.hiddenEpochs(ctx, "Acquire", name, Key(name, epoch))
+	return c.hiddenEpochs(ctx, "Acquire", name, epochKey(name, epoch))
 }
 
 // hiddenEpochs checks, for op on the lock name, whether the epoch object key
@@ -393,8 +393,8 @@ func (c *Client) established(ctx context.Context, name string, epoch uint64, p p
 	}
 	trustUntil := sent.Add(p.validity() - safetyMargin(p.validity()))
 	if !c.cfg.clock.Now().Before(trustUntil) {
-		c.abandon(ctx, Key(name, epoch), epoch, p)
-		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: Key(name, epoch), Kind: ErrUnavailable,
+		c.abandon(ctx, epochKey(name, epoch), epoch, p)
+		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: epochKey(name, epoch), Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
 	return c.newLease(name, epoch, p, etag, sent, trustUntil, a.renewInterval, a.autoRenew, a.slot), nil
@@ -411,13 +411,13 @@ func (c *Client) stillNewest(ctx context.Context, name string, epoch uint64, p p
 	}
 	newer, err := c.newerEpoch(ctx, name, epoch)
 	if err != nil {
-		c.abandon(ctx, Key(name, epoch), epoch, p)
+		c.abandon(ctx, epochKey(name, epoch), epoch, p)
 		return err
 	}
 	if newer != "" {
 		c.cfg.logger.Warn("s3lock: created a stale epoch; a newer one exists", "bucket", c.bucket,
-			"key", Key(name, epoch), "newer", newer)
-		c.abandon(ctx, Key(name, epoch), epoch, p)
+			"key", epochKey(name, epoch), "newer", newer)
+		c.abandon(ctx, epochKey(name, epoch), epoch, p)
 		return errRetry
 	}
 	return nil
@@ -442,23 +442,23 @@ func (c *Client) firstEpochListed(ctx context.Context, name string, epoch uint64
 		return nil
 	case err == nil && found:
 		c.cfg.logger.Warn("s3lock: created a stale first epoch; a newer one exists", "bucket", c.bucket,
-			"key", Key(name, epoch), "newer", newest.key)
+			"key", epochKey(name, epoch), "newer", newest.key)
 		err = errRetry
 	case err == nil:
-		if err = c.hiddenEpochs(ctx, "Acquire", name, Key(name, epoch)); err == nil {
+		if err = c.hiddenEpochs(ctx, "Acquire", name, epochKey(name, epoch)); err == nil {
 			// Gone since the create (force-released and cleaned up):
 			// not a lease to hand out.
 			err = errRetry
 		}
 	}
-	c.abandon(ctx, Key(name, epoch), epoch, p)
+	c.abandon(ctx, epochKey(name, epoch), epoch, p)
 	return err
 }
 
 // newerEpoch returns the key of an epoch of name newer than epoch, or "" if
 // there is none.
 func (c *Client) newerEpoch(ctx context.Context, name string, epoch uint64) (string, error) {
-	after := Key(name, epoch)
+	after := epochKey(name, epoch)
 	for {
 		l, err := c.listEpochs(ctx, name, after)
 		if err != nil {

@@ -22,8 +22,8 @@ func TestTryAcquire_HeldThenReleased(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first TryAcquire: %v", err)
 	}
-	if la.Epoch() != 1 || la.Key() != ns.Name("locks/lock-0000000001.json") || la.Holder() != "alice" {
-		t.Fatalf("lease = epoch %d key %s holder %s; want epoch 1, the seed's key, alice", la.Epoch(), la.Key(), la.Holder())
+	if la.Epoch() != 1 || la.Token().Key() != ns.Name("locks/lock-0000000001.json") || la.Holder() != "alice" {
+		t.Fatalf("lease = epoch %d key %s holder %s; want epoch 1, the seed's key, alice", la.Epoch(), la.Token().Key(), la.Holder())
 	}
 
 	_, err = b.TryAcquire(t.Context(), name)
@@ -31,8 +31,8 @@ func TestTryAcquire_HeldThenReleased(t *testing.T) {
 	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) {
 		t.Fatalf("TryAcquire on a held lock = %v; want a *HeldError", err)
 	}
-	if held.Holder != "alice" || held.Epoch != 1 || held.Key != la.Key() || held.Bucket != ns.Bucket {
-		t.Errorf("HeldError = %+v; want alice, epoch 1, %s", held, la.Key())
+	if held.Holder != "alice" || held.Epoch != 1 || held.Key != la.Token().Key() || held.Bucket != ns.Bucket {
+		t.Errorf("HeldError = %+v; want alice, epoch 1, %s", held, la.Token().Key())
 	}
 	if held.ExpiresIn <= 0 || held.ExpiresIn > s3lock.DefaultLeaseDuration+3*time.Second {
 		t.Errorf("HeldError.ExpiresIn = %s; want within the lease duration plus slack", held.ExpiresIn)
@@ -72,7 +72,7 @@ func TestEpochAtMaximum(t *testing.T) {
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "x", nil)
 	name := ns.Name("full")
-	putRaw(t, ns, s3lock.Key(name, s3lock.MaxEpoch), s3lock.EncodeReleasedForTest("old", s3lock.MaxEpoch, time.Minute))
+	putRaw(t, ns, s3lock.Token{Name: name, Epoch: s3lock.MaxEpoch}.Key(), s3lock.EncodeReleasedForTest("old", s3lock.MaxEpoch, time.Minute))
 	_, err := c.TryAcquire(t.Context(), name)
 	if !errors.Is(err, s3lock.ErrEpochExhausted) || !strings.Contains(err.Error(), "9999999999") {
 		t.Fatalf("TryAcquire at the maximum epoch = %v; want ErrEpochExhausted", err)

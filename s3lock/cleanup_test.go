@@ -76,7 +76,7 @@ func TestCleanup_StaleContenderFindsItsEpochStillThere(t *testing.T) {
 	l4 := s.take()      // epoch 4, held
 	mustRelease(t, l4)
 	for e := uint64(1); e <= 4; e++ {
-		if !epochObjectExists(t, ns, s3lock.Key(name, e)) {
+		if !epochObjectExists(t, ns, s3lock.Token{Name: name, Epoch: e}.Key()) {
 			t.Errorf("epoch %d was deleted although its successor is younger than the cleanup age (%s)", e, s3lock.CleanupAge())
 		}
 	}

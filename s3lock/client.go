@@ -33,7 +33,7 @@ func New(api S3API, bucket string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	if cfg.holder == "" {
-		cfg.holder = DefaultHolder()
+		cfg.holder = defaultHolder()
 	}
 	return &Client{api: api, bucket: bucket, cfg: cfg}, nil
 }
@@ -49,7 +49,7 @@ func ValidateConfig(bucket string, opts ...Option) error {
 
 func newConfig(bucket string, opts []Option) (config, error) {
 	cfg := defaultConfig()
-	if err := ValidateBucket(bucket); err != nil {
+	if err := validateBucket(bucket); err != nil {
 		return cfg, err
 	}
 	for _, o := range opts {
@@ -67,15 +67,15 @@ func newConfig(bucket string, opts []Option) (config, error) {
 	return cfg, nil
 }
 
-// Bucket returns the bucket the client locks in.
-func (c *Client) Bucket() string { return c.bucket }
-
-// Holder returns the identity the client writes into its leases.
+// Holder returns the identity the client writes into its leases
+// (WithHolder; by default user@host:pid and a random suffix, one per
+// process, so that every client of a process shares it and two processes
+// never do).
 func (c *Client) Holder() string { return c.cfg.holder }
 
-// DefaultHolder returns user@host:pid followed by a random suffix, so that
-// two processes never share an identity.
-func DefaultHolder() string {
+// defaultHolder is the process's default holder: user@host:pid followed by a
+// random suffix, drawn once.
+var defaultHolder = sync.OnceValue(func() string {
 	name := "unknown"
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -87,7 +87,7 @@ func DefaultHolder() string {
 		host = "localhost"
 	}
 	return fmt.Sprintf("%s@%s:%d-%s", name, host, os.Getpid(), randomHex(3))
-}
+})
 
 // detached returns a context for work that must finish even if ctx has been
 // cancelled (reading back a write whose outcome is unknown, abandoning an

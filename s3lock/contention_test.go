@@ -188,12 +188,12 @@ func TestContention_Faults(t *testing.T) {
 // stuck in line.
 func TestContention_FIFO(t *testing.T) {
 	t.Parallel()
-	contention{workers: 8, rounds: 6, opts: []s3lock.AcquireOption{s3lock.FIFO()}}.run(t)
+	contention{workers: 8, rounds: 6, opts: []s3lock.AcquireOption{s3lock.WithOrder(s3lock.OrderFIFO)}}.run(t)
 }
 
 func TestContention_FaultsFIFO(t *testing.T) {
 	t.Parallel()
-	contentionWithFaults(t, contention{workers: 6, rounds: 8, opts: []s3lock.AcquireOption{s3lock.FIFO()}})
+	contentionWithFaults(t, contention{workers: 6, rounds: 8, opts: []s3lock.AcquireOption{s3lock.WithOrder(s3lock.OrderFIFO)}})
 }
 
 // contentionWithFaults runs cfg with every worker's requests failing at

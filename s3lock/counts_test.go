@@ -25,7 +25,7 @@ func seedHistory(tb testing.TB, ns *s3test.Namespace, name string, n int) {
 			for e := range work {
 				_, err := ns.Client.PutObject(tb.Context(), &s3.PutObjectInput{
 					Bucket: aws.String(ns.Bucket),
-					Key:    aws.String(s3lock.Key(name, uint64(e))),
+					Key:    aws.String(s3lock.Token{Name: name, Epoch: uint64(e)}.Key()),
 					Body:   bytes.NewReader(s3lock.EncodeReleasedForTest("seed", uint64(e), time.Minute)),
 				})
 				if err != nil {
@@ -227,7 +227,7 @@ func TestRequestCounts_OrderedFastPath(t *testing.T) {
 	acquire := func(what string, want int) {
 		t.Helper()
 		counter.Reset()
-		l, err := c.Acquire(t.Context(), name, s3lock.FIFO())
+		l, err := c.Acquire(t.Context(), name, s3lock.WithOrder(s3lock.OrderFIFO))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +250,7 @@ func TestRequestCounts_OrderedFastPath(t *testing.T) {
 	got := make(chan *s3lock.Lease, 1)
 	joined := make(chan struct{}, 1)
 	go func() {
-		l, err := c.Acquire(t.Context(), name, s3lock.FIFO(), s3lock.WithWaitObserver(func(*s3lock.HeldError) {
+		l, err := c.Acquire(t.Context(), name, s3lock.WithOrder(s3lock.OrderFIFO), s3lock.WithWaitObserver(func(*s3lock.HeldError) {
 			select {
 			case joined <- struct{}{}:
 			default:

@@ -30,14 +30,14 @@ type State struct {
 	// a waiter may take the lock.
 	ExpiresAt time.Time
 	// TrustedUntil is the latest moment, by this client's clock, until
-	// which a handle that took the lease over now (Resume, Adopt) would
+	// which a handle that took the lease over now (Resume) would
 	// trust it: never later than its holder's own deadline. Zero unless
 	// Held and the store said what time it is.
 	TrustedUntil  time.Time
 	LeaseDuration time.Duration
 	Renewals      uint64
 	Metadata      map[string]string
-	// Waiters is how many ordered waiters (FIFO, Supersede) are in the
+	// Waiters is how many ordered waiters (OrderFIFO, OrderNewest) are in the
 	// lock's line, as Current and List count them (Watch leaves it 0); Line
 	// says who they are.
 	Waiters int
@@ -51,49 +51,31 @@ type State struct {
 	// token): the slot, from 1 to Slots; Key and Epoch are the slot's.
 	Slot int
 	// Err is set, by List only, for a lock whose newest epoch object could
-	// not be read as a lease (a *CorruptLeaseError); the other fields then
+	// not be read as a lease (a *corruptLeaseError); the other fields then
 	// only name it. Current returns such an error instead.
 	Err error
 }
 
-// Phase is where a lock's newest lease stands.
-type Phase int
+// Phase is where a lock's newest lease stands; its value is its name.
+type Phase string
 
 // The phases of a lock.
 const (
 	// PhaseFree: the lock was never acquired (or all its epoch objects
 	// were deleted); or, for a slot lock, none of its slots is held.
-	PhaseFree Phase = iota
+	PhaseFree Phase = "free"
 	// PhaseHeld: the newest lease is neither released nor lapsed.
-	PhaseHeld
+	PhaseHeld Phase = "held"
 	// PhaseReleased: the newest lease was released, by its holder or an
 	// operator (ReleasedBy says which).
-	PhaseReleased
+	PhaseReleased Phase = "released"
 	// PhaseLapsed: the newest lease ran out without being renewed or
 	// released.
-	PhaseLapsed
+	PhaseLapsed Phase = "lapsed"
 	// PhaseUnreadable: the newest epoch object is not a lease (List only;
 	// State.Err says why).
-	PhaseUnreadable
+	PhaseUnreadable Phase = "unreadable"
 )
-
-// String returns the phase's name: free, held, released, lapsed or
-// unreadable.
-func (p Phase) String() string {
-	switch p {
-	case PhaseFree:
-		return "free"
-	case PhaseHeld:
-		return "held"
-	case PhaseReleased:
-		return "released"
-	case PhaseLapsed:
-		return "lapsed"
-	case PhaseUnreadable:
-		return "unreadable"
-	}
-	return fmt.Sprintf("Phase(%d)", int(p))
-}
 
 // Phase says where the lock stands: the one rule for free, held, released
 // and lapsed.
@@ -135,7 +117,7 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 	if !found {
 		// Never held — unless the store's listing hides the lock's
 		// objects: then its first epoch exists (one HEAD more).
-		if err := c.hiddenEpochs(ctx, "Current", name, Key(name, 1)); err != nil {
+		if err := c.hiddenEpochs(ctx, "Current", name, epochKey(name, 1)); err != nil {
 			return State{}, err
 		}
 		if err := c.unlistedBesideObject(ctx, name); err != nil {
@@ -274,7 +256,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	})
 	out := states[:0]
 	for i, s := range states {
-		var corrupt *CorruptLeaseError
+		var corrupt *corruptLeaseError
 		switch {
 		case errs[i] == nil:
 			out = append(out, s)

@@ -70,7 +70,7 @@ func (s *newestSearch) gallop(ctx context.Context) (lo, hi uint64, done bool, er
 	lo, hi = s.best.epoch, MaxEpoch
 	for step := uint64(pageSize); ; step *= 2 {
 		probe := min(lo+step, MaxEpoch)
-		l, err := s.list(ctx, Key(s.name, probe))
+		l, err := s.list(ctx, epochKey(s.name, probe))
 		if err != nil {
 			return 0, 0, false, err
 		}
@@ -92,7 +92,7 @@ func (s *newestSearch) gallop(ctx context.Context) (lo, hi uint64, done bool, er
 func (s *newestSearch) bisect(ctx context.Context, lo, hi uint64) (uint64, bool, error) {
 	for hi-lo > pageSize {
 		mid := lo + (hi-lo)/2
-		l, err := s.list(ctx, Key(s.name, mid))
+		l, err := s.list(ctx, epochKey(s.name, mid))
 		if err != nil {
 			return 0, false, err
 		}
@@ -113,7 +113,7 @@ func (s *newestSearch) bisect(ctx context.Context, lo, hi uint64) (uint64, bool,
 
 // page lists page after page from epoch lo to the end of the keys.
 func (s *newestSearch) page(ctx context.Context, lo uint64) error {
-	after := Key(s.name, lo)
+	after := epochKey(s.name, lo)
 	for {
 		l, err := s.list(ctx, after)
 		if err != nil {

@@ -30,7 +30,7 @@ func TestFindNewest_LongHistory(t *testing.T) {
 		if e%7 == 0 && e != newest { // gaps, as partial cleanups leave
 			continue
 		}
-		keys = append(keys, Key(name, e))
+		keys = append(keys, epochKey(name, e))
 	}
 	keys = append(keys, name+"/lock-0000001000.json.bak", name+"/lock-zzz.json")
 	var wg sync.WaitGroup

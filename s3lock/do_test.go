@@ -51,7 +51,7 @@ func TestDo_CancelsWhenLeaseIsLost(t *testing.T) {
 		s3lock.WithLeaseDuration(3 * time.Second), s3lock.WithRenewInterval(100 * time.Millisecond)})
 	op := newLockClient(t, ns, "operator", nil)
 	err := c.Do(t.Context(), name, func(ctx context.Context, l *s3lock.Lease) error {
-		if err := op.ForceRelease(ctx, name, l.Epoch()); err != nil {
+		if err := op.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l.Epoch()}); err != nil {
 			return err
 		}
 		select {

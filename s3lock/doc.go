@@ -8,7 +8,7 @@
 // If-None-Match: *, so of all contenders exactly one succeeds. A new epoch is
 // created only after the previous one was released or has lapsed. The epoch
 // is the lease's fencing token: it only grows, so whatever the lock protects
-// can refuse writes from an older holder (see FencedPut).
+// can refuse writes from an older holder (see Client.FencedPut).
 //
 // A lease is valid for a duration (WithLeaseDuration, default 60s) and renews
 // itself in the background (every third of it by default). Renewals and the
@@ -38,32 +38,37 @@
 //
 // # Use
 //
-//	locks, err := s3lock.New(s3.NewFromConfig(cfg), "my-locks")
-//	...
-//	lease, err := locks.Acquire(ctx, "prod/db-migration") // waits; ctx bounds the wait
-//	if err != nil { ... }
-//	defer lease.Release(ctx)
-//	// work; use lease.Epoch() as a fencing token; watch lease.Done()
+//		locks, err := s3lock.New(s3.NewFromConfig(cfg), "my-locks")
+//		...
+//		lease, err := locks.Acquire(ctx, "prod/db-migration") // waits; ctx bounds the wait
+//		if err != nil { ... }
+//		defer lease.Release(ctx)
+//		// work; use lease.Epoch() as a fencing token; watch lease.Done()
 //
-// TryAcquire returns at once with an error matching ErrHeld (a *HeldError
-// naming the holder) when the lock is taken; FailFast makes Acquire report a
-// failing store at once and wait only while the lock is held. Do wraps
-// acquire, run and release with a context that is cancelled if the lease is
-// lost. Waiters race for a released lock unless they wait in order: FIFO
-// serves them in the order they joined the lock's line, across processes and
-// hosts, and Supersede ("newest wins") makes older Supersede waiters give up
-// with ErrSuperseded when a newer one joins; Line shows who waits. Watch
-// follows a lock's changes (leader election: Do leads, Watch follows).
-// WithObserver reports what a client does (the module s3lockotel turns it
-// into OpenTelemetry metrics). Current and List read who holds what (State.Phase: free, held,
-// released, lapsed). ForceRelease is the operator's unlock for one epoch. A
-// lease can move between processes with its Token (Detach, Resume), and
-// Lookup checks a token's lease without taking it over. CheckStore reports
-// whether the store and the credentials can hold locks at all.
+//	  - Take a lock: Acquire (waits as long as ctx allows, or up to WithWait;
+//	    WithWait(0) tries once), TryAcquire (once), Do (acquire, run, release,
+//	    with a context cancelled if the lease is lost).
+//	  - Wait in order: WithOrder(OrderFIFO) serves waiters in the order they
+//	    joined the lock's line, across processes and hosts; OrderNewest makes
+//	    older waiters give up with ErrSuperseded; Line shows who waits.
+//	  - Share a lock: Slots(n) admits n holders at once.
+//	  - Hold a lease: Epoch (the fencing token), Done and Err (is it over?),
+//	    Release, Renew (with WithoutAutoRenew), Token (what names it).
+//	  - Name a lease: a Token. Resume takes it over (Detach hands it on),
+//	    Lookup reads it, ForceRelease is the operator's unlock; a Token
+//	    without a Nonce names an epoch whoever holds it.
+//	  - Read locks: Current, List (State.Phase: free, held, released,
+//	    lapsed), Watch (leader election: Do leads, Watch follows).
+//	  - Fence writes: Client.FencedPut refuses a write under an older epoch
+//	    (a *FenceError).
+//	  - Observe and check: WithObserver (s3lockotel turns the events into
+//	    OpenTelemetry), Verify and CheckStore (can this store and these
+//	    credentials hold locks at all?).
 //
 // Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,
 // ErrUnavailable, ErrAccessDenied, ...) and typed errors with the details
-// (HeldError, LeaseLostError, OpError, CorruptLeaseError); every error names
+// (HeldError, LeaseLostError, SlotsError, SupersededError, FenceError,
+// NameError, OpError); every error names
 // the bucket and key it concerns. ErrLeaseLost is the one answer to "is this
 // lease over?", from every call that can find out; LeaseLostError.Reason says
 // how it ended.

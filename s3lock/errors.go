@@ -19,7 +19,7 @@ var (
 	// ErrLeaseLost means a lease is over without this handle having
 	// released it: it lapsed before it could be renewed, was force-released
 	// or released through another handle, was superseded by a newer epoch,
-	// or its epoch object was deleted. Renew, Release, Resume, Adopt and
+	// or its epoch object was deleted. Renew, Release, Resume and
 	// Lookup all report it so; work done under the lease may not have been
 	// exclusive. The error is a *LeaseLostError whose Reason says which.
 	ErrLeaseLost = errors.New("s3lock: lease lost")
@@ -44,7 +44,7 @@ var (
 
 	// ErrCorruptLease means an epoch object exists but is not a lease this
 	// package can read: not JSON, too large, or holding impossible values.
-	// The error is a *CorruptLeaseError.
+	// The error is a *corruptLeaseError.
 	ErrCorruptLease = errors.New("s3lock: unreadable lease object")
 
 	// ErrEpochExhausted means the lock reached MaxEpoch and cannot be
@@ -52,13 +52,13 @@ var (
 	ErrEpochExhausted = errors.New("s3lock: epoch space exhausted")
 
 	// ErrNoSuchEpoch means the epoch named by ForceRelease does not exist.
-	// (A Resume, Adopt or Lookup of a missing epoch reports a
+	// (A Resume or Lookup of a missing epoch reports a
 	// *LeaseLostError with Reason LostDeleted.)
 	ErrNoSuchEpoch = errors.New("s3lock: no such epoch")
 
 	// ErrFenced means FencedPut refused to write because the object was
 	// already written under a newer epoch than the caller's: the caller's
-	// lease has been superseded. The error is a *FencedError.
+	// lease has been superseded. The error is a *FenceError.
 	ErrFenced = errors.New("s3lock: fenced write refused")
 
 	// ErrIdenticalRewrite means FencedPut refused to write, under a newer
@@ -66,7 +66,7 @@ var (
 	// its ETag would not change, so a writer of an older epoch that read it
 	// could still overwrite it. Nothing was written and the lease is not
 	// affected; make the body differ per epoch (for example by including
-	// the epoch) and write again. The error is an *IdenticalRewriteError.
+	// the epoch) and write again. The error is a *FenceError.
 	ErrIdenticalRewrite = errors.New("s3lock: identical rewrite under a newer epoch")
 
 	// ErrUnavailable marks a failure that may pass: 5xx answers, throttling,
@@ -86,8 +86,7 @@ var (
 	// the caller read (the input's IfMatch or IfNoneMatch), found the object
 	// changed: writing would lose the update made since. Nothing was
 	// written over the changed state; read again and redo the change (see
-	// ObjectChangedError.MayHaveWritten). The error is an
-	// *ObjectChangedError.
+	// FenceError.MayHaveWritten). The error is a *FenceError.
 	ErrObjectChanged = errors.New("s3lock: object changed since it was read")
 
 	// ErrNameCollision means the store cannot hold a lock's objects at their
@@ -98,8 +97,8 @@ var (
 	// *OpError, and Acquire's names the colliding key when it can find it.
 	ErrNameCollision = errors.New("s3lock: lock name collides with an object")
 
-	// ErrSuperseded means a Supersede (newest wins) Acquire gave up its place
-	// in line because a newer Supersede waiter joined it. The error is a
+	// ErrSuperseded means an OrderNewest (newest wins) Acquire gave up its place
+	// in line because a newer OrderNewest waiter joined it. The error is a
 	// *SupersededError naming the newer waiter.
 	ErrSuperseded = errors.New("s3lock: superseded by a newer waiter")
 
@@ -124,11 +123,11 @@ type HeldError struct {
 	// holder's clock; informational).
 	AcquiredAt time.Time
 	Metadata   map[string]string
-	// Ahead is how many ordered waiters (FIFO, Supersede) are in the lock's
+	// Ahead is how many ordered waiters (OrderFIFO, OrderNewest) are in the lock's
 	// line before the caller: for a waiting ordered Acquire's observer,
 	// those still to be served first; for an ordered TryAcquire that found
 	// the lock free but the line not empty, the whole line (Holder is then
-	// empty and Epoch 0: Queued). 0 when nobody waits in line or the caller
+	// empty, Epoch 0 and Queued set). 0 when nobody waits in line or the caller
 	// waits without order. While a waiter is not at the head, Holder and
 	// Epoch are the holder it last saw, which it does not watch (ExpiresIn
 	// is then 0).
@@ -137,18 +136,17 @@ type HeldError struct {
 	// slots are held; Slot is then the slot that the other fields describe:
 	// the one whose lease runs out first.
 	Slots, Slot int
+	// Queued is set when the lock itself was free and only ordered waiters
+	// ahead kept the caller from it (Ahead says how many; Holder is empty
+	// and Epoch 0).
+	Queued bool
 
 	obs  *observed // what was read, for a waiting Acquire to watch
 	line bool      // the attempt's LIST showed the lock's line
 }
 
-// Queued reports whether the lock itself was free and only ordered waiters
-// in its line came first (an ordered TryAcquire; a waiter whose turn has not
-// come while nobody holds the lock).
-func (e *HeldError) Queued() bool { return e.Epoch == 0 && e.Ahead > 0 }
-
 func (e *HeldError) Error() string {
-	if e.Queued() {
+	if e.Queued {
 		return fmt.Sprintf("s3lock: lock %q in bucket %s is free, but %s in its line (under %s) before this one; "+
 			"an ordered Acquire waits its turn, one without order may take the lock", e.Name, e.Bucket,
 			waitersAre(e.Ahead), linePrefix(e.Name))
@@ -203,8 +201,8 @@ func (e *SlotsError) Error() string {
 // Is makes errors.Is(err, ErrSlotsMismatch) true.
 func (e *SlotsError) Is(target error) bool { return target == ErrSlotsMismatch }
 
-// SupersededError reports that a Supersede Acquire left the line because a
-// newer Supersede waiter joined it. It matches ErrSuperseded.
+// SupersededError reports that an OrderNewest Acquire left the line because a
+// newer OrderNewest waiter joined it. It matches ErrSuperseded.
 type SupersededError struct {
 	Bucket string
 	Name   string
@@ -228,56 +226,37 @@ func (e *SupersededError) Error() string {
 // Is makes errors.Is(err, ErrSuperseded) true.
 func (e *SupersededError) Is(target error) bool { return target == ErrSuperseded }
 
-// LossReason says how a lease ended without its handle releasing it.
-type LossReason int
+// LossReason says how a lease ended without its handle releasing it. Its
+// value is a word for people and metrics ("lapsed", "replaced", ...).
+type LossReason string
 
 // The reasons a lease can be lost.
 const (
 	// LostLapsed: its trust deadline passed before a renewal (or the
 	// release) was confirmed; by the store's clock it lapses or has lapsed.
-	LostLapsed LossReason = iota + 1
-	// LostSuperseded: a newer epoch of the lock exists, or the epoch object
+	LostLapsed LossReason = "lapsed"
+	// LostReplaced: a newer epoch of the lock exists, or the epoch object
 	// now belongs to another acquisition.
-	LostSuperseded
+	LostReplaced LossReason = "replaced"
 	// LostForceReleased: an operator released it with ForceRelease.
-	LostForceReleased
-	// LostReleased: a takeover (Resume, Adopt) or Lookup found it released
+	LostForceReleased LossReason = "force-released"
+	// LostReleased: a takeover (Resume) or Lookup found it released
 	// through another handle (the handle a token came from, or a pipeline
 	// step that released with the token): a release already done, so a
 	// caller that wanted to release it has nothing left to do. A handle
 	// whose lease another handle released while it still used it reports
 	// LostTakenOver instead.
-	LostReleased
-	// LostTakenOver: another handle of the same lease (a Resume or Adopt)
-	// wrote its epoch object, so this handle no longer speaks for it.
-	LostTakenOver
+	LostReleased LossReason = "released"
+	// LostTakenOver: another handle of the same lease (a Resume) wrote its
+	// epoch object, so this handle no longer speaks for it.
+	LostTakenOver LossReason = "taken over"
 	// LostDeleted: its epoch object does not exist (deleted, or never
 	// written).
-	LostDeleted
+	LostDeleted LossReason = "deleted"
 	// LostForeign: its epoch object was not written by an s3lock
 	// acquisition (it has no nonce), so no handle can hold it.
-	LostForeign
+	LostForeign LossReason = "foreign"
 )
-
-func (r LossReason) String() string {
-	switch r {
-	case LostLapsed:
-		return "lapsed"
-	case LostSuperseded:
-		return "superseded"
-	case LostForceReleased:
-		return "force-released"
-	case LostReleased:
-		return "released"
-	case LostTakenOver:
-		return "taken over"
-	case LostDeleted:
-		return "deleted"
-	case LostForeign:
-		return "foreign"
-	}
-	return fmt.Sprintf("LossReason(%d)", int(r))
-}
 
 // LeaseLostError reports why a lease ended without this handle releasing
 // it. It matches ErrLeaseLost, whatever the Reason, and unwraps to the
@@ -297,7 +276,7 @@ type LeaseLostError struct {
 func (e *LeaseLostError) Error() string {
 	detail := e.Detail
 	if detail == "" {
-		detail = "it was " + e.Reason.String()
+		detail = "it was " + string(e.Reason)
 	}
 	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, detail)
 	if e.Err != nil {
@@ -309,30 +288,22 @@ func (e *LeaseLostError) Error() string {
 // Is makes errors.Is(err, ErrLeaseLost) true.
 func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
 
-// LostReason returns the Reason of the *LeaseLostError in err's chain, and
-// false when err does not say that a lease was lost.
-func LostReason(err error) (LossReason, bool) {
-	var lost *LeaseLostError
-	if !errors.As(err, &lost) {
-		return 0, false
-	}
-	return lost.Reason, true
-}
-
 // Unwrap returns the cause.
 func (e *LeaseLostError) Unwrap() error { return e.Err }
 
-// WaitError reports that Acquire gave up waiting because its context ended.
-// It matches the context's error and unwraps to the last reason the lock
-// could not be taken (a *HeldError, or a failure matching ErrUnavailable).
-type WaitError struct {
+// waitError reports that Acquire gave up waiting because its context ended
+// (or its WithWait passed). It matches the context's error
+// (context.DeadlineExceeded for WithWait) and unwraps to the last reason
+// the lock could not be taken (a *HeldError, or a failure matching
+// ErrUnavailable).
+type waitError struct {
 	Bucket string
 	Name   string
 	Err    error // the context's error
 	Last   error // why the last attempt did not acquire; may be nil
 }
 
-func (e *WaitError) Error() string {
+func (e *waitError) Error() string {
 	msg := fmt.Sprintf("s3lock: gave up waiting for lock %q in bucket %s: %v", e.Name, e.Bucket, e.Err)
 	if e.Last != nil {
 		msg += "; last: " + causeText(e.Last)
@@ -341,7 +312,7 @@ func (e *WaitError) Error() string {
 }
 
 // Unwrap returns the context's error and the last cause.
-func (e *WaitError) Unwrap() []error {
+func (e *waitError) Unwrap() []error {
 	if e.Last == nil {
 		return []error{e.Err}
 	}
@@ -367,9 +338,9 @@ func (e *NameError) Error() string {
 // Is makes errors.Is(err, ErrInvalidName) true.
 func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
 
-// CorruptLeaseError reports an epoch object that cannot be read as a lease.
+// corruptLeaseError reports an epoch object that cannot be read as a lease.
 // It matches ErrCorruptLease.
-type CorruptLeaseError struct {
+type corruptLeaseError struct {
 	Bucket string
 	Key    string
 	Reason string
@@ -377,13 +348,13 @@ type CorruptLeaseError struct {
 	etag string // of the object, so ForceRelease can replace it
 }
 
-func (e *CorruptLeaseError) Error() string {
+func (e *corruptLeaseError) Error() string {
 	return fmt.Sprintf("s3lock: s3://%s/%s is not a valid lease object: %s; "+
 		"if nothing else writes this key, remove it or force-release its epoch", e.Bucket, e.Key, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrCorruptLease) true.
-func (e *CorruptLeaseError) Is(target error) bool { return target == ErrCorruptLease }
+func (e *corruptLeaseError) Is(target error) bool { return target == ErrCorruptLease }
 
 // OpError wraps a failed S3 request with the operation, bucket and key, and a
 // hint for the user. It matches the sentinel of its class (ErrUnavailable,
@@ -474,78 +445,54 @@ func permissionFor(op string) string {
 	return "perform " + op
 }
 
-// FencedError reports that a fenced write was refused because a newer epoch
-// already wrote the object. It matches ErrFenced.
-type FencedError struct {
+// FenceError reports that FencedPut refused to write. Err says why, and
+// errors.Is matches it: ErrFenced (a newer epoch wrote the object: this
+// lease is superseded), ErrIdenticalRewrite (the body is the object's
+// current content, which an older epoch wrote: change the body, the lease
+// may well be current, so a caller that stops on ErrFenced must not stop
+// here) or ErrObjectChanged (a read-modify-write found the object changed
+// since it was read: read again and redo the change).
+type FenceError struct {
+	Err     error // ErrFenced, ErrIdenticalRewrite or ErrObjectChanged
 	Bucket  string
 	Key     string
 	Epoch   uint64 // the caller's epoch
-	Current uint64 // the epoch recorded on the object
-}
-
-func (e *FencedError) Error() string {
-	return fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: it was last written under epoch %d, newer than this lease's epoch %d",
-		e.Bucket, e.Key, e.Current, e.Epoch)
-}
-
-// Is makes errors.Is(err, ErrFenced) true.
-func (e *FencedError) Is(target error) bool { return target == ErrFenced }
-
-// IdenticalRewriteError reports that FencedPut refused to write the bytes
-// an object already holds under an epoch newer than the one it records. It
-// matches ErrIdenticalRewrite and not ErrFenced: the caller's epoch is
-// the newest to reach the object and its lease may well be current, so a
-// caller that stops on ErrFenced must not stop here; what it must
-// change is the body.
-type IdenticalRewriteError struct {
-	Bucket  string
-	Key     string
-	Epoch   uint64 // the caller's epoch
-	Current uint64 // the epoch recorded on the object, older than Epoch
-}
-
-func (e *IdenticalRewriteError) Error() string {
-	by := fmt.Sprintf("last written under epoch %d", e.Current)
-	if e.Current == 0 {
-		by = "written without a fencing epoch"
-	}
-	return fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: the body is the object's current content, "+
-		"%s; writing it again under epoch %d would not change the object's ETag, "+
-		"so an older writer that read it could still overwrite it; "+
-		"make the body differ per epoch, for example by including the epoch",
-		e.Bucket, e.Key, by, e.Epoch)
-}
-
-// ObjectChangedError reports that a read-modify-write FencedPut found the
-// object no longer in the state the caller read. It matches
-// ErrObjectChanged.
-type ObjectChangedError struct {
-	Bucket string
-	Key    string
-	// Expected is the ETag the caller read ("" if it read the object
-	// absent); Found what the object has now ("" if it is absent).
+	Current uint64 // the epoch recorded on the object (0: none, or not read)
+	// Expected is the ETag a read-modify-write read ("" if it read the
+	// object absent); Found what the object has now ("" if it is absent).
 	Expected string
 	Found    string
-	// MayHaveWritten is set when a PUT of this call went out before the
-	// change was seen: its answer may have been lost after it landed, and
-	// the change may be on top of it. Read the object before redoing an
-	// update that must not apply twice.
+	// MayHaveWritten is set, with ErrObjectChanged, when a PUT of this call
+	// went out before the change was seen: its answer may have been lost
+	// after it landed, and the change may be on top of it. Read the object
+	// before redoing an update that must not apply twice.
 	MayHaveWritten bool
 }
 
-func (e *ObjectChangedError) Error() string {
+func (e *FenceError) Error() string {
+	where := fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: ", e.Bucket, e.Key)
+	switch {
+	case errors.Is(e.Err, ErrFenced):
+		return where + fmt.Sprintf("it was last written under epoch %d, newer than this lease's epoch %d", e.Current, e.Epoch)
+	case errors.Is(e.Err, ErrIdenticalRewrite):
+		by := fmt.Sprintf("last written under epoch %d", e.Current)
+		if e.Current == 0 {
+			by = "written without a fencing epoch"
+		}
+		return where + fmt.Sprintf("the body is the object's current content, "+
+			"%s; writing it again under epoch %d would not change the object's ETag, "+
+			"so an older writer that read it could still overwrite it; "+
+			"make the body differ per epoch, for example by including the epoch", by, e.Epoch)
+	}
 	state := func(etag string) string {
 		if etag == "" {
 			return "absent"
 		}
 		return "ETag " + etag
 	}
-	return fmt.Sprintf("s3lock: fenced write to s3://%s/%s refused: the object changed since it was read (read %s, now %s); "+
-		"read it again and redo the change", e.Bucket, e.Key, state(e.Expected), state(e.Found))
+	return where + fmt.Sprintf("the object changed since it was read (read %s, now %s); "+
+		"read it again and redo the change", state(e.Expected), state(e.Found))
 }
 
-// Is makes errors.Is(err, ErrObjectChanged) true.
-func (e *ObjectChangedError) Is(target error) bool { return target == ErrObjectChanged }
-
-// Is makes errors.Is(err, ErrIdenticalRewrite) true.
-func (e *IdenticalRewriteError) Is(target error) bool { return target == ErrIdenticalRewrite }
+// Unwrap returns Err, the sentinel that says why.
+func (e *FenceError) Unwrap() error { return e.Err }

@@ -41,7 +41,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("holding", lease.Key(), "as epoch", lease.Epoch())
+	fmt.Println("holding", lease.Token().Key(), "as epoch", lease.Epoch())
 	// ... the critical section; pass lease.Epoch() along as a fencing token ...
 	if err := lease.Release(ctx); err != nil {
 		log.Fatal(err)
@@ -101,17 +101,21 @@ func ExampleClient_Current() {
 }
 
 // FencedPut refuses a write from a lease older than the last writer's.
-func ExampleFencedPut() {
+func ExampleClient_FencedPut() {
 	api, bucket := exampleBucket()
 	ctx := context.Background()
+	locks, err := s3lock.New(api, bucket)
+	if err != nil {
+		log.Fatal(err)
+	}
 	write := func(epoch uint64, body string) error {
-		_, err := s3lock.FencedPut(ctx, api, epoch, &s3.PutObjectInput{
+		_, err := locks.FencedPut(ctx, epoch, &s3.PutObjectInput{
 			Bucket: aws.String(bucket), Key: aws.String("state.json"), Body: strings.NewReader(body),
 		})
 		return err
 	}
 	fmt.Println(write(7, "written under epoch 7"))
-	err := write(6, "a paused former holder")
+	err = write(6, "a paused former holder")
 	fmt.Println(errors.Is(err, s3lock.ErrFenced))
 	// Output:
 	// <nil>
@@ -141,10 +145,10 @@ func ExampleClient_Resume() {
 	// Output: resumed epoch 1 release: <nil>
 }
 
-// Deploys of successive commits wait with Supersede: when a newer deploy
+// Deploys of successive commits wait with OrderNewest: when a newer deploy
 // queues, an older one still waiting stands down instead of rolling
 // production back after the newer one.
-func ExampleSupersede() {
+func ExampleWithOrder() {
 	api, bucket := exampleBucket()
 	ctx := context.Background()
 	running, _ := s3lock.New(api, bucket, s3lock.WithHolder("deploy-commit-1"))
@@ -157,7 +161,7 @@ func ExampleSupersede() {
 	newer, _ := s3lock.New(api, bucket, s3lock.WithHolder("deploy-commit-3"))
 	olderDone := make(chan error, 1)
 	go func() {
-		_, err := older.Acquire(ctx, "deploy/prod", s3lock.Supersede())
+		_, err := older.Acquire(ctx, "deploy/prod", s3lock.WithOrder(s3lock.OrderNewest))
 		olderDone <- err
 	}()
 	for { // commit 2 queues first
@@ -168,7 +172,7 @@ func ExampleSupersede() {
 	}
 	newerDone := make(chan *s3lock.Lease, 1)
 	go func() {
-		l, err := newer.Acquire(ctx, "deploy/prod", s3lock.Supersede())
+		l, err := newer.Acquire(ctx, "deploy/prod", s3lock.WithOrder(s3lock.OrderNewest))
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -33,3 +33,10 @@ func EncodeReleasedForTest(holder string, epoch uint64, validity time.Duration) 
 	}
 	return b
 }
+
+// Limits and defaults the tests check against, unexported in the package.
+const (
+	DefaultHistory  = defaultHistory
+	MaxNameLength   = maxNameLength
+	MaxPayloadBytes = maxPayloadBytes
+)

@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// FenceMetadataKey is the user-metadata key (x-amz-meta-s3lock-epoch) in which
+// fenceEpochKey is the user-metadata key (x-amz-meta-s3lock-epoch) in which
 // FencedPut records the epoch that last wrote an object.
-const FenceMetadataKey = "s3lock-epoch"
+const fenceEpochKey = "s3lock-epoch"
 
 // fenceWriteKey is the user-metadata key (x-amz-meta-s3lock-write) in which
 // FencedPut records a random id of the call that wrote the object: a HEAD
@@ -27,18 +27,17 @@ const fenceWriteKey = "s3lock-write"
 
 // FencedPut writes the object described by in only if no newer epoch has
 // written it: it reads the epoch recorded in the object's metadata
-// (FenceMetadataKey) and its ETag, and writes with the caller's epoch
+// (x-amz-meta-s3lock-epoch) and its ETag, and writes with the caller's epoch
 // recorded, conditional on the ETag it read (If-Match) or on the object not
 // existing (If-None-Match). A concurrent write makes it read and decide
 // again.
 //
 // It refuses, writing nothing, in two cases:
-//   - The recorded epoch is newer than epoch: a *FencedError, matching
-//     ErrFenced.
+//   - The recorded epoch is newer than epoch: ErrFenced.
 //   - The recorded epoch is older than epoch and the body is the object's
-//     current content (the object's ETag is the body's MD5): an
-//     *IdenticalRewriteError, matching ErrIdenticalRewrite. The epoch is
-//     metadata and S3's ETag covers only the bytes, so such a write would
+//     current content (the object's ETag is the body's MD5):
+//     ErrIdenticalRewrite. The epoch is metadata and S3's ETag covers
+//     only the bytes, so such a write would
 //     leave the ETag unchanged, and a writer of an older epoch that read
 //     the object could still overwrite it afterwards. Make the body differ
 //     per epoch, for example by including the epoch, and write again.
@@ -50,8 +49,8 @@ const fenceWriteKey = "s3lock-write"
 // an earlier read (a write landing between the read and the HEAD would be
 // overwritten). Set in.IfMatch to the ETag the caller read (or
 // in.IfNoneMatch to "*" if it read the object absent): FencedPut then writes
-// only over that state, and otherwise returns an *ObjectChangedError
-// (ErrObjectChanged) — or a *FencedError when a newer epoch made the change.
+// only over that state, and otherwise refuses with ErrObjectChanged
+// (or ErrFenced when a newer epoch made the change).
 // A PUT of this call whose answer was lost (a timeout, a 5xx, a 412 to the
 // SDK's retry of it) is looked for with a HEAD: each write records a random
 // id of its call in the object's metadata (x-amz-meta-s3lock-write), and a
@@ -71,24 +70,16 @@ const fenceWriteKey = "s3lock-write"
 // When the object has an MD5 ETag and an older recorded epoch, or the call
 // is a read-modify-write, the body is also read once to compute its MD5. The
 // caller's in is not modified. ctx bounds the whole call, and each
-// request gives up after DefaultRequestTimeout (a store that never answers
-// fails the call with an error matching ErrUnavailable); a body that takes
-// longer to upload needs Client.FencedPut with a longer WithRequestTimeout. FencedPut needs
+// request gives up after the client's request timeout (WithRequestTimeout:
+// raise it for large or slow bodies; a store that never answers fails the
+// call with an error matching ErrUnavailable). FencedPut needs
 // s3:GetObject and s3:PutObject on the key.
-func FencedPut(ctx context.Context, api S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
-	if api == nil || in == nil {
-		return nil, invalid("FencedPut needs an S3 client and an input")
-	}
-	return fencedPut(ctx, requester{api: api, bucket: aws.ToString(in.Bucket), timeout: DefaultRequestTimeout}, epoch, in)
-}
-
-// FencedPut is the package's FencedPut with this client's S3 client and
-// request timeout (WithRequestTimeout: raise it for large or slow bodies).
+//
 // The object may be in any bucket; in the client's own bucket, an input
 // without ExpectedBucketOwner gets the client's (WithExpectedBucketOwner). An
 // input that sets no encryption gets the client's (WithServerSideEncryption,
 // WithSSECustomerKey), and one without an ACL the client's (WithACL); its HEAD
-// carries the input's SSE-C key.
+// carries the input's SSE-C key. Every refusal is a *FenceError.
 func (c *Client) FencedPut(ctx context.Context, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
 	if in == nil {
 		return nil, invalid("FencedPut needs an input")
@@ -158,7 +149,7 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 		for k, v := range in.Metadata {
 			put.Metadata[k] = v
 		}
-		put.Metadata[FenceMetadataKey] = strconv.FormatUint(epoch, 10)
+		put.Metadata[fenceEpochKey] = strconv.FormatUint(epoch, 10)
 		put.Metadata[fenceWriteKey] = w.id
 		if w.body != nil {
 			if _, err := w.body.Seek(w.start, io.SeekStart); err != nil {
@@ -211,18 +202,18 @@ func sameETag(a *string, b string) bool {
 }
 
 func (w *fencedWrite) changed(found string) error {
-	return &ObjectChangedError{Bucket: w.bucket, Key: w.key, Expected: w.expected, Found: found, MayHaveWritten: w.sent}
+	return &FenceError{Err: ErrObjectChanged, Bucket: w.bucket, Key: w.key, Epoch: w.epoch, Expected: w.expected, Found: found, MayHaveWritten: w.sent}
 }
 
 // admit returns why the write must not replace the object head describes:
-// a *FencedError or an *IdenticalRewriteError. It returns nil if the write
+// a *FenceError (ErrFenced or ErrIdenticalRewrite). It returns nil if the write
 // may go ahead.
 func (w *fencedWrite) admit(head *s3.HeadObjectOutput) error {
-	current, _ := strconv.ParseUint(head.Metadata[FenceMetadataKey], 10, 64)
+	current, _ := strconv.ParseUint(head.Metadata[fenceEpochKey], 10, 64)
 	etag := strings.Trim(aws.ToString(head.ETag), `"`)
 	switch {
 	case current > w.epoch:
-		return &FencedError{Bucket: w.bucket, Key: w.key, Epoch: w.epoch, Current: current}
+		return &FenceError{Err: ErrFenced, Bucket: w.bucket, Key: w.key, Epoch: w.epoch, Current: current}
 	case current == w.epoch || !isMD5Hex(etag):
 		// The same epoch may rewrite anything. A multipart ETag ("-N")
 		// or one that is not an MD5 cannot be the body's MD5; the
@@ -234,7 +225,7 @@ func (w *fencedWrite) admit(head *s3.HeadObjectOutput) error {
 		return err
 	}
 	if strings.EqualFold(etag, sum) {
-		return &IdenticalRewriteError{Bucket: w.bucket, Key: w.key, Epoch: w.epoch, Current: current}
+		return &FenceError{Err: ErrIdenticalRewrite, Bucket: w.bucket, Key: w.key, Epoch: w.epoch, Current: current}
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	a := newLockClient(t, ns, "paused", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)})
 	b := newLockClient(t, ns, "next", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
 	put := func(epoch uint64, body string) error {
-		_, err := s3lock.FencedPut(t.Context(), ns.Client, epoch, &s3.PutObjectInput{
+		_, err := putFenced(t.Context(), ns.Client, epoch, &s3.PutObjectInput{
 			Bucket: aws.String(ns.Bucket), Key: aws.String(target), Body: strings.NewReader(body),
 			Metadata: map[string]string{"writer": body},
 		})
@@ -43,7 +43,7 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 		}
 		defer out.Body.Close()
 		b, _ := io.ReadAll(out.Body)
-		return string(b), out.Metadata[s3lock.FenceMetadataKey]
+		return string(b), out.Metadata["s3lock-epoch"]
 	}
 
 	la, err := a.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew())
@@ -64,9 +64,9 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	}
 	// a wakes up and writes with its old epoch.
 	err = put(la.Epoch(), "a-after-pause")
-	var fe *s3lock.FencedError
+	var fe *s3lock.FenceError
 	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Current != lb.Epoch() || fe.Epoch != la.Epoch() {
-		t.Fatalf("stale fenced write = %v; want a FencedError (epoch %d < %d)", err, la.Epoch(), lb.Epoch())
+		t.Fatalf("stale fenced write = %v; want ErrFenced (epoch %d < %d)", err, la.Epoch(), lb.Epoch())
 	}
 	if body, epoch := read(); body != "b" || epoch != "2" {
 		t.Errorf("object = %q written under epoch %s; want b's write under epoch 2", body, epoch)
@@ -96,9 +96,9 @@ func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
 	finish := delayedFencedPut(t, ns, key, stale, "Y") // has read X, not yet written
 
 	errNewer := fencedPut(t, ns.Client, ns, key, newer, strings.NewReader("X"))
-	var ie *s3lock.IdenticalRewriteError
+	var ie *s3lock.FenceError
 	if !errors.Is(errNewer, s3lock.ErrIdenticalRewrite) || !errors.As(errNewer, &ie) || ie.Epoch != newer || ie.Current != stale {
-		t.Errorf("epoch %d rewriting the bytes epoch %d wrote = %v; want an IdenticalRewriteError (epoch %d over %d)",
+		t.Errorf("epoch %d rewriting the bytes epoch %d wrote = %v; want ErrIdenticalRewrite (epoch %d over %d)",
 			newer, stale, errNewer, newer, stale)
 	}
 	if errors.Is(errNewer, s3lock.ErrFenced) {
@@ -142,9 +142,9 @@ func TestFencedPut_DelayedStaleWriterFencedByNewBytes(t *testing.T) {
 		t.Fatalf("newer epoch's write: %v", err)
 	}
 	err := finish()
-	var fe *s3lock.FencedError
+	var fe *s3lock.FenceError
 	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Epoch != 5 || fe.Current != 6 {
-		t.Errorf("delayed write of epoch 5 = %v; want a FencedError (epoch 5 < 6)", err)
+		t.Errorf("delayed write of epoch 5 = %v; want ErrFenced (epoch 5 < 6)", err)
 	}
 	if body, epoch := readFenced(t, ns, key); body != "X (epoch 6)" || epoch != "6" {
 		t.Errorf("object = %q under epoch %s; want epoch 6's write", body, epoch)
@@ -215,7 +215,7 @@ func TestFencedPut_IdenticalRewrite(t *testing.T) {
 // fencedPut writes body to key under epoch through api.
 func fencedPut(t *testing.T, api s3lock.S3API, ns *s3test.Namespace, key string, epoch uint64, body io.Reader) error {
 	t.Helper()
-	_, err := s3lock.FencedPut(t.Context(), api, epoch, &s3.PutObjectInput{
+	_, err := putFenced(t.Context(), api, epoch, &s3.PutObjectInput{
 		Bucket: aws.String(ns.Bucket), Key: aws.String(key), Body: body,
 	})
 	return err
@@ -233,7 +233,7 @@ func readFenced(t *testing.T, ns *s3test.Namespace, key string) (body, epoch str
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b), out.Metadata[s3lock.FenceMetadataKey]
+	return string(b), out.Metadata["s3lock-epoch"]
 }
 
 // delayedFencedPut starts a FencedPut of body under epoch whose PutObject
@@ -244,7 +244,7 @@ func delayedFencedPut(t *testing.T, ns *s3test.Namespace, key string, epoch uint
 	api := &pausedPut{S3API: ns.Client, reached: make(chan struct{}), release: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s3lock.FencedPut(t.Context(), api, epoch, &s3.PutObjectInput{
+		_, err := putFenced(t.Context(), api, epoch, &s3.PutObjectInput{
 			Bucket: aws.String(ns.Bucket), Key: aws.String(key), Body: strings.NewReader(body),
 		})
 		done <- err
@@ -324,7 +324,7 @@ func multipartX(epoch uint64) func(t *testing.T, ns *s3test.Namespace, key strin
 		t.Helper()
 		ctx, bucket := t.Context(), aws.String(ns.Bucket)
 		up, err := ns.Client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: aws.String(key),
-			Metadata: map[string]string{s3lock.FenceMetadataKey: strconv.FormatUint(epoch, 10)}})
+			Metadata: map[string]string{"s3lock-epoch": strconv.FormatUint(epoch, 10)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +390,7 @@ func TestFencedPut_ReadModifyWrite(t *testing.T) {
 	ns := s3test.New(t)
 	key := ns.Name("state.json")
 	put := func(epoch uint64, body string, ifMatch, ifNoneMatch *string) (*s3.PutObjectOutput, error) {
-		return s3lock.FencedPut(t.Context(), ns.Client, epoch, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+		return putFenced(t.Context(), ns.Client, epoch, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 			Key: aws.String(key), Body: strings.NewReader(body), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch})
 	}
 	first, err := put(1, `{"n":1}`, nil, aws.String("*"))
@@ -405,7 +405,7 @@ func TestFencedPut_ReadModifyWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var changed *s3lock.ObjectChangedError
+	var changed *s3lock.FenceError
 	_, err = put(1, `{"n":2,"from":"first"}`, first.ETag, nil)
 	if !errors.Is(err, s3lock.ErrObjectChanged) || !errors.As(err, &changed) ||
 		changed.Expected != aws.ToString(first.ETag) || changed.Found != aws.ToString(second.ETag) ||
@@ -447,7 +447,7 @@ func TestFencedPut_ReadModifyWriteWhoseAnswerWasLost(t *testing.T) {
 		if !retries {
 			opts = append(opts, s3test.WithoutRetries())
 		}
-		out, err := s3lock.FencedPut(t.Context(), ns.NewClient(t, opts...), 3, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+		out, err := putFenced(t.Context(), ns.NewClient(t, opts...), 3, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 			Key: aws.String(key), Body: strings.NewReader(`{"n":1}`), IfNoneMatch: aws.String("*")})
 		if err != nil {
 			t.Fatalf("SDK retries %v: FencedPut whose answer was lost: %v; want it written", retries, err)
@@ -470,7 +470,7 @@ func TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.
 	ns := s3test.New(t)
 	key := ns.Name("counter.json")
 	put := func(body string, ifMatch *string, ifNoneMatch *string) (*s3.PutObjectOutput, error) {
-		return s3lock.FencedPut(t.Context(), ns.Client, 7, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+		return putFenced(t.Context(), ns.Client, 7, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 			Key: aws.String(key), Body: strings.NewReader(body), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch})
 	}
 	read, err := put(`{"n":5}`, nil, aws.String("*"))
@@ -489,9 +489,9 @@ func TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.
 			return next.RoundTrip(req)
 		})
 	}))
-	_, err = s3lock.FencedPut(t.Context(), api, 7, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+	_, err = putFenced(t.Context(), api, 7, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 		Key: aws.String(key), Body: strings.NewReader(`{"n":6}`), IfMatch: read.ETag})
-	var changed *s3lock.ObjectChangedError
+	var changed *s3lock.FenceError
 	if !errors.Is(err, s3lock.ErrObjectChanged) || !errors.As(err, &changed) || !changed.MayHaveWritten {
 		t.Errorf("the second identical increment: %v; want ErrObjectChanged (it must read again), MayHaveWritten", err)
 	}

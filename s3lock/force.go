@@ -6,36 +6,28 @@ import (
 	"fmt"
 )
 
-// ForceRelease is an operator's unlock: it marks one epoch of the lock name
+// ForceRelease is an operator's unlock: it marks the epoch t names
 // released, whoever holds it, so the next acquirer need not wait for the
-// lease to lapse. It acts only on that epoch's object (a compare-and-swap on
-// the ETag it read, retried if the holder renews meanwhile), so it can never
-// release a newer lease by mistake. Releasing an epoch that is already
-// released is not an error; an epoch object that is not valid JSON is
-// overwritten with a released lease. The holder of the epoch finds out at
-// its next renewal; until then it may still believe it holds the lock, which
-// is what fencing tokens are for. ctx bounds the requests (a GET and a PUT,
-// repeated if the holder renews meanwhile). The epoch of a slot lock's
-// marker (Slots) is refused with ErrHeld while any of its slots is held
-// (one LIST and a GET per slot more): releasing it makes the lock free for a
-// mutex or another number of slots (PROTOCOL.md §14).
-func (c *Client) ForceRelease(ctx context.Context, name string, epoch uint64) error {
-	if err := ValidateName(name); err != nil {
+// lease to lapse (t's Nonce, if any, plays no part). It acts only on that
+// epoch's object (a compare-and-swap on the ETag it read, retried if the
+// holder renews meanwhile), so it can never release a newer lease by
+// mistake. Releasing an epoch that is already released is not an error; an
+// epoch object that is not valid JSON is overwritten with a released lease.
+// The holder of the epoch finds out at its next renewal; until then it may
+// still believe it holds the lock, which is what fencing tokens are for.
+// ctx bounds the requests (a GET and a PUT, repeated if the holder renews
+// meanwhile).
+//
+// With t.Slot set it releases that slot's epoch of a slot lock (Slots).
+// Without, the epoch of a slot lock's marker is refused with ErrHeld while
+// any of its slots is held (one LIST and a GET per slot more): releasing it
+// makes the lock free for a mutex or another number of slots (PROTOCOL.md
+// §14).
+func (c *Client) ForceRelease(ctx context.Context, t Token) error {
+	if err := c.checkToken(t); err != nil {
 		return err
 	}
-	return c.forceRelease(ctx, name, epoch)
-}
-
-// ForceReleaseSlot is ForceRelease for one slot of a slot lock (Slots): it
-// marks epoch of that slot released, whoever holds it. (ForceRelease of a
-// slot lock's own epoch releases its marker: the lock stops being a slot
-// lock, which an operator does only once no slot is held, PROTOCOL.md §14.)
-func (c *Client) ForceReleaseSlot(ctx context.Context, name string, slot int, epoch uint64) error {
-	sub, err := slotTarget(name, slot)
-	if err != nil {
-		return err
-	}
-	return c.forceRelease(ctx, sub, epoch)
+	return c.forceRelease(ctx, t.target(), t.Epoch)
 }
 
 // slotsFree refuses to force-release the marker m of the slot lock name
@@ -49,7 +41,7 @@ func (c *Client) slotsFree(ctx context.Context, name string, m *observed) error 
 	}
 	h := holders[0]
 	return fmt.Errorf("%w: lock %q in bucket %s is a slot lock and %d of its %d slots are held (slot %d by %q, epoch %d): "+
-		"its marker %s is force-released only once no slot is held; force-release the slots first (ForceReleaseSlot, "+
+		"its marker %s is force-released only once no slot is held; force-release the slots first (ForceRelease of a Token with its Slot, "+
 		"s3lock force-release --slot), or wait until their holders release them", ErrHeld, name, c.bucket,
 		len(holders), m.body.Slots, h.Slot, h.Holder, h.Epoch, m.key)
 }
@@ -59,12 +51,12 @@ func (c *Client) forceRelease(ctx context.Context, name string, epoch uint64) er
 	if err := validateEpoch(epoch); err != nil {
 		return err
 	}
-	key := Key(name, epoch)
+	key := epochKey(name, epoch)
 	for range maxForceAttempts {
 		var p payload
 		etag := ""
 		obs, err := c.getEpoch(ctx, key, epoch, "")
-		var corrupt *CorruptLeaseError
+		var corrupt *corruptLeaseError
 		switch {
 		case classify(err) == failNotFound:
 			return fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)

@@ -39,8 +39,8 @@ func newLockClient(tb testing.TB, ns *s3test.Namespace, holder string, opts []s3
 // ErrLeaseLost and its *LeaseLostError says why.
 func wantLost(t *testing.T, what string, err error, reason s3lock.LossReason) {
 	t.Helper()
-	got, ok := s3lock.LostReason(err)
-	if !errors.Is(err, s3lock.ErrLeaseLost) || !ok || got != reason {
+	var lost *s3lock.LeaseLostError
+	if !errors.Is(err, s3lock.ErrLeaseLost) || !errors.As(err, &lost) || lost.Reason != reason {
 		t.Errorf("%s = %v; want a lost lease (ErrLeaseLost) with reason %s", what, err, reason)
 	}
 }
@@ -59,7 +59,7 @@ func mustRelease(t *testing.T, l *s3lock.Lease) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := l.Release(ctx); err != nil && l.Err() == nil {
-			t.Errorf("releasing %s: %v", l.Key(), err)
+			t.Errorf("releasing %s: %v", l.Token().Key(), err)
 		}
 	})
 }
@@ -80,4 +80,23 @@ func putRaw(t *testing.T, ns *s3test.Namespace, key string, body []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// observerFunc is an s3lock.Observer that is a function.
+type observerFunc func(s3lock.Event)
+
+func (f observerFunc) Observe(e s3lock.Event) { f(e) }
+
+// putFenced is Client.FencedPut through a client over api with the
+// default settings.
+func putFenced(ctx context.Context, api s3lock.S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
+	bucket := "s3lock-fence-test" // any valid name: FencedPut writes to in's bucket
+	if in != nil && aws.ToString(in.Bucket) != "" {
+		bucket = aws.ToString(in.Bucket)
+	}
+	c, err := s3lock.New(api, bucket)
+	if err != nil {
+		return nil, err
+	}
+	return c.FencedPut(ctx, epoch, in)
 }

@@ -73,7 +73,7 @@ func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tru
 		lock:       lock,
 		slot:       ref.slot,
 		slots:      ref.slots,
-		key:        Key(name, epoch),
+		key:        epochKey(name, epoch),
 		epoch:      epoch,
 		nonce:      p.Nonce,
 		holder:     p.Holder,
@@ -92,7 +92,7 @@ func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tru
 }
 
 // Epoch returns the lease's epoch: the fencing token. Epochs of a lock only
-// grow; pass it to whatever the lock protects (see FencedPut). For a slot
+// grow; pass it to whatever the lock protects (see Client.FencedPut). For a slot
 // lock (Slots) the epoch is its slot's: it grows with every holder of that
 // slot, and says nothing about the order of holders of other slots.
 func (l *Lease) Epoch() uint64 { return l.epoch }
@@ -100,27 +100,14 @@ func (l *Lease) Epoch() uint64 { return l.epoch }
 // Name returns the lock name.
 func (l *Lease) Name() string { return l.lock }
 
-// Slot returns which slot of a slot lock (Slots) the lease holds, from 1 to
-// Slots(); 0 for a mutex's lease.
-func (l *Lease) Slot() int { return l.slot }
-
-// Slots returns how many holders the lock admits: n for a slot lock
-// (Slots(n)), 1 for a mutex.
-func (l *Lease) Slots() int { return max(l.slots, 1) }
-
-// Key returns the key of the lease's epoch object.
-func (l *Lease) Key() string { return l.key }
-
-// Bucket returns the bucket of the lock.
-func (l *Lease) Bucket() string { return l.c.bucket }
-
 // Holder returns the identity written into the lease.
 func (l *Lease) Holder() string { return l.holder }
 
 // Duration returns how long the lease stays valid after each renewal.
 func (l *Lease) Duration() time.Duration { return l.validity }
 
-// Metadata returns a copy of the lease's metadata.
+// Metadata returns a copy of the lease's metadata (WithMetadata; for a
+// resumed lease, what its acquirer set).
 func (l *Lease) Metadata() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -155,8 +142,10 @@ func (l *Lease) Err() error {
 	return l.ended
 }
 
-// Token returns what another process needs to take the lease over with
-// Resume.
+// Token names the lease: its bucket, lock, epoch, for a slot lock (Slots)
+// its slot and the lock's number of slots, and the Nonce another process
+// needs to take it over with Resume. Token().Key() is its epoch object's
+// key.
 func (l *Lease) Token() Token {
 	return Token{Bucket: l.c.bucket, Name: l.lock, Slot: l.slot, Slots: l.slots, Epoch: l.epoch, Nonce: l.nonce}
 }
@@ -188,12 +177,15 @@ func (l *Lease) endLocked(err error) (ended error, first bool) {
 // logEnd logs and reports how the lease ended, once: called by whoever
 // ended it, with l.mu released.
 func (l *Lease) logEnd(err error) {
-	e := l.event(0)
+	e := l.event("")
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		l.c.cfg.logger.Warn("s3lock: lease lost", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "err", err)
 		e.Kind, e.Err = EventLost, err
-		e.Reason, _ = LostReason(err)
+		var lost *LeaseLostError
+		if errors.As(err, &lost) {
+			e.Reason = lost.Reason
+		}
 	case errors.Is(err, ErrReleased):
 		e.Kind = EventReleased
 	default:
@@ -452,15 +444,15 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 		case rerr == nil && obs.body.Nonce == l.nonce && l.unsettled[obs.body.Write]:
 			return "", sent, l.lost(LostReleased, "an earlier release through this handle, given up unconfirmed, landed since", err)
 		case rerr == nil && obs.body.Nonce != l.nonce:
-			return "", sent, l.lost(LostSuperseded, "its epoch object now belongs to "+obs.body.Holder, err)
+			return "", sent, l.lost(LostReplaced, "its epoch object now belongs to "+obs.body.Holder, err)
 		case rerr == nil && obs.body.Released && obs.body.ReleasedBy != "":
 			return "", sent, l.lost(LostForceReleased, "it was force-released by "+obs.body.ReleasedBy, err)
 		case rerr == nil && obs.body.Released:
 			// Another handle took the lease over while this one still
 			// used it, and released it: not a release already done.
-			return "", sent, l.lost(LostTakenOver, "another handle of it (a Resume or Adopt) released it", err)
+			return "", sent, l.lost(LostTakenOver, "another handle of it (a Resume) released it", err)
 		case rerr == nil:
-			return "", sent, l.lost(LostTakenOver, "its epoch object was written by another handle (a Resume or Adopt of it)", err)
+			return "", sent, l.lost(LostTakenOver, "its epoch object was written by another handle (a Resume of it)", err)
 		case classify(rerr) == failNotFound:
 			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", err)
 		}

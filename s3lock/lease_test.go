@@ -73,7 +73,7 @@ func TestRelease_AfterForceReleaseIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := op.ForceRelease(t.Context(), name, 1); err != nil {
+	if err := op.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	next, err := op.TryAcquire(t.Context(), name)

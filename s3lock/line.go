@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds a lock's line: the tickets through which ordered waiters
-// (FIFO, Supersede) take their turn (PROTOCOL.md §13). The line decides who
+// (OrderFIFO, OrderNewest) take their turn (PROTOCOL.md §13). The line decides who
 // attempts the lock; the lock itself is only its epoch objects.
 
 // Order says in which order a waiting Acquire takes its turn (WithOrder).
@@ -79,15 +79,15 @@ func (b *ticketBody) encode() ([]byte, error) {
 }
 
 // parseTicketBody checks that data is a ticket; its errors are
-// *CorruptLeaseError without bucket and key.
+// *corruptLeaseError without bucket and key.
 func parseTicketBody(data []byte) (*ticketBody, error) {
 	corrupt := func(format string, args ...any) error {
-		return &CorruptLeaseError{Reason: fmt.Sprintf(format, args...)}
+		return &corruptLeaseError{Reason: fmt.Sprintf(format, args...)}
 	}
 	trimmed := bytes.TrimSpace(data)
 	switch {
-	case len(data) > MaxPayloadBytes:
-		return nil, corrupt("it is larger than %d bytes", MaxPayloadBytes)
+	case len(data) > maxPayloadBytes:
+		return nil, corrupt("it is larger than %d bytes", maxPayloadBytes)
 	case len(trimmed) == 0 || trimmed[0] != '{':
 		return nil, corrupt("it is not a JSON object")
 	}
@@ -428,7 +428,7 @@ func (c *Client) Line(ctx context.Context, name string) ([]Waiter, error) {
 	})
 	out := ws[:0]
 	for _, w := range ws {
-		var corrupt *CorruptLeaseError
+		var corrupt *corruptLeaseError
 		switch {
 		case w.Err == nil, errors.As(w.Err, &corrupt):
 			w.Position = len(out) + 1

@@ -107,7 +107,7 @@ func TestLine_ServedInJoiningOrder(t *testing.T) {
 		who := fmt.Sprintf("waiter-%d", i)
 		want = append(want, who)
 		c := newLockClient(t, f.ns, who, []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
-		s.start(t.Context(), t, c, f.name, who, s3lock.FIFO())
+		s.start(t.Context(), t, c, f.name, who, s3lock.WithOrder(s3lock.OrderFIFO))
 		f.waitLine(t, i+1) // joined: the next one starts 100 ms later
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -153,13 +153,13 @@ func TestLine_CrashedWaiterLeavesTheLine(t *testing.T) {
 	}
 	crashCtx, crash := context.WithCancel(t.Context())
 	defer crash()
-	go func() { _, _ = crashed.Acquire(crashCtx, f.name, s3lock.FIFO()) }()
+	go func() { _, _ = crashed.Acquire(crashCtx, f.name, s3lock.WithOrder(s3lock.OrderFIFO)) }()
 	f.waitLine(t, 1)
 	proxy.Blackhole()
 	want := []string{"second", "third"}
 	for i, who := range want {
 		c := newLockClient(t, f.ns, who, nil)
-		s.start(t.Context(), t, c, f.name, who, s3lock.FIFO())
+		s.start(t.Context(), t, c, f.name, who, s3lock.WithOrder(s3lock.OrderFIFO))
 		f.waitLine(t, i+2)
 	}
 	if err := f.holder.Release(t.Context()); err != nil {
@@ -191,9 +191,9 @@ func TestLine_SupersededWaitersGiveWay(t *testing.T) {
 	var s served
 	for _, who := range []string{"run-1", "fifo-run", "run-2", "run-3"} {
 		c := newLockClient(t, f.ns, who, nil)
-		opt := s3lock.Supersede()
+		opt := s3lock.WithOrder(s3lock.OrderNewest)
 		if who == "fifo-run" {
-			opt = s3lock.FIFO()
+			opt = s3lock.WithOrder(s3lock.OrderFIFO)
 		}
 		s.start(t.Context(), t, c, f.name, who, opt)
 		// Joined (the next one joins after it). Not "i+1 in line": run-1
@@ -242,14 +242,14 @@ func TestLine_FreeLockGoesToTheLine(t *testing.T) {
 	// A waiter queues behind a holder with a very long poll interval: it
 	// is at the head, but slow to notice the release.
 	slow := newLockClient(t, f.ns, "slow-head", []s3lock.Option{s3lock.WithPollInterval(time.Minute)})
-	s.start(ctx, t, slow, f.name, "slow-head", s3lock.FIFO())
+	s.start(ctx, t, slow, f.name, "slow-head", s3lock.WithOrder(s3lock.OrderFIFO))
 	f.waitLine(t, 1)
 	if err := f.holder.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// The lock is free, but someone is in line: an ordered TryAcquire
 	// leaves it to the line; one without order takes it.
-	_, err := c.TryAcquire(t.Context(), f.name, s3lock.FIFO())
+	_, err := c.TryAcquire(t.Context(), f.name, s3lock.WithOrder(s3lock.OrderFIFO))
 	var held *s3lock.HeldError
 	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) || held.Ahead != 1 || held.Holder != "" || held.Epoch != 0 {
 		t.Fatalf("ordered TryAcquire of a free lock with a line: %v; want ErrHeld with Ahead 1", err)
@@ -270,7 +270,7 @@ func TestLine_WaiterThatGivesUpLeavesAtOnce(t *testing.T) {
 	f := newLineFixture(t, "give-up")
 	c := newLockClient(t, f.ns, "impatient", nil)
 	var seen []int
-	_, err := c.Acquire(t.Context(), f.name, s3lock.FIFO(), s3lock.WithWaitTimeout(1500*time.Millisecond),
+	_, err := c.Acquire(t.Context(), f.name, s3lock.WithOrder(s3lock.OrderFIFO), s3lock.WithWait(1500*time.Millisecond),
 		s3lock.WithWaitObserver(func(h *s3lock.HeldError) { seen = append(seen, h.Ahead) }))
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, s3lock.ErrHeld) {
 		t.Fatalf("Acquire = %v; want the wait timeout, wrapping the holder", err)
@@ -291,12 +291,12 @@ func TestLine_ObserverSeesItsPlace(t *testing.T) {
 	first := newLockClient(t, f.ns, "first", nil)
 	ctx, stop := context.WithCancel(t.Context())
 	var s served
-	s.start(ctx, t, first, f.name, "first", s3lock.FIFO())
+	s.start(ctx, t, first, f.name, "first", s3lock.WithOrder(s3lock.OrderFIFO))
 	f.waitLine(t, 1)
 	var mu sync.Mutex
 	var aheads []int
 	second := newLockClient(t, f.ns, "second", nil)
-	s.start(ctx, t, second, f.name, "second", s3lock.FIFO(), s3lock.WithWaitObserver(func(h *s3lock.HeldError) {
+	s.start(ctx, t, second, f.name, "second", s3lock.WithOrder(s3lock.OrderFIFO), s3lock.WithWaitObserver(func(h *s3lock.HeldError) {
 		mu.Lock()
 		aheads = append(aheads, h.Ahead)
 		mu.Unlock()
@@ -333,7 +333,7 @@ func TestLine_WaitersKeepTheirPlaceLongerThanATicketLives(t *testing.T) {
 	offsets := []time.Duration{time.Hour, -time.Hour, 0}
 	for i, who := range want {
 		c := newLockClient(t, f.ns, who, []s3lock.Option{s3lock.WithClock(s3test.OffsetClock{Offset: offsets[i]})})
-		s.start(t.Context(), t, c, f.name, who, s3lock.FIFO())
+		s.start(t.Context(), t, c, f.name, who, s3lock.WithOrder(s3lock.OrderFIFO))
 		f.waitLine(t, i+1)
 	}
 	time.Sleep(10 * time.Second) // longer than a ticket lives without heartbeats
@@ -359,7 +359,7 @@ func TestLine_ServedWaiterLeavesTheLineBeforeAcquireReturns(t *testing.T) {
 	c := newLockClient(t, f.ns, "short-lived", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
 	got := make(chan *s3lock.Lease, 1)
 	go func() {
-		l, err := c.Acquire(t.Context(), f.name, s3lock.FIFO())
+		l, err := c.Acquire(t.Context(), f.name, s3lock.WithOrder(s3lock.OrderFIFO))
 		if err != nil {
 			t.Error(err)
 		}
@@ -385,9 +385,9 @@ func TestLine_SupersedeHeadLooksBeforeItTakesTheLock(t *testing.T) {
 	f := newLineFixture(t, "newest-head")
 	var s served
 	fast := []s3lock.Option{s3lock.WithPollInterval(20 * time.Millisecond)}
-	s.start(t.Context(), t, newLockClient(t, f.ns, "old", fast), f.name, "old", s3lock.Supersede())
+	s.start(t.Context(), t, newLockClient(t, f.ns, "old", fast), f.name, "old", s3lock.WithOrder(s3lock.OrderNewest))
 	f.waitLine(t, 1)
-	s.start(t.Context(), t, newLockClient(t, f.ns, "new", fast), f.name, "new", s3lock.Supersede())
+	s.start(t.Context(), t, newLockClient(t, f.ns, "new", fast), f.name, "new", s3lock.WithOrder(s3lock.OrderNewest))
 	testkit.Eventually(t, waitLimit, "new to join", func() bool {
 		ws, err := f.viewer.Line(t.Context(), f.name)
 		return err == nil && len(ws) > 0 && ws[len(ws)-1].Holder == "new"
@@ -425,10 +425,10 @@ func TestLine_SupersedeWaiterThatLostItsPlaceGivesWay(t *testing.T) {
 	net := &flaky{}
 	old := newLockClient(t, f.ns, "old", []s3lock.Option{s3lock.WithRequestTimeout(time.Second)},
 		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { net.next = next; return net }))
-	s.start(t.Context(), t, old, f.name, "old", s3lock.Supersede())
+	s.start(t.Context(), t, old, f.name, "old", s3lock.WithOrder(s3lock.OrderNewest))
 	f.waitLine(t, 1)
 	net.down.Store(true)
-	s.start(t.Context(), t, newLockClient(t, f.ns, "new", nil), f.name, "new", s3lock.Supersede())
+	s.start(t.Context(), t, newLockClient(t, f.ns, "new", nil), f.name, "new", s3lock.WithOrder(s3lock.OrderNewest))
 	time.Sleep(7 * time.Second) // old's place is no longer trusted (6 s less the margin)
 	net.down.Store(false)
 	testkit.Eventually(t, waitLimit, "old to give way", func() bool {
@@ -501,9 +501,9 @@ func TestLine_LateHeartbeatKeepsThePlace(t *testing.T) {
 	var s served
 	first := newLockClient(t, f.ns, "first", []s3lock.Option{s3lock.WithRequestTimeout(500 * time.Millisecond)},
 		s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { lb.next = next; return lb }))
-	s.start(t.Context(), t, first, f.name, "first", s3lock.FIFO())
+	s.start(t.Context(), t, first, f.name, "first", s3lock.WithOrder(s3lock.OrderFIFO))
 	f.waitLine(t, 1)
-	s.start(t.Context(), t, newLockClient(t, f.ns, "second", nil), f.name, "second", s3lock.FIFO())
+	s.start(t.Context(), t, newLockClient(t, f.ns, "second", nil), f.name, "second", s3lock.WithOrder(s3lock.OrderFIFO))
 	f.waitLine(t, 2)
 	time.Sleep(4 * time.Second) // the first heartbeat (2 s), held back, and the next
 	lb.mu.Lock()
@@ -534,7 +534,7 @@ func TestLine_AmbiguousJoinKeepsOneTicket(t *testing.T) {
 		return faults.Wrap(next)
 	}))
 	var s served
-	s.start(t.Context(), t, c, f.name, "waiter", s3lock.FIFO()) // its first PUT is the ticket's create
+	s.start(t.Context(), t, c, f.name, "waiter", s3lock.WithOrder(s3lock.OrderFIFO)) // its first PUT is the ticket's create
 	ws := f.waitLine(t, 1)
 	if faults.Injected()[s3test.DropResponse] != 1 || ws[0].Holder != "waiter" {
 		t.Fatalf("line %+v after %v faults; want the waiter's ticket after a dropped answer", ws, faults.Injected())
@@ -561,15 +561,15 @@ func TestLine_OrderedAcquireLeavesAFreeLockToTheLine(t *testing.T) {
 	defer stop()
 	var s served
 	slow := newLockClient(t, f.ns, "slow-head", []s3lock.Option{s3lock.WithPollInterval(time.Minute)})
-	s.start(ctx, t, slow, f.name, "slow-head", s3lock.FIFO())
+	s.start(ctx, t, slow, f.name, "slow-head", s3lock.WithOrder(s3lock.OrderFIFO))
 	f.waitLine(t, 1)
 	if err := f.holder.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	c := newLockClient(t, f.ns, "newcomer", nil)
-	_, err := c.Acquire(t.Context(), f.name, s3lock.FIFO(), s3lock.WithWaitTimeout(time.Second))
+	_, err := c.Acquire(t.Context(), f.name, s3lock.WithOrder(s3lock.OrderFIFO), s3lock.WithWait(time.Second))
 	var held *s3lock.HeldError
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || !held.Queued() {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || !held.Queued {
 		t.Errorf("ordered Acquire of a free lock behind a waiter: %v; want it to wait its turn (and time out)", err)
 	}
 	if st, err := f.viewer.Current(t.Context(), f.name); err != nil || st.Held {
@@ -588,7 +588,7 @@ func TestLine_CrashedWaiterLeavesTheLineWithoutADate(t *testing.T) {
 	// right after it joined leaves.
 	crashed := newLockClient(t, f.ns, "crashed", nil)
 	ctx, crash := context.WithCancel(t.Context())
-	go func() { _, _ = crashed.Acquire(ctx, f.name, s3lock.FIFO()) }()
+	go func() { _, _ = crashed.Acquire(ctx, f.name, s3lock.WithOrder(s3lock.OrderFIFO)) }()
 	ws := f.waitLine(t, 1)
 	crash() // it deletes its ticket as it leaves: put one back, unrenewed
 	testkit.Eventually(t, waitLimit, "the crashed waiter to leave", func() bool {
@@ -599,7 +599,7 @@ func TestLine_CrashedWaiterLeavesTheLineWithoutADate(t *testing.T) {
 
 	var s served
 	c := newLockClient(t, f.ns, "next", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return noDate{next} }))
-	s.start(t.Context(), t, c, f.name, "next", s3lock.FIFO())
+	s.start(t.Context(), t, c, f.name, "next", s3lock.WithOrder(s3lock.OrderFIFO))
 	time.Sleep(500 * time.Millisecond)
 	if err := f.holder.Release(t.Context()); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 // takeTurn waits until this waiter is at the head of the line, joining it
 // first if it has not. waited is false when it was at the head at once (the
-// holder the last attempt found is still the one to watch). A Supersede
+// holder the last attempt found is still the one to watch). An OrderNewest
 // waiter that a newer one displaced returns a *SupersededError.
 func (w *waiter) takeTurn(ctx context.Context) (waited bool, err error) {
 	if w.place == nil {
@@ -81,7 +81,7 @@ func (w *waiter) turn(ctx context.Context) (standing, error) {
 }
 
 // rejoin gives up a place that is no longer trusted and joins at the back.
-// A Supersede waiter first looks whether a newer Supersede waiter joined
+// An OrderNewest waiter first looks whether a newer OrderNewest waiter joined
 // after its old ticket: then it gives way (a *SupersededError) rather than
 // come back behind it as the newest.
 func (w *waiter) rejoin(ctx context.Context) error {
@@ -103,10 +103,10 @@ func (w *waiter) rejoin(ctx context.Context) error {
 }
 
 // headDuty is what the head of the line does while it watches the holder:
-// heartbeats, and for a Supersede head a look at the line once every
+// heartbeats, and for an OrderNewest head a look at the line once every
 // linePollInterval, and (force) right before it attempts the lock. It returns errNotHead when the waiter must wait for its
 // turn again (it lost its place and joined again), and a *SupersededError
-// when a newer Supersede waiter joined.
+// when a newer OrderNewest waiter joined.
 func (w *waiter) headDuty(ctx context.Context, force bool) error {
 	p := w.place
 	if p == nil {
@@ -141,7 +141,7 @@ func (w *waiter) headDuty(ctx context.Context, force bool) error {
 }
 
 // untilLineDuty is how long a waiter in line may sleep before its next
-// heartbeat or (for a Supersede head) line check is due; a long time if it
+// heartbeat or (for an OrderNewest head) line check is due; a long time if it
 // is not in line.
 func (w *waiter) untilLineDuty() time.Duration {
 	p := w.place
@@ -164,6 +164,7 @@ func (w *waiter) inLine(ahead int) {
 	}
 	cp := *h
 	cp.Ahead, cp.ExpiresIn = ahead, 0 // it watches the line, not the holder
+	cp.Queued = cp.Epoch == 0 && ahead > 0
 	w.last = &cp
 	w.notify(&cp, time.Time{})
 }

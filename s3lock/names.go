@@ -11,9 +11,9 @@ import (
 // ten decimal digits, so that keys sort in epoch order.
 const MaxEpoch uint64 = 9_999_999_999
 
-// MaxNameLength bounds a lock name so that every key it produces stays well
+// maxNameLength bounds a lock name so that every key it produces stays well
 // inside S3's 1,024-byte key limit.
-const MaxNameLength = 512
+const maxNameLength = 512
 
 const (
 	epochDigits = 10
@@ -81,8 +81,8 @@ func ValidatePrefix(prefix string) error {
 // nothing does.
 func pathProblem(path string, segments []string) string {
 	switch {
-	case len(path) > MaxNameLength:
-		return fmt.Sprintf("it is %d bytes long; the limit is %d", len(path), MaxNameLength)
+	case len(path) > maxNameLength:
+		return fmt.Sprintf("it is %d bytes long; the limit is %d", len(path), maxNameLength)
 	case !utf8.ValidString(path):
 		return "it is not valid UTF-8"
 	case strings.HasPrefix(path, "/"):
@@ -120,9 +120,9 @@ func nameRune(r rune) bool {
 	return strings.ContainsRune("/-_.=+@,:!~", r)
 }
 
-// Key returns the object key of one epoch of the lock name, e.g.
+// epochKey returns the object key of one epoch of the lock name, e.g.
 // "locks/lock-0000000001.json" for epoch 1 of the lock "locks".
-func Key(name string, epoch uint64) string {
+func epochKey(name string, epoch uint64) string {
 	return epochPrefix(name) + fmt.Sprintf("%0*d", epochDigits, epoch) + keyExt
 }
 
@@ -234,11 +234,6 @@ func slotPrefix(name string) string { return name + "/" + slotSegment + "/" }
 
 // slotName returns the name of slot i (1-based) of the lock name.
 func slotName(name string, i int) string { return slotPrefix(name) + strconv.Itoa(i) }
-
-// SlotKey returns the object key of one epoch of one slot of the slot lock
-// name (Slots), e.g. "jobs/lock-slots/2/lock-0000000007.json" for epoch 7 of
-// slot 2 of the lock "jobs": the Key of a slot lease.
-func SlotKey(name string, slot int, epoch uint64) string { return Key(slotName(name, slot), epoch) }
 
 // slotOwner returns the lock, slot and epoch of an epoch object of a slot
 // ("<name>/lock-slots/<i>/lock-<e>.json"); ok is false for any other key.

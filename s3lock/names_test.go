@@ -104,8 +104,8 @@ func TestBadNames_RejectedByEveryCall(t *testing.T) {
 		"TryAcquire":   func(n string) error { _, err := c.TryAcquire(ctx, n); return err },
 		"Acquire":      func(n string) error { _, err := c.Acquire(ctx, n); return err },
 		"Current":      func(n string) error { _, err := c.Current(ctx, n); return err },
-		"ForceRelease": func(n string) error { return c.ForceRelease(ctx, n, 1) },
-		"Adopt":        func(n string) error { _, err := c.Adopt(ctx, n, 1); return err },
+		"ForceRelease": func(n string) error { return c.ForceRelease(ctx, s3lock.Token{Name: n, Epoch: 1}) },
+		"Adopt":        func(n string) error { _, err := c.Resume(ctx, s3lock.Token{Name: n, Epoch: 1}); return err },
 	}
 	for call, fn := range calls {
 		for _, n := range []string{"", "../outside", "a//b"} {
@@ -212,7 +212,7 @@ func servedAsALock(t *testing.T, c *s3lock.Client, l *s3lock.Lease) {
 func TestAcquire_BacksOffWhenTheLockKeepsChanging(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("flapping")
-	putRaw(t, ns, s3lock.Key(name, 1), s3lock.EncodeReleasedForTest("old", 1, time.Minute))
+	putRaw(t, ns, s3lock.Token{Name: name, Epoch: 1}.Key(), s3lock.EncodeReleasedForTest("old", 1, time.Minute))
 	counter := &s3test.Counter{}
 	c := newLockClient(t, ns, "x", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
 		return counter.Wrap(roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -283,7 +283,7 @@ func TestNameCollision_HiddenListingIsDetected(t *testing.T) {
 	blind := newLockClient(t, ns, "blind", nil, withCounter, hidingListings(ns.Name("hidden/")))
 
 	st, err := blind.Current(t.Context(), name)
-	if !errors.Is(err, s3lock.ErrNameCollision) || !strings.Contains(err.Error(), s3lock.Key(name, 1)) {
+	if !errors.Is(err, s3lock.ErrNameCollision) || !strings.Contains(err.Error(), s3lock.Token{Name: name, Epoch: 1}.Key()) {
 		t.Errorf("Current of a held lock whose listing is hidden = %+v, %v; want ErrNameCollision, not %s", st, err, st.Phase())
 	}
 	if _, err := blind.Resume(t.Context(), token); !errors.Is(err, s3lock.ErrNameCollision) {
@@ -350,7 +350,7 @@ func TestNameCollision_HiddenListingIsDetected(t *testing.T) {
 	}
 	defer mustRelease(t, second)
 	holder.WaitCleanup()
-	if _, err := ns.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(s3lock.Key(busy, 1))}); err != nil {
+	if _, err := ns.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(s3lock.Token{Name: busy, Epoch: 1}.Key())}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := blind.TryAcquire(t.Context(), busy); !errors.Is(err, s3lock.ErrNameCollision) {

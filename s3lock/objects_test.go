@@ -75,7 +75,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 	}
 	waiting := make(chan error, 1)
 	go func() {
-		w, err := c.Acquire(t.Context(), name, s3lock.FIFO())
+		w, err := c.Acquire(t.Context(), name, s3lock.WithOrder(s3lock.OrderFIFO))
 		if err == nil {
 			err = w.Release(t.Context())
 		}
@@ -105,7 +105,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 		return err
 	}
 	sl.Detach() // an operator releases it from elsewhere
-	if err := c.ForceReleaseSlot(t.Context(), pool, sl.Slot(), sl.Epoch()); err != nil {
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: pool, Slot: sl.Token().Slot, Epoch: sl.Epoch()}); err != nil {
 		return err
 	}
 	_, err = c.CheckStore(t.Context())
@@ -141,7 +141,7 @@ func TestBucketPolicy_EveryWriteIsConditional(t *testing.T) {
 	ns := s3test.New(t)
 	pol := &conditionalOnly{}
 	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))
-	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("conditional"), s3lock.WithProbePrefix(ns.Name("s3lock-probe/")))
+	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("conditional"), s3lock.WithProbePrefix(ns.Prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestObjectSettings_EncryptEveryWrite(t *testing.T) {
 		t.Run(tc.what, func(t *testing.T) {
 			pol := &requiring{header: tc.header, want: tc.value}
 			api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))
-			c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("enc"), s3lock.WithProbePrefix(ns.Name("s3lock-probe/")), tc.opt)
+			c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("enc"), s3lock.WithProbePrefix(ns.Prefix), tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +201,7 @@ func TestObjectSettings_SSECustomerKeyOnEveryRequestAndInNoMessage(t *testing.T)
 	pol := &requiring{header: "X-Amz-Server-Side-Encryption-Customer-Key", want: base64.StdEncoding.EncodeToString(key)}
 	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))
 	var logs bytes.Buffer
-	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("ssec"), s3lock.WithProbePrefix(ns.Name("s3lock-probe/")),
+	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("ssec"), s3lock.WithProbePrefix(ns.Prefix),
 		s3lock.WithSSECustomerKey(key), s3lock.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package s3lock
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -19,65 +18,37 @@ type Observer interface {
 	Observe(Event)
 }
 
-// ObserverFunc is an Observer that is a function.
-type ObserverFunc func(Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
-
-// EventKind says what an Event reports.
-type EventKind int
+// EventKind says what an Event reports; its value is its name.
+type EventKind string
 
 // The kinds of Event. New kinds may be added; observers should ignore kinds
 // they do not know.
 const (
 	// EventAcquired: an acquisition succeeded (Epoch, Key; Wait is how long
-	// Acquire took, 0 for TryAcquire). A lease taken over with Resume or
-	// Adopt is no acquisition: its release or loss is reported all the same,
+	// Acquire took, 0 for TryAcquire). A lease taken over with Resume is
+	// no acquisition: its release or loss is reported all the same,
 	// so releases and losses can outnumber acquisitions.
-	EventAcquired EventKind = iota + 1
+	EventAcquired EventKind = "acquired"
 	// EventAcquireFailed: an Acquire or TryAcquire whose arguments were
 	// accepted returned an error (Err; Wait). A held lock for TryAcquire, a
 	// wait that timed out or was cancelled, a superseded waiter and a
 	// failing store all count.
-	EventAcquireFailed
+	EventAcquireFailed EventKind = "acquire-failed"
 	// EventRenewed: a renewal was confirmed.
-	EventRenewed
+	EventRenewed EventKind = "renewed"
 	// EventRenewFailed: one attempt of a renewal failed (Err: a 5xx, a
 	// timeout, a refusal) without the lease being lost by it; a renewal
 	// retries while the lease is trusted, so one renewal can fail several
 	// times before it is confirmed (EventRenewed) or the lease is lost.
-	EventRenewFailed
+	EventRenewFailed EventKind = "renew-failed"
 	// EventLost: the lease ended without this handle releasing it (Err is
 	// the *LeaseLostError, Reason its reason).
-	EventLost
+	EventLost EventKind = "lost"
 	// EventReleased: the lease was released through this handle.
-	EventReleased
+	EventReleased EventKind = "released"
 	// EventRequest: one S3 request (Op, Outcome, Duration, Key).
-	EventRequest
+	EventRequest EventKind = "request"
 )
-
-// String returns the kind's name: "acquired", "acquire-failed", "renewed",
-// "renew-failed", "lost", "released" or "request".
-func (k EventKind) String() string {
-	switch k {
-	case EventAcquired:
-		return "acquired"
-	case EventAcquireFailed:
-		return "acquire-failed"
-	case EventRenewed:
-		return "renewed"
-	case EventRenewFailed:
-		return "renew-failed"
-	case EventLost:
-		return "lost"
-	case EventReleased:
-		return "released"
-	case EventRequest:
-		return "request"
-	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
-}
 
 // Event is one thing a Client did. Which fields are set depends on Kind.
 type Event struct {
@@ -96,58 +67,61 @@ type Event struct {
 	// Reason is a lost lease's reason.
 	Reason LossReason
 	// Op, Outcome and Duration describe a request: the S3 operation
-	// ("GetObject", "PutObject", "ListObjectsV2", ...), how it ended (see
-	// Outcome) and how long it took.
+	// ("GetObject", "PutObject", "ListObjectsV2", ...), how it ended and
+	// how long it took. Outcome is how the protocol reads the answer, one
+	// of "ok", "not-modified" (304), "precondition-failed" (412),
+	// "not-found" (404), "conflict" (409), "unavailable" (5xx, throttling,
+	// timeouts, connection errors), "denied" (403, no usable credentials),
+	// "canceled" (the caller's context ended) or "error" (anything else:
+	// no such bucket, 501, an unreadable lease). Several are normal
+	// answers, not failures: a waiter's poll of an unchanged lease is
+	// "not-modified", a create that lost a race "precondition-failed";
+	// "unavailable", "denied" and "error" are failures.
 	Op       string
-	Outcome  Outcome
+	Outcome  string
 	Duration time.Duration
 	// Err is why an acquisition or renewal failed, or why a lease was lost.
 	Err error
 }
 
-// Outcome is how an S3 request ended, as the protocol reads it. Several are
-// normal answers, not failures: a waiter's poll of an unchanged lease is
-// OutcomeNotModified, a create that lost a race OutcomePreconditionFailed.
-type Outcome string
-
-// The outcomes of a request.
+// The outcomes of a request (Event.Outcome).
 const (
-	OutcomeOK                 Outcome = "ok"
-	OutcomeNotModified        Outcome = "not-modified"        // 304
-	OutcomePreconditionFailed Outcome = "precondition-failed" // 412
-	OutcomeNotFound           Outcome = "not-found"           // 404 NoSuchKey
-	OutcomeConflict           Outcome = "conflict"            // 409
-	OutcomeUnavailable        Outcome = "unavailable"         // 5xx, throttling, timeouts, connection errors
-	OutcomeDenied             Outcome = "denied"              // 403, no usable credentials
-	OutcomeCanceled           Outcome = "canceled"            // the caller's context ended
-	OutcomeError              Outcome = "error"               // anything else (no such bucket, 501, ...)
+	outcomeOK                 = "ok"
+	outcomeNotModified        = "not-modified"        // 304
+	outcomePreconditionFailed = "precondition-failed" // 412
+	outcomeNotFound           = "not-found"           // 404 NoSuchKey
+	outcomeConflict           = "conflict"            // 409
+	outcomeUnavailable        = "unavailable"         // 5xx, throttling, timeouts, connection errors
+	outcomeDenied             = "denied"              // 403, no usable credentials
+	outcomeCanceled           = "canceled"            // the caller's context ended
+	outcomeError              = "error"               // anything else (no such bucket, 501, ...)
 )
 
 // outcomeOf names how a request that returned err ended.
-func outcomeOf(err error) Outcome {
+func outcomeOf(err error) string {
 	if err == nil {
-		return OutcomeOK
+		return outcomeOK
 	}
 	if errors.Is(err, ErrCorruptLease) {
-		return OutcomeError // answered, but not a lease (or ticket) s3lock can read
+		return outcomeError // answered, but not a lease (or ticket) s3lock can read
 	}
 	switch classify(err) {
 	case failNotModified:
-		return OutcomeNotModified
+		return outcomeNotModified
 	case failPrecondition:
-		return OutcomePreconditionFailed
+		return outcomePreconditionFailed
 	case failNotFound:
-		return OutcomeNotFound
+		return outcomeNotFound
 	case failConflict:
-		return OutcomeConflict
+		return outcomeConflict
 	case failTransient:
-		return OutcomeUnavailable
+		return outcomeUnavailable
 	case failAccessDenied, failCredentials:
-		return OutcomeDenied
+		return outcomeDenied
 	case failCanceled:
-		return OutcomeCanceled
+		return outcomeCanceled
 	}
-	return OutcomeError
+	return outcomeError
 }
 
 // observe hands e to the client's observer, if it has one.

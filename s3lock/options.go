@@ -24,21 +24,19 @@ const (
 	MinLeaseDuration = 2 * time.Second
 	// MaxLeaseDuration is the longest lease.
 	MaxLeaseDuration = 30 * 24 * time.Hour
-	// DefaultHistory is how many of a lock's most recent epoch objects are
+	// defaultHistory is how many of a lock's most recent epoch objects are
 	// kept; older ones are deleted so acquisition never has to page through
 	// history. Ten is enough to see the last few handoffs in the bucket.
-	DefaultHistory = 10
-	// MaxHistory keeps the retained epochs (plus those not yet old enough to
+	defaultHistory = 10
+	// maxHistory keeps the retained epochs (plus those not yet old enough to
 	// delete) within one 1,000-key LIST page.
-	MaxHistory = 500
+	maxHistory = 500
 	// DefaultPollInterval is how often a waiting Acquire checks whether the
 	// holder released the lock: one small conditional GET five times a
 	// second hands a released lock over in about a tenth of a second.
 	DefaultPollInterval = 200 * time.Millisecond
-	// DefaultRequestTimeout bounds each S3 call, including the SDK's retries.
-	DefaultRequestTimeout = 30 * time.Second
-	// DefaultProbePrefix is where Verify writes its probe objects.
-	DefaultProbePrefix = "s3lock-probe/"
+	// defaultRequestTimeout bounds each S3 call, including the SDK's retries.
+	defaultRequestTimeout = 30 * time.Second
 )
 
 // Option configures a Client in New.
@@ -64,11 +62,11 @@ func defaultConfig() config {
 	return config{
 		leaseDuration:  DefaultLeaseDuration,
 		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clock:          SystemClock{},
-		history:        DefaultHistory,
+		clock:          systemClock{},
+		history:        defaultHistory,
 		pollInterval:   DefaultPollInterval,
-		requestTimeout: DefaultRequestTimeout,
-		probePrefix:    DefaultProbePrefix,
+		requestTimeout: defaultRequestTimeout,
+		probePrefix:    probeSegment + "/",
 	}
 }
 
@@ -77,7 +75,8 @@ func invalid(format string, args ...any) error {
 }
 
 // WithHolder sets the identity written into leases, shown to everyone who
-// finds the lock held. The default is user@host:pid plus a random suffix.
+// finds the lock held. The default is user@host:pid plus a random suffix,
+// drawn once per process.
 func WithHolder(id string) Option {
 	return func(c *config) error {
 		if err := ValidateHolder(id); err != nil {
@@ -151,7 +150,7 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithClock sets the clock (default SystemClock).
+// WithClock sets the clock (default: the system clock, time.Now).
 func WithClock(clk Clock) Option {
 	return func(c *config) error {
 		if clk == nil {
@@ -176,12 +175,12 @@ func WithExpectedBucketOwner(accountID string) Option {
 }
 
 // WithHistory sets how many of a lock's most recent epoch objects are kept
-// (default DefaultHistory, between 1 and MaxHistory). Older epochs are
+// (default 10, between 1 and 500). Older epochs are
 // deleted by the lock's later holders, a few at a time.
 func WithHistory(epochs int) Option {
 	return func(c *config) error {
-		if epochs < 1 || epochs > MaxHistory {
-			return invalid("history %d is outside [1, %d]", epochs, MaxHistory)
+		if epochs < 1 || epochs > maxHistory {
+			return invalid("history %d is outside [1, %d]", epochs, maxHistory)
 		}
 		c.history = epochs
 		return nil
@@ -207,7 +206,7 @@ func WithPollInterval(d time.Duration) Option {
 // into OpenTelemetry metrics and spans.
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
-		if f, ok := o.(ObserverFunc); o == nil || ok && f == nil {
+		if o == nil {
 			return invalid("WithObserver needs an observer")
 		}
 		c.observer = o
@@ -216,7 +215,7 @@ func WithObserver(o Observer) Option {
 }
 
 // WithRequestTimeout bounds each S3 call including the SDK's own retries
-// (default DefaultRequestTimeout).
+// (default 30s).
 func WithRequestTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < minRequestTimeout {
@@ -227,28 +226,27 @@ func WithRequestTimeout(d time.Duration) Option {
 	}
 }
 
-// WithProbePrefix sets the key prefix under which Verify and CheckStore write
-// (and delete) their probe objects (default DefaultProbePrefix). It must
-// end with DefaultProbePrefix, the segment no lock name may contain, so
-// that probes never collide with locks; what comes before it is a lock
-// name prefix ending in '/', for credentials limited to one: "locks/" +
-// DefaultProbePrefix.
+// WithProbePrefix says under which lock name prefix the client's locks
+// live, for credentials limited to it ("locks/", ending in '/'; "" for the
+// whole bucket, the default): Verify and CheckStore then write (and delete)
+// their probe objects under prefix + "s3lock-probe/", a segment no lock
+// name may contain, so that probes never collide with locks.
 func WithProbePrefix(prefix string) Option {
 	return func(c *config) error {
-		parent, ok := strings.CutSuffix(prefix, DefaultProbePrefix)
-		if !ok || (parent != "" && !strings.HasSuffix(parent, "/")) {
-			return invalid("probe prefix %q must be %q, or a lock name prefix ending in '/' followed by it", prefix, DefaultProbePrefix)
+		if prefix != "" && !strings.HasSuffix(prefix, "/") {
+			return invalid("probe prefix %q must be empty or a lock name prefix ending in '/'", prefix)
 		}
-		if err := ValidatePrefix(parent); err != nil {
+		if err := ValidatePrefix(prefix); err != nil {
 			return invalid("probe prefix %q: %v", prefix, err)
 		}
-		c.probePrefix = prefix
+		c.probePrefix = prefix + probeSegment + "/"
 		return nil
 	}
 }
 
-// ValidateBucket checks a bucket name against S3's naming rules.
-func ValidateBucket(bucket string) error {
+// validateBucket checks a bucket name against S3's naming rules
+// (ValidateConfig(bucket) without options).
+func validateBucket(bucket string) error {
 	bad := func(reason string) error {
 		return invalid("bucket name %q %s (S3 bucket names are 3-63 lowercase letters, digits, dots and hyphens)", bucket, reason)
 	}
@@ -282,12 +280,14 @@ type acquireConfig struct {
 	leaseDuration time.Duration
 	renewInterval time.Duration
 	autoRenew     bool
-	failFast      bool
-	waitTimeout   time.Duration // 0: until ctx ends
-	onWait        func(*HeldError)
-	order         Order   // "" or OrderNone: ignore the line
-	slots         int     // 0 or 1: a mutex; n > 1: Slots(n)
-	slot          slotRef // set when acquiring (or taking over) one slot of a slot lock
+	// wait is WithWait's bound (waitSet): fail fast, then wait up to it;
+	// 0 tries once. Without WithWait, wait until ctx ends.
+	wait    time.Duration
+	waitSet bool
+	onWait  func(*HeldError)
+	order   Order   // "" or OrderNone: ignore the line
+	slots   int     // 0 or 1: a mutex; n > 1: Slots(n)
+	slot    slotRef // set when acquiring (or taking over) one slot of a slot lock
 }
 
 // slotRef says which slot of which slot lock a lease holds; the zero value
@@ -342,32 +342,25 @@ func WithoutAutoRenew() AcquireOption {
 	}
 }
 
-// FailFast makes Acquire return at once any error of its first attempt
-// other than ErrHeld (an unreachable store, denied access), so that a
-// misconfiguration is reported without waiting out ctx; once it has found
-// the lock held, it waits as Acquire always does, riding out transient
-// failures. It is what a command-line tool or Terraform wants: wait only
-// for a lock that is held. TryAcquire ignores it.
-func FailFast() AcquireOption {
+// WithWait bounds how long Acquire waits for a held lock: d = 0 tries once,
+// as TryAcquire does; d > 0 waits up to d, counted from when Acquire first
+// finds the lock held, so a slow store does not turn a free lock into a
+// timeout and "wait up to d" means for the holder, not for the store. With
+// WithWait, any failure of the first attempt other than ErrHeld (an
+// unreachable store, denied access) is returned at once, so that a
+// misconfiguration is reported without waiting; once it has found the lock
+// held, Acquire rides out transient failures as it always does. When d has
+// passed, Acquire returns an error matching context.DeadlineExceeded that
+// wraps the last *HeldError. Without WithWait, Acquire waits as long as ctx
+// allows and retries every transient failure. This is the choice a
+// command-line tool or Terraform offers: "wait up to d, 0 = do not wait".
+// TryAcquire ignores it.
+func WithWait(d time.Duration) AcquireOption {
 	return func(a *acquireConfig) error {
-		a.failFast = true
-		return nil
-	}
-}
-
-// WithWaitTimeout bounds how long Acquire waits for a held lock, counted
-// from when it first finds the lock held: the first attempt is bounded only
-// by ctx (and the request timeout), so a slow store does not turn a free
-// lock into a timeout, and "wait up to d" means for the holder, not for the
-// store. When d has passed, Acquire returns a *WaitError matching
-// context.DeadlineExceeded and wrapping the last *HeldError. d must be
-// positive; use TryAcquire not to wait at all. TryAcquire ignores it.
-func WithWaitTimeout(d time.Duration) AcquireOption {
-	return func(a *acquireConfig) error {
-		if d <= 0 {
-			return invalid("wait timeout %s is not positive; use TryAcquire to try once", d)
+		if d < 0 {
+			return invalid("wait %s is negative; 0 tries once", d)
 		}
-		a.waitTimeout = d
+		a.wait, a.waitSet = d, true
 		return nil
 	}
 }
@@ -399,18 +392,6 @@ func WithOrder(o Order) AcquireOption {
 	}
 }
 
-// FIFO is WithOrder(OrderFIFO): first come, first served. Waiters of a lock
-// that use FIFO or Supersede, in any process on any host, are served in the
-// order they joined its line; a waiter that crashes leaves the line within
-// about ten seconds (its ticket lapses by the store's clock).
-func FIFO() AcquireOption { return WithOrder(OrderFIFO) }
-
-// Supersede is WithOrder(OrderNewest): newest wins. The waiter waits in line
-// like a FIFO one, but when a newer Supersede waiter joins the line, this one
-// leaves it and Acquire returns a *SupersededError (ErrSuperseded), within
-// about a second. The holder, and FIFO waiters, are not affected.
-func Supersede() AcquireOption { return WithOrder(OrderNewest) }
-
 // MaxSlots is the largest n of Slots(n). A waiter polls the held slots in
 // turn and Current reads every slot, so n is kept to a size where that stays
 // a handful of requests a second and one Current stays quick.
@@ -420,13 +401,13 @@ const MaxSlots = 64
 // semaphore (PROTOCOL.md §14). The lock's newest epoch object then becomes a
 // marker that records n, and each holder holds one of its n slots, a lock of
 // its own with its own epochs: the lease's Epoch is the fencing token of its
-// slot (Lease.Slot), growing with every holder of that slot, not across
+// slot (Token.Slot), growing with every holder of that slot, not across
 // slots. Every holder of the lock must use the same n: an acquirer with
 // another n, or without Slots, gets an *SlotsError (ErrSlotsMismatch) and
 // never a slot. A lock becomes a slot lock when an acquirer with Slots
 // finds it free; an operator turns it back (or changes n) by force-releasing
 // the marker's epoch once no slot is held. Slots(1) is the plain mutex.
-// With FIFO or Supersede, waiters line up in the lock's one line and the
+// With an order (WithOrder), waiters line up in the lock's one line and the
 // head of the line takes whichever slot frees first. n must be between 1
 // and MaxSlots.
 func Slots(n int) AcquireOption {

@@ -39,8 +39,9 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 		{"nil logger", "ok-bucket", []s3lock.Option{s3lock.WithLogger(nil)}, "logger is nil"},
 		{"nil option", "ok-bucket", []s3lock.Option{nil}, "nil Option"},
 		{"bad probe prefix", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("../x/")}, "probe prefix"},
-		{"probe prefix without the probe segment", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("probes/")}, `must be "s3lock-probe/"`},
-		{"probe prefix under a bad prefix", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("a//s3lock-probe/")}, "empty path segment"},
+		{"probe prefix without its trailing slash", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("locks")}, "ending in '/'"},
+		{"probe prefix naming the probe segment itself", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("locks/s3lock-probe/")}, "reserved"},
+		{"probe prefix with an empty segment", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("a//")}, "empty path segment"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 	if _, err := s3lock.New(nil, "ok-bucket"); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("New(nil api) = %v; want ErrInvalidConfig", err)
 	}
-	if err := s3lock.ValidateConfig("ok-bucket", s3lock.WithProbePrefix("locks/"+s3lock.DefaultProbePrefix)); err != nil {
+	if err := s3lock.ValidateConfig("ok-bucket", s3lock.WithProbePrefix("locks/")); err != nil {
 		t.Errorf("ValidateConfig of good options = %v; want nil", err)
 	}
 }

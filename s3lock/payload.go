@@ -9,11 +9,11 @@ import (
 	"unicode/utf8"
 )
 
-// MaxPayloadBytes bounds the size of an epoch object that this package will
+// maxPayloadBytes bounds the size of an epoch object that this package will
 // read (and write): a lease is a few hundred bytes; anything much larger is
 // not one of ours, and reading it whole would let a stray object exhaust
 // memory.
-const MaxPayloadBytes = 64 << 10
+const maxPayloadBytes = 64 << 10
 
 // maxMetadataBytes bounds user metadata so that a payload always fits.
 const maxMetadataBytes = 16 << 10
@@ -73,18 +73,18 @@ func (p *payload) encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3lock: encoding lease payload: %w", err)
 	}
-	if len(b) > MaxPayloadBytes {
+	if len(b) > maxPayloadBytes {
 		return nil, fmt.Errorf("%w: the lease payload would be %d bytes; the limit is %d (reduce the metadata)",
-			ErrInvalidConfig, len(b), MaxPayloadBytes)
+			ErrInvalidConfig, len(b), maxPayloadBytes)
 	}
 	return b, nil
 }
 
-// decodePayload reads at most MaxPayloadBytes from r and checks that the
+// decodePayload reads at most maxPayloadBytes from r and checks that the
 // result is a lease for the given epoch (0: any). Its errors are
-// *CorruptLeaseError without bucket and key; callers add them.
+// *corruptLeaseError without bucket and key; callers add them.
 func decodePayload(r io.Reader, epoch uint64) (*payload, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxPayloadBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxPayloadBytes+1))
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +93,10 @@ func decodePayload(r io.Reader, epoch uint64) (*payload, error) {
 
 func parsePayload(data []byte, epoch uint64) (*payload, error) {
 	corrupt := func(format string, args ...any) error {
-		return &CorruptLeaseError{Reason: fmt.Sprintf(format, args...)}
+		return &corruptLeaseError{Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(data) > MaxPayloadBytes {
-		return nil, corrupt("it is larger than %d bytes", MaxPayloadBytes)
+	if len(data) > maxPayloadBytes {
+		return nil, corrupt("it is larger than %d bytes", maxPayloadBytes)
 	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {

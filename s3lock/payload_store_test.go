@@ -37,12 +37,11 @@ func TestCorruptLeaseObjects(t *testing.T) {
 			ns := s3test.New(t)
 			c := newLockClient(t, ns, "reader", nil)
 			name := ns.Name("corrupt")
-			key := s3lock.Key(name, 1)
+			key := s3lock.Token{Name: name, Epoch: 1}.Key()
 			putRaw(t, ns, key, tc.body)
 			check := func(call string, err error) {
 				t.Helper()
-				var ce *s3lock.CorruptLeaseError
-				if !errors.Is(err, s3lock.ErrCorruptLease) || !errors.As(err, &ce) {
+				if !errors.Is(err, s3lock.ErrCorruptLease) {
 					t.Fatalf("%s = %v; want ErrCorruptLease", call, err)
 				}
 				for _, part := range []string{ns.Bucket, key, tc.want} {
@@ -63,7 +62,7 @@ func TestCorruptLeaseObjects(t *testing.T) {
 			}
 			check("List's State.Err", states[0].Err)
 
-			if err := c.ForceRelease(t.Context(), name, 1); err != nil {
+			if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 				t.Fatalf("ForceRelease of the corrupt epoch: %v", err)
 			}
 			l, err := c.TryAcquire(t.Context(), name)
@@ -85,13 +84,13 @@ func TestSeedFormatIsRead(t *testing.T) {
 	ns := s3test.New(t)
 	c := newLockClient(t, ns, "reader", nil)
 	name := ns.Name("locks")
-	putRaw(t, ns, s3lock.Key(name, 1), []byte(`{"leaderId":"node-1","validityMs":60000,"expired":false}`))
+	putRaw(t, ns, s3lock.Token{Name: name, Epoch: 1}.Key(), []byte(`{"leaderId":"node-1","validityMs":60000,"expired":false}`))
 	_, err := c.TryAcquire(t.Context(), name)
 	var held *s3lock.HeldError
 	if !errors.As(err, &held) || held.Holder != "node-1" || held.Epoch != 1 {
 		t.Fatalf("TryAcquire over a seed-format lease = %v; want held by node-1", err)
 	}
-	putRaw(t, ns, s3lock.Key(name, 2), []byte(`{"leaderId":"node-1","validityMs":0,"expired":true}`))
+	putRaw(t, ns, s3lock.Token{Name: name, Epoch: 2}.Key(), []byte(`{"leaderId":"node-1","validityMs":0,"expired":true}`))
 	l, err := c.TryAcquire(t.Context(), name)
 	if err != nil || l.Epoch() != 3 {
 		t.Fatalf("TryAcquire over a released seed-format lease = %v, %v; want epoch 3", l, err)

@@ -30,7 +30,7 @@ func TestParsePayload(t *testing.T) {
 		{"too many slots", `{"s3lock":2,"slots":65}`, 1, "not a marker"},
 		{"invalid utf8", "{\"leaderId\":\"\xff\"}", 1, "not valid UTF-8"},
 		{"overflowing number", `{"validityMs":1e400}`, 1, "not a lease JSON document"},
-		{"oversized", `{"leaderId":"` + string(bytes.Repeat([]byte("x"), MaxPayloadBytes)) + `"}`, 1, "larger than"},
+		{"oversized", `{"leaderId":"` + string(bytes.Repeat([]byte("x"), maxPayloadBytes)) + `"}`, 1, "larger than"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,9 +41,9 @@ func TestParsePayload(t *testing.T) {
 				}
 				return
 			}
-			var ce *CorruptLeaseError
+			var ce *corruptLeaseError
 			if !errors.As(err, &ce) || !bytes.Contains([]byte(err.Error()), []byte(tc.wantErr)) {
-				t.Fatalf("decode = %v; want a CorruptLeaseError mentioning %q", err, tc.wantErr)
+				t.Fatalf("decode = %v; want ErrCorruptLease mentioning %q", err, tc.wantErr)
 			}
 		})
 	}
@@ -85,9 +85,9 @@ func FuzzParsePayload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, epoch uint64) {
 		p, err := parsePayload(data, epoch)
 		if err != nil {
-			var ce *CorruptLeaseError
+			var ce *corruptLeaseError
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %v is not a CorruptLeaseError", err)
+				t.Fatalf("error %v is not an unreadable lease (ErrCorruptLease)", err)
 			}
 			return
 		}
@@ -97,7 +97,7 @@ func FuzzParsePayload(f *testing.F) {
 		// What was accepted re-encodes and reads back the same.
 		b, err := p.encode()
 		if err != nil {
-			if len(data) <= MaxPayloadBytes/2 {
+			if len(data) <= maxPayloadBytes/2 {
 				t.Fatalf("re-encoding an accepted payload: %v", err)
 			}
 			return

@@ -9,10 +9,14 @@ import (
 	"time"
 )
 
-// Token identifies a held lease so that another process can take it over
-// (Resume): a pipeline step that acquires, and a later one that releases.
-// The nonce is what proves the lease is the one this token was made for;
-// treat a token like a lock's key.
+// Token names a lease: a lock (Bucket, Name), one of its epochs, and for a
+// slot lock's lease its slot. Lease.Token returns a lease's token with its
+// Nonce, which proves the lease is the one the token was made for: another
+// process resumes that very lease with it (a pipeline step that acquires,
+// and a later one that releases), so treat such a token like a lock's key.
+// A Token without a Nonce (a literal, an import ID) names an epoch
+// whoever holds it: Resume adopts it, Lookup reads it, ForceRelease ends it.
+// Bucket may be left empty for the client's bucket.
 type Token struct {
 	Bucket string `json:"bucket"`
 	Name   string `json:"name"`
@@ -23,6 +27,11 @@ type Token struct {
 	Epoch uint64 `json:"epoch"`
 	Nonce string `json:"nonce"`
 }
+
+// Key returns the object key of the epoch the token names, e.g.
+// "deploy/lock-0000000007.json" for epoch 7 of the lock "deploy", or
+// "jobs/lock-slots/2/lock-0000000003.json" for epoch 3 of slot 2 of "jobs".
+func (t Token) Key() string { return epochKey(t.target(), t.Epoch) }
 
 // String returns the token as JSON.
 func (t Token) String() string {
@@ -61,31 +70,31 @@ func ParseToken(s string) (Token, error) {
 	return t, nil
 }
 
-// Resume takes over the lease a token names, if it is still held: the
-// lock's newest epoch, not released, not lapsed, and still carrying the
-// token's nonce. Otherwise the error is a *LeaseLostError (matching
-// ErrLeaseLost) whose Reason says why: LostReleased when it was released
-// (a release already done), LostLapsed,
-// LostForceReleased, LostSuperseded, or LostDeleted when the epoch object is
+// Resume takes over the lease t names, if it is still held: the lock's
+// (or slot's) newest epoch, not released, not lapsed, and, when t carries a
+// Nonce, still the acquisition t was made for. Without a Nonce it adopts
+// the epoch whoever acquired it: for importing a lease into Terraform, or
+// for an operator who must finish a crashed holder's work. Otherwise the
+// error is a *LeaseLostError (matching ErrLeaseLost) whose Reason says why:
+// LostReleased when it was released (a release already done), LostLapsed,
+// LostForceReleased, LostReplaced, or LostDeleted when the epoch object is
 // gone. The resumed lease trusts itself only for what is left of the lease
 // as judged by the store's clock (State.TrustedUntil), and renews itself
-// unless WithoutAutoRenew is given. It costs one LIST and one GET; ctx bounds
-// them.
+// unless WithoutAutoRenew is given. It costs one LIST and one GET (two of
+// each to adopt a slot without a Nonce: the lock's marker says it is a slot
+// lock, else ErrSlotsMismatch); ctx bounds them.
 //
 // Resume is a takeover: the handle the token came from must not be used any
 // more (Detach it, or let its process end). If both are, the next renewal of
 // one of them finds the other's write and ends that handle as lost; until
 // then both believe they hold the lease, as with ForceRelease. To check a
-// token's lease without taking it over, use Lookup.
+// lease without taking it over, use Lookup.
 func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*Lease, error) {
-	if err := c.checkToken(t); err != nil {
+	target, ref, err := c.leaseOf(ctx, t)
+	if err != nil {
 		return nil, err
 	}
-	var ref slotRef
-	if t.Slot > 0 {
-		ref = slotRef{lock: t.Name, slot: t.Slot, slots: t.Slots}
-	}
-	return c.takeOver(ctx, t.target(), t.Epoch, t.Nonce, ref, opts)
+	return c.takeOver(ctx, target, t.Epoch, t.Nonce, ref, opts)
 }
 
 // target is the name of the lock whose epoch the token names: its slot, for
@@ -97,46 +106,25 @@ func (t Token) target() string {
 	return t.Name
 }
 
-// Adopt takes over the current lease of a lock by its epoch, whoever
-// acquired it: for importing a lease into Terraform, or for an operator who
-// must finish a crashed holder's work. It refuses, with a *LeaseLostError
-// as Resume does, unless the epoch is the lock's newest and its lease is
-// held. Like Resume, it is a takeover: the original holder must have stopped
-// using its handle. It costs one LIST and one GET; ctx bounds them.
-func (c *Client) Adopt(ctx context.Context, name string, epoch uint64, opts ...AcquireOption) (*Lease, error) {
-	if err := ValidateName(name); err != nil {
-		return nil, err
+// leaseOf checks t and returns the name of the lock whose epoch it names
+// and, for a slot lease, which slot of which lock. A token with a Nonce
+// says how many slots its lock has; one without is checked against the
+// lock's marker (a LIST and a GET).
+func (c *Client) leaseOf(ctx context.Context, t Token) (string, slotRef, error) {
+	if err := c.checkToken(t); err != nil {
+		return "", slotRef{}, err
 	}
-	return c.takeOver(ctx, name, epoch, "", slotRef{}, opts)
-}
-
-// AdoptSlot is Adopt for one slot of a slot lock (Slots): it takes over the
-// current lease of slot (1 to the lock's n) by its epoch, whoever acquired
-// it, and refuses as Adopt does; a lock that is not a slot lock, or has
-// fewer slots, is an error matching ErrSlotsMismatch. It costs two LISTs and
-// two GETs (the marker, then the slot's epoch).
-func (c *Client) AdoptSlot(ctx context.Context, name string, slot int, epoch uint64, opts ...AcquireOption) (*Lease, error) {
-	sub, n, err := c.slotOf(ctx, name, slot)
+	switch {
+	case t.Slot == 0:
+		return t.Name, slotRef{}, nil
+	case t.Nonce != "":
+		return t.target(), slotRef{lock: t.Name, slot: t.Slot, slots: t.Slots}, nil
+	}
+	sub, n, err := c.slotOf(ctx, t.Name, t.Slot)
 	if err != nil {
-		return nil, err
+		return "", slotRef{}, err
 	}
-	return c.takeOver(ctx, sub, epoch, "", slotRef{lock: name, slot: slot, slots: n}, opts)
-}
-
-// LookupSlotEpoch is LookupEpoch for one slot of a slot lock (Slots): the
-// State of slot's lease (Slot set) if epoch is the slot's newest and still
-// held, as AdoptSlot would accept it. It writes nothing and costs two LISTs
-// and two GETs.
-func (c *Client) LookupSlotEpoch(ctx context.Context, name string, slot int, epoch uint64) (State, error) {
-	sub, _, err := c.slotOf(ctx, name, slot)
-	if err != nil {
-		return State{}, err
-	}
-	st, err := c.lookup(ctx, sub, epoch, "")
-	if err == nil {
-		st.Name, st.Slot = name, slot
-	}
-	return st, err
+	return sub, slotRef{lock: t.Name, slot: t.Slot, slots: n}, nil
 }
 
 // slotOf checks that name is a slot lock with a slot numbered slot (one
@@ -156,7 +144,7 @@ func (c *Client) slotOf(ctx context.Context, name string, slot int) (string, int
 	case err != nil:
 		return "", 0, err
 	case m == nil || !m.body.marker():
-		return "", 0, fmt.Errorf("%w: lock %q in bucket %s is not a slot lock; use Adopt or LookupEpoch",
+		return "", 0, fmt.Errorf("%w: lock %q in bucket %s is not a slot lock; name its epoch without a slot",
 			ErrSlotsMismatch, name, c.bucket)
 	case slot > m.body.Slots:
 		return "", 0, fmt.Errorf("%w: lock %q in bucket %s has %d slots; there is no slot %d", ErrSlotsMismatch,
@@ -176,32 +164,22 @@ func slotTarget(name string, slot int) (string, error) {
 	return slotName(name, slot), nil
 }
 
-// Lookup reads the state of the lease a token names without taking it
-// over: the lock's State if the token's lease is still held, with
-// TrustedUntil estimated as Resume would; otherwise the *LeaseLostError
-// that Resume would return. It writes nothing, so the token's holder is not
-// disturbed. It costs one LIST and one GET; ctx bounds them.
+// Lookup reads the state of the lease t names without taking it over: the
+// lock's State (Slot set for a slot's lease) if the lease is still held,
+// with TrustedUntil estimated as Resume would; otherwise the
+// *LeaseLostError that Resume would return. As for Resume, a Token without
+// a Nonce names the epoch whoever holds it. It writes nothing, so the
+// holder is not disturbed. It costs what Resume costs; ctx bounds it.
 func (c *Client) Lookup(ctx context.Context, t Token) (State, error) {
-	if err := c.checkToken(t); err != nil {
+	target, _, err := c.leaseOf(ctx, t)
+	if err != nil {
 		return State{}, err
 	}
-	st, err := c.lookup(ctx, t.target(), t.Epoch, t.Nonce)
+	st, err := c.lookup(ctx, target, t.Epoch, t.Nonce)
 	if err == nil && t.Slot > 0 {
 		st.Name, st.Slot = t.Name, t.Slot
 	}
 	return st, err
-}
-
-// LookupEpoch is Lookup for a lease known only by its lock and epoch (an
-// imported lease, a record without its token): the State if epoch is the
-// lock's newest and still held, whoever acquired it, as Adopt would accept
-// it; otherwise the *LeaseLostError that Adopt would return. It writes
-// nothing and costs one LIST and one GET; ctx bounds them.
-func (c *Client) LookupEpoch(ctx context.Context, name string, epoch uint64) (State, error) {
-	if err := ValidateName(name); err != nil {
-		return State{}, err
-	}
-	return c.lookup(ctx, name, epoch, "")
 }
 
 func (c *Client) lookup(ctx context.Context, name string, epoch uint64, nonce string) (State, error) {
@@ -214,11 +192,11 @@ func (c *Client) lookup(ctx context.Context, name string, epoch uint64, nonce st
 
 // checkToken checks that t can name a lease of this client's bucket.
 func (c *Client) checkToken(t Token) error {
-	if t.Bucket != c.bucket {
+	if t.Bucket != "" && t.Bucket != c.bucket {
 		return invalid("lease token is for bucket %s, but this client locks in bucket %s", t.Bucket, c.bucket)
 	}
-	if t.Nonce == "" {
-		return invalid("lease token has no nonce")
+	if err := validateEpoch(t.Epoch); err != nil {
+		return err
 	}
 	if err := t.checkSlot(); err != nil {
 		return err
@@ -227,7 +205,11 @@ func (c *Client) checkToken(t Token) error {
 }
 
 // checkSlot checks a token's slot fields: none, or a slot of a slot lock.
+// A token without a Nonce may leave Slots to the lock's marker.
 func (t Token) checkSlot() error {
+	if t.Nonce == "" && t.Slots == 0 && t.Slot != 0 {
+		return validateSlot(t.Slot)
+	}
 	if (t.Slot != 0 || t.Slots != 0) && (t.Slot < 1 || t.Slots < 2 || t.Slots > MaxSlots || t.Slot > t.Slots) {
 		return invalid("lease token slot %d of %d is not a slot of a lock (slots 1 to n, n from 2 to %d)",
 			t.Slot, t.Slots, MaxSlots)
@@ -264,12 +246,12 @@ type heldLease struct {
 // carries nonce (any nonce when nonce is ""). Otherwise it returns the
 // *LeaseLostError that says why not.
 func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce string) (heldLease, error) {
-	// name is a lock's, or a slot's (checked by the caller: Adopt,
-	// LookupEpoch, checkToken, slotTarget).
+	// name is a lock's, or a slot's (checked by the caller: leaseOf,
+	// checkToken, slotTarget).
 	if err := validateEpoch(epoch); err != nil {
 		return heldLease{}, err
 	}
-	key := Key(name, epoch)
+	key := epochKey(name, epoch)
 	lost := func(reason LossReason, detail string) error {
 		return &LeaseLostError{Bucket: c.bucket, Name: name, Key: key, Epoch: epoch, Reason: reason, Detail: detail}
 	}
@@ -287,7 +269,7 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 		}
 		return heldLease{}, lost(LostDeleted, "its epoch object does not exist")
 	case newest.epoch > epoch:
-		return heldLease{}, lost(LostSuperseded, fmt.Sprintf("it was superseded (the lock is at epoch %d)", newest.epoch))
+		return heldLease{}, lost(LostReplaced, fmt.Sprintf("it was superseded (the lock is at epoch %d)", newest.epoch))
 	}
 	obs, err := c.getEpoch(ctx, key, epoch, "")
 	if classify(err) == failNotFound {
@@ -300,7 +282,7 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	case b.marker():
 		return heldLease{}, c.slotsError(name, obs, 1)
 	case nonce != "" && b.Nonce != nonce:
-		return heldLease{}, lost(LostSuperseded, "its epoch object belongs to another acquisition (holder "+b.Holder+")")
+		return heldLease{}, lost(LostReplaced, "its epoch object belongs to another acquisition (holder "+b.Holder+")")
 	case b.Released && b.ReleasedBy != "":
 		return heldLease{}, lost(LostForceReleased, "it was force-released by "+b.ReleasedBy)
 	case b.Released && b.Reason != "":

@@ -53,7 +53,7 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 	forged := parsed
 	forged.Nonce = "0000"
 	_, err = step2.Resume(t.Context(), forged)
-	wantLost(t, "Resume with a wrong nonce", err, s3lock.LostSuperseded)
+	wantLost(t, "Resume with a wrong nonce", err, s3lock.LostReplaced)
 	other := parsed
 	other.Bucket = "another-bucket"
 	if _, err := step2.Resume(t.Context(), other); !errors.Is(err, s3lock.ErrInvalidConfig) {
@@ -79,24 +79,24 @@ func TestAdopt_TakesOnlyTheCurrentHeldEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Detach()
-	_, err = op.Adopt(t.Context(), name, 2)
+	_, err = op.Resume(t.Context(), s3lock.Token{Name: name, Epoch: 2})
 	wantLost(t, "Adopt of a future epoch", err, s3lock.LostDeleted)
-	a, err := op.Adopt(t.Context(), name, 1, s3lock.WithoutAutoRenew())
+	a, err := op.Resume(t.Context(), s3lock.Token{Name: name, Epoch: 1}, s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatalf("Adopt of the held epoch: %v", err)
 	}
 	if err := a.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	_, err = op.Adopt(t.Context(), name, 1)
+	_, err = op.Resume(t.Context(), s3lock.Token{Name: name, Epoch: 1})
 	wantLost(t, "Adopt of a released epoch", err, s3lock.LostReleased)
 	l2, err := c.TryAcquire(t.Context(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustRelease(t, l2)
-	_, err = op.Adopt(t.Context(), name, 1)
-	wantLost(t, "Adopt of a superseded epoch", err, s3lock.LostSuperseded)
+	_, err = op.Resume(t.Context(), s3lock.Token{Name: name, Epoch: 1})
+	wantLost(t, "Adopt of a superseded epoch", err, s3lock.LostReplaced)
 }
 
 // TestParseToken_NeverEchoesTheNonce: a token's nonce releases its lease, so
@@ -200,8 +200,8 @@ func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
 	forged := tok
 	forged.Nonce = "0000"
 	_, err = reader.Lookup(t.Context(), forged)
-	wantLost(t, "Lookup with a wrong nonce", err, s3lock.LostSuperseded)
-	if err := holder.ForceRelease(t.Context(), name, l.Epoch()); err != nil {
+	wantLost(t, "Lookup with a wrong nonce", err, s3lock.LostReplaced)
+	if err := holder.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = reader.Lookup(t.Context(), tok)
@@ -214,7 +214,7 @@ func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
 	}
 	mustRelease(t, next)
 	_, err = reader.Lookup(t.Context(), tok)
-	wantLost(t, "Lookup of a superseded lease", err, s3lock.LostSuperseded)
+	wantLost(t, "Lookup of a superseded lease", err, s3lock.LostReplaced)
 	tok.Bucket = "another-bucket"
 	if _, err := reader.Lookup(t.Context(), tok); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("Lookup of another bucket's token = %v; want ErrInvalidConfig", err)
@@ -234,7 +234,7 @@ func TestTakeover_OnlyOneHandleSurvives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adopted, err := c.Adopt(t.Context(), name, orig.Epoch(), s3lock.WithoutAutoRenew())
+	adopted, err := c.Resume(t.Context(), s3lock.Token{Name: name, Epoch: orig.Epoch()}, s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestResume_SupersededEpochLooksAlive(t *testing.T) {
 	}
 	mustRelease(t, lb)
 	// The late renewal: epoch 1 rewritten, fresh and unreleased.
-	out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(la.Key())})
+	out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(la.Token().Key())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,18 +281,19 @@ func TestResume_SupersededEpochLooksAlive(t *testing.T) {
 	_, _ = body.ReadFrom(out.Body)
 	out.Body.Close()
 	fresh := strings.Replace(body.String(), `"renewals":0`, `"renewals":1`, 1)
-	putRaw(t, ns, la.Key(), []byte(fresh))
+	putRaw(t, ns, la.Token().Key(), []byte(fresh))
 
 	if _, err := a.Resume(t.Context(), tok); !errors.Is(err, s3lock.ErrLeaseLost) || !strings.Contains(err.Error(), "superseded") {
 		t.Fatalf("Resume of a superseded epoch = %v; want ErrLeaseLost (superseded)", err)
 	}
 }
 
-// TestLookupEpoch_AndHandlesOfAReleasedLease: LookupEpoch checks a lease by
-// its epoch as Adopt would, writing nothing; once one handle of a lease has
+// TestLookup_ByEpochAndHandlesOfAReleasedLease: Lookup of a token without a
+// nonce checks a lease by its epoch as Resume of it would adopt it, writing
+// nothing; once one handle of a lease has
 // released it, a takeover or lookup finds it released (a release already
 // done), while another handle that still used it finds it taken over.
-func TestLookupEpoch_AndHandlesOfAReleasedLease(t *testing.T) {
+func TestLookup_ByEpochAndHandlesOfAReleasedLease(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("handles")
@@ -303,14 +304,14 @@ func TestLookupEpoch_AndHandlesOfAReleasedLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := second.LookupEpoch(t.Context(), name, l.Epoch())
+	st, err := second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()})
 	if err != nil || st.Phase() != s3lock.PhaseHeld || st.Holder != "first" || st.TrustedUntil.After(l.ExpiresAt()) {
-		t.Fatalf("LookupEpoch of the held epoch = %+v, %v; want held by first, trusted no later than its deadline", st, err)
+		t.Fatalf("Lookup by epoch of the held epoch = %+v, %v; want held by first, trusted no later than its deadline", st, err)
 	}
-	_, err = second.LookupEpoch(t.Context(), name, l.Epoch()+1)
-	wantLost(t, "LookupEpoch of a future epoch", err, s3lock.LostDeleted)
+	_, err = second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch() + 1})
+	wantLost(t, "Lookup by epoch of a future epoch", err, s3lock.LostDeleted)
 	if err := l.Renew(t.Context()); err != nil {
-		t.Fatalf("the holder's Renew after LookupEpoch: %v (LookupEpoch must not write)", err)
+		t.Fatalf("the holder's Renew after Lookup by epoch: %v (Lookup must not write)", err)
 	}
 
 	resumed, err := second.Resume(t.Context(), l.Token(), s3lock.WithoutAutoRenew())
@@ -323,8 +324,8 @@ func TestLookupEpoch_AndHandlesOfAReleasedLease(t *testing.T) {
 	wantLost(t, "Renew by the handle the token came from, after the resumed handle released", l.Renew(t.Context()), s3lock.LostTakenOver)
 	_, err = second.Lookup(t.Context(), l.Token())
 	wantLost(t, "Lookup of the released lease", err, s3lock.LostReleased)
-	_, err = second.LookupEpoch(t.Context(), name, l.Epoch())
-	wantLost(t, "LookupEpoch of the released lease", err, s3lock.LostReleased)
+	_, err = second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()})
+	wantLost(t, "Lookup by epoch of the released lease", err, s3lock.LostReleased)
 	if !errors.Is(resumed.Err(), s3lock.ErrReleased) {
 		t.Errorf("Err of the handle that released = %v; want ErrReleased", resumed.Err())
 	}

@@ -142,7 +142,7 @@ func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
 	time.Sleep(cleanupWait())
 	l4 := s.take() // epoch 4: its cleanup deletes epochs 1 and 2
 	mustRelease(t, l4)
-	if epochObjectExists(t, ns, s3lock.Key(name, 2)) {
+	if epochObjectExists(t, ns, s3lock.Token{Name: name, Epoch: 2}.Key()) {
 		t.Fatal("cleanup did not delete epoch 2: the test did not set up the hazard")
 	}
 	s.contenderRefused(l4) // a's create of epoch 2 lands on a free key
@@ -276,10 +276,10 @@ func TestForceRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := op.ForceRelease(t.Context(), name, 99); !errors.Is(err, s3lock.ErrNoSuchEpoch) {
+	if err := op.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 99}); !errors.Is(err, s3lock.ErrNoSuchEpoch) {
 		t.Errorf("ForceRelease of a missing epoch = %v; want ErrNoSuchEpoch", err)
 	}
-	if err := op.ForceRelease(t.Context(), name, 1); err != nil {
+	if err := op.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 		t.Fatalf("ForceRelease: %v", err)
 	}
 	next, err := op.TryAcquire(t.Context(), name)
@@ -287,7 +287,7 @@ func TestForceRelease(t *testing.T) {
 		t.Fatalf("TryAcquire after ForceRelease: %v", err)
 	}
 	mustRelease(t, next)
-	if err := op.ForceRelease(t.Context(), name, 1); err != nil {
+	if err := op.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 		t.Errorf("ForceRelease of an already released epoch = %v; want nil", err)
 	}
 	st, err := op.Current(t.Context(), name)
@@ -321,7 +321,7 @@ func TestLostLease_DoneClosesInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ForceRelease(t.Context(), name, l.Epoch()); err != nil {
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -268,7 +268,7 @@ func (c *Client) createMarker(ctx context.Context, name string, epoch uint64, n 
 	if err := c.stillNewest(ctx, name, epoch, p, start); err != nil {
 		return err
 	}
-	c.cfg.logger.Info("s3lock: the lock is now a slot lock", "bucket", c.bucket, "key", Key(name, epoch), "slots", n)
+	c.cfg.logger.Info("s3lock: the lock is now a slot lock", "bucket", c.bucket, "key", epochKey(name, epoch), "slots", n)
 	c.startCleanup(c.cleanupFor(name, epoch, page))
 	return nil
 }

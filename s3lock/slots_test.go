@@ -73,16 +73,16 @@ func (r slotRun) run(t *testing.T) slotResult {
 				now := inside.Add(1)
 				mu.Lock()
 				res.maxInside = max(res.maxInside, now)
-				if prev := lastEpoch[l.Slot()]; l.Epoch() <= prev {
-					t.Errorf("slot %d: epoch %d after epoch %d; a slot's epochs must increase", l.Slot(), l.Epoch(), prev)
+				if prev := lastEpoch[l.Token().Slot]; l.Epoch() <= prev {
+					t.Errorf("slot %d: epoch %d after epoch %d; a slot's epochs must increase", l.Token().Slot, l.Epoch(), prev)
 				}
-				lastEpoch[l.Slot()] = l.Epoch()
-				res.perSlot[l.Slot()]++
+				lastEpoch[l.Token().Slot] = l.Epoch()
+				res.perSlot[l.Token().Slot]++
 				mu.Unlock()
-				if l.Slot() < 1 || l.Slot() > r.slots || l.Slots() != r.slots || l.Name() != res.name {
-					t.Errorf("lease slot %d of %d, name %q; want a slot in [1, %d] of %q", l.Slot(), l.Slots(), l.Name(), r.slots, res.name)
+				if l.Token().Slot < 1 || l.Token().Slot > r.slots || max(l.Token().Slots, 1) != r.slots || l.Name() != res.name {
+					t.Errorf("lease slot %d of %d, name %q; want a slot in [1, %d] of %q", l.Token().Slot, max(l.Token().Slots, 1), l.Name(), r.slots, res.name)
 				}
-				key := fmt.Sprintf("%scounter-%d", ns.Prefix, l.Slot())
+				key := fmt.Sprintf("%scounter-%d", ns.Prefix, l.Token().Slot)
 				n, err := getCounter(ctx, ns, key)
 				if err != nil && !isNoSuchKey(err) {
 					t.Errorf("worker %d: counter: %v", w, err)
@@ -92,11 +92,11 @@ func (r slotRun) run(t *testing.T) slotResult {
 					t.Errorf("worker %d: counter: %v", w, err)
 				}
 				if lost := l.Err(); lost != nil {
-					t.Errorf("worker %d: lease of slot %d epoch %d ended while held: %v", w, l.Slot(), l.Epoch(), lost)
+					t.Errorf("worker %d: lease of slot %d epoch %d ended while held: %v", w, l.Token().Slot, l.Epoch(), lost)
 				}
 				inside.Add(-1)
 				if err := l.Release(ctx); err != nil {
-					t.Errorf("worker %d: Release slot %d epoch %d: %v", w, l.Slot(), l.Epoch(), err)
+					t.Errorf("worker %d: Release slot %d epoch %d: %v", w, l.Token().Slot, l.Epoch(), err)
 				}
 			}
 		})
@@ -207,13 +207,13 @@ func TestSlots_DisagreementIsAnError(t *testing.T) {
 		{"TryAcquire with Slots(2)", func() error { _, err := b.TryAcquire(t.Context(), name, s3lock.Slots(2)); return err }},
 		{"Acquire with Slots(5)", func() error { _, err := b.Acquire(ctx, name, s3lock.Slots(5)); return err }},
 		{"Acquire without Slots", func() error { _, err := b.Acquire(ctx, name); return err }},
-		{"Acquire FIFO without Slots", func() error { _, err := b.Acquire(ctx, name, s3lock.FIFO()); return err }},
+		{"Acquire FIFO without Slots", func() error { _, err := b.Acquire(ctx, name, s3lock.WithOrder(s3lock.OrderFIFO)); return err }},
 		{"Adopt of the marker", func() error {
 			st, err := b.Current(t.Context(), name)
 			if err != nil {
 				return err
 			}
-			_, err = b.Adopt(t.Context(), name, st.Epoch)
+			_, err = b.Resume(t.Context(), s3lock.Token{Name: name, Epoch: st.Epoch})
 			return err
 		}},
 	} {
@@ -316,12 +316,12 @@ func TestSlots_MutexHolderIsWaitedForThenTheLockBecomesASlotLock(t *testing.T) {
 		t.FailNow()
 	}
 	mustRelease(t, l)
-	if l.Slots() != 2 || l.Slot() < 1 || l.Slot() > 2 {
-		t.Errorf("lease slot %d of %d; want a slot of 2", l.Slot(), l.Slots())
+	if max(l.Token().Slots, 1) != 2 || l.Token().Slot < 1 || l.Token().Slot > 2 {
+		t.Errorf("lease slot %d of %d; want a slot of 2", l.Token().Slot, max(l.Token().Slots, 1))
 	}
 	// The marker is epoch 2 of the lock itself, in a format a reader of
 	// leases only refuses.
-	out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(s3lock.Key(name, 2))})
+	out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(s3lock.Token{Name: name, Epoch: 2}.Key())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestSlots_MutexHolderIsWaitedForThenTheLockBecomesASlotLock(t *testing.T) {
 		Slots  int `json:"slots"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil || m.Format != 2 || m.Slots != 2 {
-		t.Errorf("marker %s = %s; want format 2 with slots 2", s3lock.Key(name, 2), raw)
+		t.Errorf("marker %s = %s; want format 2 with slots 2", s3lock.Token{Name: name, Epoch: 2}.Key(), raw)
 	}
 	if _, err := newLockClient(t, ns, "late", nil).TryAcquire(t.Context(), name); !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("a mutex TryAcquire of the slot lock: %v; want ErrSlotsMismatch", err)
@@ -353,10 +353,10 @@ func TestSlots_AllHeld(t *testing.T) {
 			t.Fatalf("holder %d: %v", i, err)
 		}
 		mustRelease(t, l)
-		if _, dup := seen[l.Slot()]; dup {
-			t.Fatalf("slot %d granted twice", l.Slot())
+		if _, dup := seen[l.Token().Slot]; dup {
+			t.Fatalf("slot %d granted twice", l.Token().Slot)
 		}
-		seen[l.Slot()] = holder
+		seen[l.Token().Slot] = holder
 	}
 	viewer := newLockClient(t, ns, "viewer", nil)
 	_, err := viewer.TryAcquire(t.Context(), name, s3lock.Slots(3))
@@ -395,7 +395,7 @@ func TestSlots_AllHeld(t *testing.T) {
 }
 
 // TestSlots_TokenResumesItsSlot: a slot lease's token names its slot; Resume
-// takes that slot's lease over, Lookup reads it, and ForceReleaseSlot frees
+// takes that slot's lease over, Lookup reads it, and ForceRelease of its token frees
 // it for the next acquirer.
 func TestSlots_TokenResumesItsSlot(t *testing.T) {
 	t.Parallel()
@@ -407,19 +407,19 @@ func TestSlots_TokenResumesItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok, err := s3lock.ParseToken(l.Detach().String())
-	if err != nil || tok.Slot != l.Slot() || tok.Slots != 2 || tok.Name != name {
-		t.Fatalf("token %+v (%v); want slot %d of 2 of %q", tok, err, l.Slot(), name)
+	if err != nil || tok.Slot != l.Token().Slot || tok.Slots != 2 || tok.Name != name {
+		t.Fatalf("token %+v (%v); want slot %d of 2 of %q", tok, err, l.Token().Slot, name)
 	}
 	st, err := c.Lookup(t.Context(), tok)
-	if err != nil || st.Slot != l.Slot() || st.Name != name || !st.Held {
-		t.Fatalf("Lookup = %+v, %v; want slot %d held", st, err, l.Slot())
+	if err != nil || st.Slot != l.Token().Slot || st.Name != name || !st.Held {
+		t.Fatalf("Lookup = %+v, %v; want slot %d held", st, err, l.Token().Slot)
 	}
 	r, err := newLockClient(t, ns, "b", nil).Resume(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Slot() != l.Slot() || r.Slots() != 2 || r.Name() != name || r.Epoch() != l.Epoch() {
-		t.Errorf("resumed slot %d of %d of %q epoch %d; want slot %d of 2 of %q epoch %d", r.Slot(), r.Slots(), r.Name(), r.Epoch(), l.Slot(), name, l.Epoch())
+	if r.Token().Slot != l.Token().Slot || max(r.Token().Slots, 1) != 2 || r.Name() != name || r.Epoch() != l.Epoch() {
+		t.Errorf("resumed slot %d of %d of %q epoch %d; want slot %d of 2 of %q epoch %d", r.Token().Slot, max(r.Token().Slots, 1), r.Name(), r.Epoch(), l.Token().Slot, name, l.Epoch())
 	}
 	if err := r.Release(t.Context()); err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func TestSlots_TokenResumesItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2.Detach()
-	if err := c.ForceReleaseSlot(t.Context(), name, l2.Slot(), l2.Epoch()); err != nil {
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Slot: l2.Token().Slot, Epoch: l2.Epoch()}); err != nil {
 		t.Fatal(err)
 	}
 	st, err = c.Current(t.Context(), name)
@@ -461,7 +461,7 @@ func TestSlots_HeadOfTheLineTakesTheFirstFreeSlot(t *testing.T) {
 		who := fmt.Sprintf("w%d", i)
 		c := newLockClient(t, ns, who, nil)
 		wg.Go(func() {
-			l, err := c.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.FIFO())
+			l, err := c.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.WithOrder(s3lock.OrderFIFO))
 			if err != nil {
 				t.Errorf("%s: %v", who, err)
 				return
@@ -509,9 +509,9 @@ func TestSlots_CrashedHolderLapsesByTheStoresClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, l)
-	if l.Slot() != crashed.Slot() || l.Epoch() != crashed.Epoch()+1 {
+	if l.Token().Slot != crashed.Token().Slot || l.Epoch() != crashed.Epoch()+1 {
 		t.Errorf("the waiter got slot %d epoch %d; want the crashed holder's slot %d at epoch %d",
-			l.Slot(), l.Epoch(), crashed.Slot(), crashed.Epoch()+1)
+			l.Token().Slot, l.Epoch(), crashed.Token().Slot, crashed.Epoch()+1)
 	}
 }
 
@@ -532,14 +532,14 @@ func TestSlots_MarkerIsResetOnlyOnceNoSlotIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := st.Epoch
-	err = c.ForceRelease(t.Context(), name, marker)
+	err = c.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: marker})
 	if !errors.Is(err, s3lock.ErrHeld) || !strings.Contains(err.Error(), "force-release the slots first") {
 		t.Fatalf("ForceRelease of the marker with a slot held: %v; want ErrHeld saying to release the slots first", err)
 	}
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ForceRelease(t.Context(), name, marker); err != nil {
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: marker}); err != nil {
 		t.Fatalf("ForceRelease of the marker with no slot held: %v", err)
 	}
 	m, err := c.TryAcquire(t.Context(), name)
@@ -547,8 +547,8 @@ func TestSlots_MarkerIsResetOnlyOnceNoSlotIsHeld(t *testing.T) {
 		t.Fatalf("a mutex TryAcquire after the marker's release: %v", err)
 	}
 	mustRelease(t, m)
-	if m.Slots() != 1 || m.Slot() != 0 || m.Epoch() != marker+1 {
-		t.Errorf("mutex lease slot %d of %d at epoch %d; want a mutex's lease at epoch %d", m.Slot(), m.Slots(), m.Epoch(), marker+1)
+	if max(m.Token().Slots, 1) != 1 || m.Token().Slot != 0 || m.Epoch() != marker+1 {
+		t.Errorf("mutex lease slot %d of %d at epoch %d; want a mutex's lease at epoch %d", m.Token().Slot, max(m.Token().Slots, 1), m.Epoch(), marker+1)
 	}
 }
 
@@ -584,7 +584,7 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 	name := ns.Name("pool")
 	var mu sync.Mutex
 	var events []s3lock.Event
-	c := newLockClient(t, ns, "a", []s3lock.Option{s3lock.WithObserver(s3lock.ObserverFunc(func(e s3lock.Event) {
+	c := newLockClient(t, ns, "a", []s3lock.Option{s3lock.WithObserver(observerFunc(func(e s3lock.Event) {
 		if e.Op == "" {
 			mu.Lock()
 			events = append(events, e)
@@ -606,9 +606,9 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 	kinds := map[s3lock.EventKind]bool{}
 	for _, e := range events {
 		kinds[e.Kind] = true
-		if e.Lock != name || e.Slot != l.Slot() || e.Epoch != l.Epoch() || e.Key != l.Key() {
+		if e.Lock != name || e.Slot != l.Token().Slot || e.Epoch != l.Epoch() || e.Key != l.Token().Key() {
 			t.Errorf("%s event: lock %q slot %d epoch %d key %s; want lock %q slot %d epoch %d key %s",
-				e.Kind, e.Lock, e.Slot, e.Epoch, e.Key, name, l.Slot(), l.Epoch(), l.Key())
+				e.Kind, e.Lock, e.Slot, e.Epoch, e.Key, name, l.Token().Slot, l.Epoch(), l.Token().Key())
 		}
 	}
 	for _, k := range []s3lock.EventKind{s3lock.EventAcquired, s3lock.EventRenewed, s3lock.EventReleased} {
@@ -631,25 +631,26 @@ func TestSlots_AdoptAndLookupASlotByItsEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Detach()
-	if got := s3lock.SlotKey(name, l.Slot(), l.Epoch()); got != l.Key() {
-		t.Errorf("SlotKey = %s; want the lease's key %s", got, l.Key())
+	want := fmt.Sprintf("%s/lock-slots/%d/lock-%010d.json", name, l.Token().Slot, l.Epoch())
+	if got := (s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()}).Key(); got != want {
+		t.Errorf("a slot token's Key = %s; want the slot's epoch object %s", got, want)
 	}
-	st, err := c.LookupSlotEpoch(t.Context(), name, l.Slot(), l.Epoch())
-	if err != nil || st.Slot != l.Slot() || st.Name != name || !st.Held || st.Holder != "a" {
-		t.Fatalf("LookupSlotEpoch = %+v, %v; want slot %d held by a", st, err, l.Slot())
+	st, err := c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
+	if err != nil || st.Slot != l.Token().Slot || st.Name != name || !st.Held || st.Holder != "a" {
+		t.Fatalf("Lookup of the slot by epoch = %+v, %v; want slot %d held by a", st, err, l.Token().Slot)
 	}
-	a, err := newLockClient(t, ns, "operator", nil).AdoptSlot(t.Context(), name, l.Slot(), l.Epoch())
+	a, err := newLockClient(t, ns, "operator", nil).Resume(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Slot() != l.Slot() || a.Slots() != 2 || a.Name() != name {
-		t.Errorf("adopted slot %d of %d of %q; want slot %d of 2 of %q", a.Slot(), a.Slots(), a.Name(), l.Slot(), name)
+	if a.Token().Slot != l.Token().Slot || max(a.Token().Slots, 1) != 2 || a.Name() != name {
+		t.Errorf("adopted slot %d of %d of %q; want slot %d of 2 of %q", a.Token().Slot, max(a.Token().Slots, 1), a.Name(), l.Token().Slot, name)
 	}
 	if err := a.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AdoptSlot(t.Context(), name, 3, 1); !errors.Is(err, s3lock.ErrSlotsMismatch) {
-		t.Errorf("AdoptSlot of slot 3 of a 2-slot lock: %v; want ErrSlotsMismatch", err)
+	if _, err := c.Resume(t.Context(), s3lock.Token{Name: name, Slot: 3, Epoch: 1}); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("Resume of slot 3 of a 2-slot lock: %v; want ErrSlotsMismatch", err)
 	}
 	mutex := ns.Name("mutex")
 	m, err := c.TryAcquire(t.Context(), mutex)
@@ -657,8 +658,8 @@ func TestSlots_AdoptAndLookupASlotByItsEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, m)
-	if _, err := c.LookupSlotEpoch(t.Context(), mutex, 1, m.Epoch()); !errors.Is(err, s3lock.ErrSlotsMismatch) {
-		t.Errorf("LookupSlotEpoch of a mutex: %v; want ErrSlotsMismatch", err)
+	if _, err := c.Lookup(t.Context(), s3lock.Token{Name: mutex, Slot: 1, Epoch: m.Epoch()}); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("Lookup of a slot of a mutex: %v; want ErrSlotsMismatch", err)
 	}
 }
 
@@ -691,7 +692,7 @@ func TestSlots_MarkerNeverLapses(t *testing.T) {
 func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
-	markerKey := s3lock.Key(name, 1)
+	markerKey := s3lock.Token{Name: name, Epoch: 1}.Key()
 	var failLists atomic.Bool
 	landed := make(chan struct{}) // the writer's marker is in the store
 	var landedOnce sync.Once
@@ -745,13 +746,13 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	}
 	if l, err := newLockClient(t, ns, "mutex", nil).TryAcquire(t.Context(), name); err == nil {
 		mustRelease(t, l)
-		t.Errorf("a mutex acquired epoch %d while slot %d is held", l.Epoch(), held.Slot())
+		t.Errorf("a mutex acquired epoch %d while slot %d is held", l.Epoch(), held.Token().Slot)
 	} else if !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("a mutex TryAcquire: %v; want ErrSlotsMismatch", err)
 	}
 	if l, err := newLockClient(t, ns, "two", nil).TryAcquire(t.Context(), name, s3lock.Slots(2)); err == nil {
 		mustRelease(t, l)
-		t.Errorf("a Slots(2) acquirer got slot %d while slot %d of 3 is held", l.Slot(), held.Slot())
+		t.Errorf("a Slots(2) acquirer got slot %d while slot %d of 3 is held", l.Token().Slot, held.Token().Slot)
 	}
 }
 
@@ -813,7 +814,7 @@ func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
 	slowPoll := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(5 * time.Second)})
 	served := make(chan error, 1)
 	go func() {
-		l, err := slowPoll.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.FIFO())
+		l, err := slowPoll.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.WithOrder(s3lock.OrderFIFO))
 		if err == nil {
 			err = l.Release(t.Context())
 		}
@@ -827,7 +828,7 @@ func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
 	if err := held[0].Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	l, err := viewer.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.FIFO())
+	l, err := viewer.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithOrder(s3lock.OrderFIFO))
 	if err == nil {
 		_ = l.Release(t.Context()) // so the waiter is served anyway
 	}

@@ -69,7 +69,7 @@ func (c *Client) requester() requester {
 // request makes one S3 call: call runs with a context that ends after the
 // request timeout (a timeout that is not ctx's own is marked as such, so it
 // classifies as transient), and its error is wrapped as an *OpError for op
-// and key. Errors that are already s3lock's (*OpError, *CorruptLeaseError)
+// and key. Errors that are already s3lock's (*OpError, *corruptLeaseError)
 // are returned as they are.
 func request[T any](ctx context.Context, r requester, op, key string, call func(context.Context) (T, error)) (T, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -100,7 +100,7 @@ func request[T any](ctx context.Context, r requester, op, key string, call func(
 // opError wraps an S3 error with its operation, bucket and key.
 func (r requester) opError(op, key string, err error) error {
 	var oe *OpError
-	var ce *CorruptLeaseError
+	var ce *corruptLeaseError
 	if errors.As(err, &oe) || errors.As(err, &ce) {
 		return err
 	}
@@ -116,7 +116,7 @@ func (c *Client) owner() *string {
 
 // getEpoch reads one epoch object. ifNoneMatch, when set, makes an unchanged
 // object answer failNotModified. Its errors are *OpError or
-// *CorruptLeaseError.
+// *corruptLeaseError.
 func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneMatch string) (*observed, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
 	c.cfg.objects.onGet(in)
@@ -130,13 +130,13 @@ func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneM
 			return nil, err
 		}
 		defer out.Body.Close()
-		if out.ContentLength != nil && *out.ContentLength > MaxPayloadBytes {
-			return nil, &CorruptLeaseError{Bucket: c.bucket, Key: key, etag: aws.ToString(out.ETag),
-				Reason: fmt.Sprintf("it is %d bytes; a lease is at most %d", *out.ContentLength, MaxPayloadBytes)}
+		if out.ContentLength != nil && *out.ContentLength > maxPayloadBytes {
+			return nil, &corruptLeaseError{Bucket: c.bucket, Key: key, etag: aws.ToString(out.ETag),
+				Reason: fmt.Sprintf("it is %d bytes; a lease is at most %d", *out.ContentLength, maxPayloadBytes)}
 		}
 		body, err := decodePayload(out.Body, epoch) // read within the request's timeout
 		if err != nil {
-			var ce *CorruptLeaseError
+			var ce *corruptLeaseError
 			if errors.As(err, &ce) {
 				ce.Bucket, ce.Key, ce.etag = c.bucket, key, aws.ToString(out.ETag)
 			}
@@ -290,7 +290,7 @@ func (c *Client) listLine(ctx context.Context, name string) (*lineView, error) {
 }
 
 // getTicket reads one ticket of a lock's line. Its errors are *OpError or
-// *CorruptLeaseError.
+// *corruptLeaseError.
 func (c *Client) getTicket(ctx context.Context, key string) (*ticketObs, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
 	c.cfg.objects.onGet(in)
@@ -300,13 +300,13 @@ func (c *Client) getTicket(ctx context.Context, key string) (*ticketObs, error) 
 			return nil, err
 		}
 		defer out.Body.Close()
-		data, err := io.ReadAll(io.LimitReader(out.Body, MaxPayloadBytes+1))
+		data, err := io.ReadAll(io.LimitReader(out.Body, maxPayloadBytes+1))
 		if err != nil {
 			return nil, err
 		}
 		body, err := parseTicketBody(data)
 		if err != nil {
-			var ce *CorruptLeaseError
+			var ce *corruptLeaseError
 			if errors.As(err, &ce) {
 				ce.Bucket, ce.Key, ce.etag = c.bucket, key, aws.ToString(out.ETag)
 			}

@@ -47,7 +47,7 @@ const (
 	// linePollInterval is how often a waiter further back than second in
 	// line lists the line to learn that its turn came (the head and the
 	// second in line poll at the client's poll interval), and how often a
-	// Supersede head lists it to learn of a newer Supersede waiter.
+	// OrderNewest head lists it to learn of a newer OrderNewest waiter.
 	linePollInterval = time.Second
 )
 

@@ -110,16 +110,8 @@ type Report struct {
 	Bucket      string
 	ProbePrefix string
 	Checks      []Check
-}
-
-// OK reports whether every check passed.
-func (r Report) OK() bool {
-	for _, c := range r.Checks {
-		if c.Status != CheckOK {
-			return false
-		}
-	}
-	return len(r.Checks) > 0
+	// OK is set when every check ran and passed.
+	OK bool
 }
 
 // The permission checks of a Report, in order: each S3 operation the
@@ -193,6 +185,10 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 		ch.Permission = p.permission
 		rep.Checks = append(rep.Checks, ch)
 	}
+	rep.OK = true
+	for _, ch := range rep.Checks {
+		rep.OK = rep.OK && ch.Status == CheckOK
+	}
 	return rep, nil
 }
 
@@ -215,7 +211,7 @@ func noteAccess(ctx context.Context, op string, err error) {
 		return
 	}
 	status, detail := CheckOK, ""
-	var corrupt *CorruptLeaseError
+	var corrupt *corruptLeaseError
 	if errors.As(err, &corrupt) {
 		err = nil // the store answered with the object: the request was allowed
 	}

@@ -46,7 +46,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := s3lock.New(tc.api, ns.Bucket, s3lock.WithProbePrefix(ns.Name(s3lock.DefaultProbePrefix)))
+			c, err := s3lock.New(tc.api, ns.Bucket, s3lock.WithProbePrefix(ns.Prefix))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestVerify(t *testing.T) {
 			case !tc.ok && !errors.Is(err, s3lock.ErrConditionalWritesUnsupported):
 				t.Fatalf("Verify = %v; want ErrConditionalWritesUnsupported", err)
 			}
-			if keys := s3test.Keys(t, ns.Client, ns.Bucket, ns.Name(s3lock.DefaultProbePrefix)); len(keys) != 0 {
+			if keys := s3test.Keys(t, ns.Client, ns.Bucket, ns.Name("s3lock-probe/")); len(keys) != 0 {
 				t.Errorf("Verify left probe objects behind: %v", keys)
 			}
 		})
@@ -71,10 +71,10 @@ func TestVerify(t *testing.T) {
 func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
-	probe := ns.Name(s3lock.DefaultProbePrefix)
+	probe := ns.Name("s3lock-probe/")
 	check := func(t *testing.T, api s3lock.S3API) s3lock.Report {
 		t.Helper()
-		c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(probe))
+		c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(ns.Prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 
 	t.Run("real store", func(t *testing.T) {
 		rep := check(t, ns.Client)
-		if !rep.OK() {
+		if !rep.OK {
 			t.Errorf("report of the real store = %+v; want every check ok", rep)
 		}
 		perms := map[string]string{}
@@ -116,7 +116,7 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 	t.Run("store ignoring If-None-Match", func(t *testing.T) {
 		rep := check(t, ignoringStore{S3API: ns.Client, dropIfNoneMatch: true})
 		c := rep.Checks[0]
-		if rep.OK() || c.Status != s3lock.CheckFailed || !errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported) {
+		if rep.OK || c.Status != s3lock.CheckFailed || !errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported) {
 			t.Errorf("conditional-write check = %+v; want failed with ErrConditionalWritesUnsupported", c)
 		}
 	})
@@ -150,7 +150,7 @@ func TestVerify_ProbesUnderAnObjectAreANameCollision(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	putRaw(t, ns, ns.Name("deploy"), []byte("an object, not a lock"))
-	c := newLockClient(t, ns, "x", []s3lock.Option{s3lock.WithProbePrefix(ns.Name("deploy/s3lock-probe/"))})
+	c := newLockClient(t, ns, "x", []s3lock.Option{s3lock.WithProbePrefix(ns.Name("deploy/"))})
 	err := c.Verify(t.Context())
 	if err == nil {
 		t.Skip("this store keeps keys under an object's name, as S3 does: nothing collides")

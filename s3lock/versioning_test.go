@@ -57,9 +57,13 @@ func liveALock(t *testing.T, ns *s3test.Namespace, counter *s3test.Counter) lock
 		t.Fatal(err)
 	}
 	step("acquired epoch %d", l2.Epoch())
-	step("force-release: %v", c.ForceRelease(ctx, name, l2.Epoch()))
-	reason, _ := s3lock.LostReason(l2.Renew(ctx))
-	step("renewal after the force-release: lost, %s", reason)
+	step("force-release: %v", c.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l2.Epoch()}))
+	var lost *s3lock.LeaseLostError
+	if err := l2.Renew(ctx); errors.As(err, &lost) {
+		step("renewal after the force-release: lost, %s", lost.Reason)
+	} else {
+		step("renewal after the force-release: %v", err)
+	}
 	l3, err := c.TryAcquire(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +95,7 @@ func TestVersionedBucket_LockBehavesAsOnAnUnversionedOne(t *testing.T) {
 	}
 	t.Logf("requests: %s", versioned.Requests)
 	out, err := vns.Client.ListObjectVersions(t.Context(), &s3.ListObjectVersionsInput{
-		Bucket: aws.String(vns.Bucket), Prefix: aws.String(s3lock.Key(vns.Name("versioned/lock"), 1)),
+		Bucket: aws.String(vns.Bucket), Prefix: aws.String(s3lock.Token{Name: vns.Name("versioned/lock"), Epoch: 1}.Key()),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,16 +15,17 @@ import (
 // denied, a missing bucket, an unreadable lease object, invalid arguments)
 // are returned at once.
 //
-// With an order (FIFO, Supersede) it waits in the lock's line instead
+// With an order (WithOrder) it waits in the lock's line instead
 // (PROTOCOL.md §13): it is served in the order the ordered waiters joined,
 // polls the holder only once it is at the head, takes a free lock only when
-// nobody is ahead of it, and a Supersede waiter returns a *SupersededError
-// (ErrSuperseded) when a newer Supersede waiter joins.
+// nobody is ahead of it, and an OrderNewest waiter returns a *SupersededError
+// (ErrSuperseded) when a newer OrderNewest waiter joins.
 //
-// When ctx ends (or WithWaitTimeout passes), Acquire returns a *WaitError
-// that matches ctx's error and wraps the last reason it could not acquire: a
-// *HeldError (errors.Is(err, ErrHeld)) or the last transient failure. With
-// FailFast, the first attempt's failures are returned at once instead.
+// When ctx ends (or WithWait's bound passes), Acquire returns an error
+// that matches ctx's error and wraps the last reason it could not acquire:
+// a *HeldError (errors.Is(err, ErrHeld)) or the last transient failure.
+// With WithWait, the first attempt's failures are returned at once instead;
+// WithWait(0) makes Acquire a TryAcquire.
 func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -32,6 +33,11 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	a, err := c.acquireConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if a.waitSet && a.wait == 0 {
+		lease, err := c.tryAcquire(ctx, name, a)
+		c.observeAcquire(name, lease, err, 0, true)
+		return lease, err
 	}
 	w := newWaiter(c, name, a)
 	defer w.stopWaiting()
@@ -85,7 +91,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 			}
 			werr := w.wait(ctx, held)
 			if werr == nil {
-				// About to attempt: a Supersede head looks whether a newer
+				// About to attempt: an OrderNewest head looks whether a newer
 				// Supersede waiter joined since its last look.
 				werr = w.headDuty(ctx, true)
 			}
@@ -100,7 +106,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 			case <-ctx.Done():
 			case <-c.cfg.clock.After(changed.next()):
 			}
-		case a.failFast && !w.sawHeld && ctx.Err() == nil:
+		case a.waitSet && !w.sawHeld && ctx.Err() == nil:
 			return nil, err // not held (yet): report it rather than wait
 		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
 			w.last = err
@@ -144,13 +150,13 @@ func (w *waiter) wait(ctx context.Context, held *HeldError) error {
 	return w.watch(ctx, held)
 }
 
-// startWaiting returns ctx bounded by WithWaitTimeout, counted from now
+// startWaiting returns ctx bounded by WithWait, counted from now
 // (when the lock was first found held); ctx itself without one.
 func (w *waiter) startWaiting(ctx context.Context) context.Context {
-	if w.a.waitTimeout <= 0 {
+	if w.a.wait <= 0 {
 		return ctx
 	}
-	ctx, w.cancelWait = context.WithTimeout(ctx, w.a.waitTimeout)
+	ctx, w.cancelWait = context.WithTimeout(ctx, w.a.wait)
 	return ctx
 }
 
@@ -167,14 +173,14 @@ type waiter struct {
 	name string
 	a    acquireConfig
 	last error // why the last attempt did not acquire
-	// sawHeld is set once an attempt found the lock held (FailFast stops
+	// sawHeld is set once an attempt found the lock held (WithWait stops
 	// failing fast).
 	sawHeld    bool
-	cancelWait context.CancelFunc // of the WithWaitTimeout bound, once set
+	cancelWait context.CancelFunc // of the WithWait bound, once set
 
 	held *HeldError // the holder the last attempt found, if any
 	// place is the waiter's ticket in the line (ordered waiters, once they
-	// joined); nextLineCheck is when a Supersede head lists the line next.
+	// joined); nextLineCheck is when an OrderNewest head lists the line next.
 	place         *place
 	nextLineCheck time.Time
 
@@ -196,7 +202,7 @@ func (w *waiter) gaveUp(ctx context.Context) error {
 	if errors.Is(last, errRetry) {
 		last = nil
 	}
-	return &WaitError{Bucket: w.c.bucket, Name: w.name, Err: ctx.Err(), Last: last}
+	return &waitError{Bucket: w.c.bucket, Name: w.name, Err: ctx.Err(), Last: last}
 }
 
 // watch waits until the lease described by held may have ended: its object

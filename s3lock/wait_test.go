@@ -79,11 +79,11 @@ func TestAcquire_GivesUpWhenContextEnds(t *testing.T) {
 	}
 }
 
-// TestAcquire_FailFastReportsAFailingStoreAtOnce: with FailFast, a store
+// TestAcquire_WithWaitReportsAFailingStoreAtOnce: with WithWait, a store
 // that fails the first attempt is reported at once, not waited out: the
-// error is the store's (ErrUnavailable), not a *WaitError at the end of
+// error is the store's (ErrUnavailable), not a timed-out wait at the end of
 // ctx, and the attempt made no more requests than TryAcquire would.
-func TestAcquire_FailFastReportsAFailingStoreAtOnce(t *testing.T) {
+func TestAcquire_WithWaitReportsAFailingStoreAtOnce(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	f := s3test.NewFaults(1, s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 1})
@@ -93,20 +93,19 @@ func TestAcquire_FailFastReportsAFailingStoreAtOnce(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	_, err := c.Acquire(ctx, ns.Name("down"), s3lock.FailFast())
-	var werr *s3lock.WaitError
-	if !errors.Is(err, s3lock.ErrUnavailable) || errors.As(err, &werr) || ctx.Err() != nil {
-		t.Fatalf("Acquire(FailFast) against a failing store = %v (ctx: %v); want its ErrUnavailable at once", err, ctx.Err())
+	_, err := c.Acquire(ctx, ns.Name("down"), s3lock.WithWait(time.Minute))
+	if !errors.Is(err, s3lock.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("Acquire(WithWait) against a failing store = %v (ctx: %v); want its ErrUnavailable at once", err, ctx.Err())
 	}
 	if n := counter.Total(); n != 1 {
-		t.Errorf("Acquire(FailFast) made %d requests (%v); want the first attempt's one LIST", n, counter)
+		t.Errorf("Acquire(WithWait) made %d requests (%v); want the first attempt's one LIST", n, counter)
 	}
 }
 
-// TestAcquire_FailFastWaitsOnceHeld: once FailFast's Acquire has found the
+// TestAcquire_WithWaitWaitsOnceHeld: once WithWait's Acquire has found the
 // lock held it waits as Acquire does, riding out transient failures, and
 // takes the lock when its holder releases it.
-func TestAcquire_FailFastWaitsOnceHeld(t *testing.T) {
+func TestAcquire_WithWaitWaitsOnceHeld(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("busy")
@@ -130,7 +129,7 @@ func TestAcquire_FailFastWaitsOnceHeld(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		got, err := waiter.Acquire(ctx, name, s3lock.FailFast(), s3lock.WithWaitObserver(observe))
+		got, err := waiter.Acquire(ctx, name, s3lock.WithWait(time.Minute), s3lock.WithWaitObserver(observe))
 		if err == nil {
 			err = got.Release(ctx)
 		}
@@ -144,14 +143,14 @@ func TestAcquire_FailFastWaitsOnceHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("Acquire(FailFast) after finding the lock held = %v; want the lock once it was released", err)
+		t.Fatalf("Acquire(WithWait) after finding the lock held = %v; want the lock once it was released", err)
 	}
 	if n := f.Injected()[s3test.ServerErrorBefore]; n != 3 {
 		t.Errorf("%d of the attempts' LISTs failed; want 3 ridden out", n)
 	}
 }
 
-// TestAcquire_WaitTimeoutCountsFromFindingTheLockHeld: WithWaitTimeout
+// TestAcquire_WaitTimeoutCountsFromFindingTheLockHeld: WithWait
 // bounds the wait for a holder, not the first attempt: a free lock on a
 // slow store is taken although the attempt outlasts the timeout, and a held
 // lock is given up once the timeout has passed since it was found held,
@@ -166,19 +165,22 @@ func TestAcquire_WaitTimeoutCountsFromFindingTheLockHeld(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	l, err := c.Acquire(ctx, name, s3lock.FailFast(), s3lock.WithWaitTimeout(time.Millisecond), s3lock.WithoutAutoRenew())
+	l, err := c.Acquire(ctx, name, s3lock.WithWait(time.Millisecond), s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatalf("Acquire of a free lock on a slow store with a 1ms wait timeout = %v; want the lock", err)
 	}
 	mustRelease(t, l)
 
 	other := newLockClient(t, ns, "other", nil)
-	_, err = other.Acquire(ctx, name, s3lock.FailFast(), s3lock.WithWaitTimeout(300*time.Millisecond))
+	_, err = other.Acquire(ctx, name, s3lock.WithWait(300*time.Millisecond))
 	var held *s3lock.HeldError
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || held.Holder != "slow-store" || ctx.Err() != nil {
 		t.Fatalf("Acquire of a held lock with a 300ms wait timeout = %v; want a timed-out wait for slow-store's lease", err)
 	}
-	if _, err := other.Acquire(ctx, name, s3lock.WithWaitTimeout(0)); !errors.Is(err, s3lock.ErrInvalidConfig) {
-		t.Errorf("WithWaitTimeout(0) = %v; want ErrInvalidConfig", err)
+	if _, err := other.Acquire(ctx, name, s3lock.WithWait(0)); !errors.As(err, &held) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WithWait(0) = %v; want the held lock reported at once, as TryAcquire does", err)
+	}
+	if _, err := other.Acquire(ctx, name, s3lock.WithWait(-time.Second)); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("WithWait(-1s) = %v; want ErrInvalidConfig", err)
 	}
 }

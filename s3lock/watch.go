@@ -126,7 +126,7 @@ func (w *watcher) step(ctx context.Context) error {
 		if next > MaxEpoch {
 			return nil
 		}
-		o, err := w.c.getEpoch(ctx, Key(w.name, next), next, "")
+		o, err := w.c.getEpoch(ctx, epochKey(w.name, next), next, "")
 		switch {
 		case classify(err) == failNotFound:
 			return nil // not yet

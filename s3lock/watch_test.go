@@ -122,7 +122,7 @@ func TestWatch_SeesEveryHandoffAndALapse(t *testing.T) {
 		t.Fatalf("after epoch 21's holder stopped, the watcher saw %+v; want it lapsed", ev)
 	}
 	// An operator releases the lapsed lease: that is a change too.
-	if err := watcher.ForceRelease(t.Context(), name, 21); err != nil {
+	if err := watcher.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 21}); err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, events, 5*time.Second); ev != (watchEvent{21, s3lock.PhaseReleased, "doomed"}) {

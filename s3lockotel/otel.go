@@ -16,10 +16,11 @@
 //	s3lock.requests          counter    S3 requests [s3lock.bucket, s3.operation, s3lock.outcome]
 //	s3lock.request.duration  histogram  seconds per S3 request [same]
 //
-// s3lock.outcome for requests is the s3lock.Outcome (ok, not-modified,
-// precondition-failed, ...): a waiter's polls of a held lock are
-// not-modified, a create that lost a race precondition-failed — normal
-// answers, not errors. Lock names can be many: WithoutLockNames leaves them
+// s3lock.outcome for requests is the s3lock.Event's Outcome (ok,
+// not-modified, precondition-failed, ...): a waiter's polls of a held lock
+// are not-modified, a create that lost a race precondition-failed — normal
+// answers, not errors; a request span has an error status only for the
+// failures (unavailable, denied, error). Lock names can be many: WithoutLockNames leaves them
 // out.
 //
 // With WithTracerProvider, every Acquire is a span "s3lock.acquire" from the
@@ -158,18 +159,18 @@ func (o *Observer) Observe(e s3lock.Event) {
 		}
 		o.renewals.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e, attribute.String("s3lock.outcome", outcome))...))
 	case s3lock.EventLost:
-		o.lost.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e, attribute.String("s3lock.loss_reason", e.Reason.String()))...))
+		o.lost.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e, attribute.String("s3lock.loss_reason", string(e.Reason)))...))
 	case s3lock.EventReleased:
 		o.releases.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e)...))
 	case s3lock.EventRequest:
 		attrs := []attribute.KeyValue{attribute.String("s3lock.bucket", e.Bucket), attribute.String("s3.operation", e.Op),
-			attribute.String("s3lock.outcome", string(e.Outcome))}
+			attribute.String("s3lock.outcome", e.Outcome)}
 		set := metric.WithAttributes(attrs...)
 		o.requests.Add(ctx, 1, set)
 		o.requestDuration.Record(ctx, e.Duration.Seconds(), set)
 		var err error
-		if e.Outcome == s3lock.OutcomeUnavailable || e.Outcome == s3lock.OutcomeDenied || e.Outcome == s3lock.OutcomeError {
-			err = errors.New(string(e.Outcome))
+		if requestFailed(e.Outcome) {
+			err = errors.New(e.Outcome)
 		}
 		o.span("S3 "+e.Op, trace.SpanKindClient, e.Duration, err, append(attrs, attribute.String("s3.key", e.Key)))
 	}
@@ -198,6 +199,17 @@ func (o *Observer) span(name string, kind trace.SpanKind, d time.Duration, err e
 		sp.SetStatus(codes.Error, err.Error())
 	}
 	sp.End(trace.WithTimestamp(end))
+}
+
+// requestFailed reports whether a request's Outcome is a failure, as
+// s3lock.Event documents them: "unavailable", "denied" and "error". The other
+// outcomes are answers the protocol expects.
+func requestFailed(outcome string) bool {
+	switch outcome {
+	case "unavailable", "denied", "error":
+		return true
+	}
+	return false
 }
 
 func acquireOutcome(e s3lock.Event) string {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -112,7 +114,7 @@ func TestObserver_RecordsAKnownScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.ForceRelease(ctx, name, l2.Epoch()); err != nil {
+	if err := other.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l2.Epoch()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l2.Renew(ctx); !errors.Is(err, s3lock.ErrLeaseLost) {
@@ -132,7 +134,7 @@ func TestObserver_RecordsAKnownScenario(t *testing.T) {
 		{"s3lock.renewals", []attribute.KeyValue{bucket, lock, attribute.String("s3lock.outcome", "ok")}, 1},
 		{"s3lock.renewals", []attribute.KeyValue{attribute.String("s3lock.outcome", "failed")}, 0},
 		{"s3lock.releases", []attribute.KeyValue{bucket, lock}, 1},
-		{"s3lock.leases.lost", []attribute.KeyValue{bucket, lock, attribute.String("s3lock.loss_reason", s3lock.LostForceReleased.String())}, 1},
+		{"s3lock.leases.lost", []attribute.KeyValue{bucket, lock, attribute.String("s3lock.loss_reason", "force-released")}, 1},
 		// The renewal after the force-release: If-Match refused.
 		{"s3lock.requests", []attribute.KeyValue{bucket, attribute.String("s3.operation", "PutObject"),
 			attribute.String("s3lock.outcome", "precondition-failed")}, 1},
@@ -192,5 +194,60 @@ func TestObserver_WithoutLockNames(t *testing.T) {
 	}
 	if _, ok := s.DataPoints[0].Attributes.Value("s3lock.lock"); ok {
 		t.Errorf("the lock name was recorded: %v", s.DataPoints[0].Attributes)
+	}
+}
+
+// The attribute values of events, as dashboards match them: a lost lease's
+// reason is its word ("replaced" for a newer epoch), and a request span has
+// an error status only for the failing outcomes (unavailable, denied, error),
+// not for the answers the protocol expects.
+func TestObserver_EventValues(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	spans := tracetest.NewSpanRecorder()
+	obs, err := s3lockotel.New(
+		s3lockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		s3lockotel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[s3lock.LossReason]string{
+		s3lock.LostLapsed: "lapsed", s3lock.LostReplaced: "replaced", s3lock.LostForceReleased: "force-released",
+		s3lock.LostReleased: "released", s3lock.LostTakenOver: "taken over", s3lock.LostDeleted: "deleted", s3lock.LostForeign: "foreign",
+	}
+	for r := range reasons {
+		obs.Observe(s3lock.Event{Kind: s3lock.EventLost, Bucket: "b", Lock: "deploy", Reason: r})
+	}
+	failed := map[string]bool{
+		"ok": false, "not-modified": false, "precondition-failed": false, "not-found": false, "conflict": false, "canceled": false,
+		"unavailable": true, "denied": true, "error": true,
+	}
+	for outcome := range failed {
+		obs.Observe(s3lock.Event{Kind: s3lock.EventRequest, Bucket: "b", Op: "Op-" + outcome, Outcome: outcome, Key: "k"})
+	}
+
+	m := metrics(t, reader)
+	for r, word := range reasons {
+		if got := sum(t, m["s3lock.leases.lost"], attribute.String("s3lock.loss_reason", word)); got != 1 {
+			t.Errorf("leases lost as %q (%s): %d; want 1", word, r, got)
+		}
+	}
+	for outcome := range failed {
+		if got := sum(t, m["s3lock.requests"], attribute.String("s3lock.outcome", outcome)); got != 1 {
+			t.Errorf("requests with outcome %q: %d; want 1", outcome, got)
+		}
+	}
+	seen := 0
+	for _, sp := range spans.Ended() {
+		outcome, ok := strings.CutPrefix(sp.Name(), "S3 Op-")
+		if !ok {
+			continue
+		}
+		seen++
+		if isErr := sp.Status().Code == codes.Error; isErr != failed[outcome] {
+			t.Errorf("span of a request with outcome %q: status %v; want an error status: %v", outcome, sp.Status(), failed[outcome])
+		}
+	}
+	if seen != len(failed) {
+		t.Errorf("%d request spans; want %d", seen, len(failed))
 	}
 }

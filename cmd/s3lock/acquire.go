@@ -71,57 +71,61 @@ func (o orderFlag) Type() string { return "fifo|newest|none" }
 
 // acquire takes the lock name with c: once with --wait 0, else waiting up
 // to af.wait for a lock that is held, in af.order, with progress on stderr.
-// A store that cannot be reached (or refuses the credentials) at the first
-// attempt is reported at once (s3lock.FailFast); while waiting, the SDK rides
-// out transient store failures.
+// The SDK decides (s3lock.WithWait): a store that cannot be reached (or
+// refuses the credentials) at the first attempt is reported at once; while
+// waiting, it rides out transient store failures. acquire only words the
+// outcome.
 func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.AcquireOption) (*s3lock.Lease, error) {
 	opts := append([]s3lock.AcquireOption{s3lock.WithOrder(af.order), s3lock.Slots(af.slots)}, extra...)
 	if len(af.metadata) > 0 {
 		opts = append(opts, s3lock.WithMetadata(af.metadata))
 	}
-	var held *s3lock.HeldError
-	if af.wait == 0 {
-		lease, err := c.TryAcquire(ctx, name, opts...)
-		switch {
-		case errors.As(err, &held) && held.Queued(): // free, but others wait in its line
-			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s ahead of you (--order %s); use --wait to wait your turn, or --order none to take it now",
-				name, waitersText(held.Ahead), af.order))
-		case errors.As(err, &held) && held.Slots > 1: // every slot is held
-			return nil, exitWith(exitHeld, fmt.Errorf("all %d slots of lock %q are held; the first to run out is slot %d, held by %s (epoch %d) "+
-				"for at most %s more%s; use --wait to wait for a slot",
-				held.Slots, name, held.Slot, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
-		case errors.As(err, &held):
-			return nil, exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more%s; use --wait to wait for it",
-				name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
-		case err != nil:
-			return nil, slotsMismatch(err, af.slots)
-		}
-		a.acquired(lease, 0, af.quiet)
-		return lease, nil
-	}
-
-	p := newProgress(a.stderr, name, af.wait, af.quiet)
-	lease, err := c.Acquire(ctx, name, append(opts, s3lock.FailFast(), s3lock.WithWaitTimeout(af.wait), s3lock.WithWaitObserver(p.observe))...)
+	// The SDK calls the wait observer only while it waits, never with
+	// --wait 0; a quiet reporter keeps it so whatever it calls.
+	p := newProgress(a.stderr, name, af.wait, af.quiet || af.wait == 0)
+	lease, err := c.Acquire(ctx, name, append(opts, s3lock.WithWait(af.wait), s3lock.WithWaitObserver(p.observe))...)
 	p.stop()
+	var held *s3lock.HeldError
 	switch {
 	case err == nil:
 		a.acquired(lease, p.waited(), af.quiet)
 		return lease, nil
+	case !errors.As(err, &held):
+		// Another number of slots (exit 7), superseded (--order newest:
+		// exit 5), interrupted, or the store failed.
+		return nil, slotsMismatch(err, af.slots)
 	case ctx.Err() != nil:
 		return nil, err // interrupted
-	case errors.As(err, &held) && held.Ahead > 0:
+	case !errors.Is(err, context.DeadlineExceeded): // tried once (--wait 0): held
+		return nil, heldNow(name, held, af.order)
+	}
+	// The wait (--wait) ran out.
+	switch {
+	case held.Ahead > 0:
 		return nil, exitWith(exitHeld, fmt.Errorf("lock %q still had %s ahead in its line after waiting %s (--wait); wait longer, or use --order none",
 			name, waitersText(held.Ahead), af.wait))
-	case errors.As(err, &held) && held.Slots > 1:
+	case held.Slots > 1:
 		return nil, exitWith(exitHeld, fmt.Errorf("all %d slots of lock %q are still held after waiting %s (--wait); the first to run out is slot %d, held by %s (epoch %d)",
 			held.Slots, name, af.wait, held.Slot, holderText(held.Holder), held.Epoch))
-	case errors.As(err, &held):
-		return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",
-			name, holderText(held.Holder), held.Epoch, af.wait))
 	}
-	// Another number of slots (exit 7), superseded (--order newest: exit
-	// 5), or the store failed.
-	return nil, slotsMismatch(err, af.slots)
+	return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",
+		name, holderText(held.Holder), held.Epoch, af.wait))
+}
+
+// heldNow words a lock found held by an acquisition that tried once (--wait
+// 0): held, all its slots held, or free with others ahead in its line.
+func heldNow(name string, held *s3lock.HeldError, order s3lock.Order) error {
+	switch {
+	case held.Queued: // free, but others wait in its line
+		return exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s ahead of you (--order %s); use --wait to wait your turn, or --order none to take it now",
+			name, waitersText(held.Ahead), order))
+	case held.Slots > 1: // every slot is held
+		return exitWith(exitHeld, fmt.Errorf("all %d slots of lock %q are held; the first to run out is slot %d, held by %s (epoch %d) "+
+			"for at most %s more%s; use --wait to wait for a slot",
+			held.Slots, name, held.Slot, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
+	}
+	return exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more%s; use --wait to wait for it",
+		name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
 }
 
 // inLineText is ", and its line has N waiters" when n > 0, else "".
@@ -144,7 +148,8 @@ func (a *app) acquired(l *s3lock.Lease, waited time.Duration, quiet bool) {
 	if quiet {
 		return
 	}
-	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(l.Name(), l.Slot(), l.Slots()), l.Epoch(), l.Bucket(), l.Key())
+	t := l.Token()
+	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(l.Name(), t.Slot, max(t.Slots, 1)), l.Epoch(), t.Bucket, t.Key())
 	if waited >= time.Second {
 		msg += fmt.Sprintf(" after waiting %s", waited.Round(time.Second))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -105,10 +106,13 @@ func TestHeldExitCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lease.Release(context.Background()) }()
-	for _, wait := range []string{"0", "1s"} {
-		r := c.run("run", "--wait", wait, name, "--", "true")
-		if r.code != exitHeld || !strings.Contains(r.stderr, "test-sdk") || strings.Contains(r.stderr, "--help'") {
-			t.Fatalf("--wait %s: %s", wait, r)
+	for _, tc := range []struct{ wait, says string }{
+		{"0", fmt.Sprintf("lock %q is held by test-sdk (epoch 1) for at most", name)},
+		{"1s", fmt.Sprintf("lock %q is still held by test-sdk (epoch 1) after waiting 1s (--wait)", name)},
+	} {
+		r := c.run("run", "--wait", tc.wait, name, "--", "true")
+		if r.code != exitHeld || !strings.Contains(r.stderr, tc.says) || strings.Contains(r.stderr, "--help'") {
+			t.Fatalf("--wait %s: %s; want exit %d saying %q", tc.wait, r, exitHeld, tc.says)
 		}
 	}
 }

@@ -107,7 +107,7 @@ func (p *progress) print(h s3lock.HeldError) {
 // next in line).
 func waitingText(h s3lock.HeldError) string {
 	switch {
-	case h.Queued(): // the lock was free, but others were in line
+	case h.Queued: // the lock was free, but others were in line
 		return waitersText(h.Ahead) + " ahead in line"
 	case h.Ahead > 0:
 		return fmt.Sprintf("%s ahead in line; last seen held by %s (epoch %d)", waitersText(h.Ahead), holderText(h.Holder), h.Epoch)

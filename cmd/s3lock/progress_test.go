@@ -41,7 +41,7 @@ func TestProgress_PlaceInLine(t *testing.T) {
 	p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 40 * time.Second, Ahead: 2})
 	p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 40 * time.Second, Ahead: 2})
 	p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 40 * time.Second, Ahead: 1})
-	p.print(s3lock.HeldError{Ahead: 1, Key: "deploy/lock-line/"}) // the lock was free, the line not
+	p.print(s3lock.HeldError{Ahead: 1, Key: "deploy/lock-line/", Queued: true}) // the lock was free, the line not
 	p.print(s3lock.HeldError{Holder: "bob", Epoch: 4, ExpiresIn: 10 * time.Second})
 	p.stop()
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")

@@ -210,9 +210,10 @@ func (r *runner) prepare(argv []string) error {
 	}
 	r.child = exec.Command(line[0], line[1:]...)
 	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	t := r.lease.Token()
 	r.child.Env = append(os.Environ(), runenv.Lease{
-		Bucket: r.lease.Bucket(), Name: r.lease.Name(), Key: r.lease.Key(), Holder: r.lease.Holder(),
-		Epoch: r.lease.Epoch(), Slot: r.lease.Slot(), Slots: r.lease.Slots(),
+		Bucket: t.Bucket, Name: r.lease.Name(), Key: t.Key(), Holder: r.lease.Holder(),
+		Epoch: r.lease.Epoch(), Slot: t.Slot, Slots: max(t.Slots, 1),
 	}.Environ()...)
 	configureChild(r.child, r.fg, watchdog)
 	if watchdog {
@@ -285,7 +286,7 @@ func (r *runner) finish() error {
 		if err := r.lease.Err(); errors.Is(err, s3lock.ErrLeaseLost) {
 			r.lost = err // s3lock's own timer saw it too, as the watchdog acted
 		} else {
-			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Bucket(), Name: r.lease.Name(), Key: r.lease.Key(), Epoch: r.lease.Epoch(),
+			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Token().Bucket, Name: r.lease.Name(), Key: r.lease.Token().Key(), Epoch: r.lease.Epoch(),
 				Reason: s3lock.LostLapsed, Detail: "its trust deadline passed while s3lock could not act on it (stopped or starved?), so its watchdog killed the command"}
 		}
 		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(r.lost.Error()))
@@ -300,7 +301,7 @@ func (r *runner) finish() error {
 		if !killGroup(pgid, groupKillLimit) {
 			_ = r.child.Wait()
 			return exitWith(exitError, fmt.Errorf("processes of the command's group %d survived SIGKILL for %s; not releasing the lock, which lapses after %s "+
-				"(s3://%s/%s)", pgid, groupKillLimit, r.lease.Duration(), r.lease.Bucket(), r.lease.Key()))
+				"(s3://%s/%s)", pgid, groupKillLimit, r.lease.Duration(), r.lease.Token().Bucket, r.lease.Token().Key()))
 		}
 	}
 	r.waitErr = r.child.Wait()

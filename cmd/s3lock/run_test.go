@@ -25,7 +25,7 @@ func TestRun_CommandSeesTheLease(t *testing.T) {
 	script := `printf '%s|%s|%s|%s|%s' "$S3LOCK_EPOCH" "$S3LOCK_KEY" "$S3LOCK_HOLDER" "$S3LOCK_BUCKET" "$S3LOCK_NAME"`
 	for epoch := uint64(1); epoch <= 2; epoch++ {
 		r := c.mustRun("run", "--holder", "ci-job-7", "--metadata", "commit=abc123", name, "--", "sh", "-c", script)
-		want := fmt.Sprintf("%d|%s|ci-job-7|%s|%s", epoch, s3lock.Key(name, epoch), c.ns.Bucket, name)
+		want := fmt.Sprintf("%d|%s|ci-job-7|%s|%s", epoch, s3lock.Token{Name: name, Epoch: epoch}.Key(), c.ns.Bucket, name)
 		if r.stdout != want {
 			t.Fatalf("the command printed %q, want %q", r.stdout, want)
 		}
@@ -158,7 +158,7 @@ func TestRun_ForceReleasedLeaseKillsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
-	if err := c.sdk.ForceRelease(t.Context(), name, c.current(name).Epoch); err != nil {
+	if err := c.sdk.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: c.current(name).Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	if code := waitExit(t, cmd); code != exitLost {

@@ -45,7 +45,7 @@ rm "$marker"`
 
 // sdkSlotWork is slotWork for the SDK workers, under lease.
 func sdkSlotWork(inside, log, who string, l *s3lock.Lease) error {
-	marker := filepath.Join(inside, who+"."+strconv.FormatUint(l.Epoch(), 10)+"."+strconv.Itoa(l.Slot()))
+	marker := filepath.Join(inside, who+"."+strconv.FormatUint(l.Epoch(), 10)+"."+strconv.Itoa(l.Token().Slot))
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func sdkSlotWork(inside, log, who string, l *s3lock.Lease) error {
 		return err
 	}
 	// One write with O_APPEND: lines of concurrent workers never mix.
-	_, err = fmt.Fprintf(f, "%s %d %d %d %d\n", who, l.Slot(), l.Slots(), l.Epoch(), len(entries))
+	_, err = fmt.Fprintf(f, "%s %d %d %d %d\n", who, l.Token().Slot, max(l.Token().Slots, 1), l.Epoch(), len(entries))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -140,7 +140,7 @@ func TestSlots_TwelveWorkersShareThreeSlots(t *testing.T) {
 		wg.Go(func() {
 			for round := range rounds {
 				// FIFO, as s3lock run waits by default: one line for all.
-				l, err := sdk.Acquire(ctx, name, s3lock.Slots(slots), s3lock.FIFO())
+				l, err := sdk.Acquire(ctx, name, s3lock.Slots(slots), s3lock.WithOrder(s3lock.OrderFIFO))
 				if err != nil {
 					t.Errorf("%s round %d: Acquire: %v", who, round, err)
 					return
@@ -240,9 +240,9 @@ func TestSlots_StatusShowsEveryHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = mutex.Release(context.Background()) }()
-	bySlot := map[int]*s3lock.Lease{a.Slot(): a, b.Slot(): b}
+	bySlot := map[int]*s3lock.Lease{a.Token().Slot: a, b.Token().Slot: b}
 	if len(bySlot) != 2 {
-		t.Fatalf("both holders got slot %d", a.Slot())
+		t.Fatalf("both holders got slot %d", a.Token().Slot)
 	}
 	marker := c.current(pool)
 
@@ -298,7 +298,7 @@ func TestSlots_StatusShowsEveryHolder(t *testing.T) {
 		}
 		for k, h := range got.Holders {
 			l := bySlot[h.Slot]
-			if l == nil || h.Epoch != l.Epoch() || h.Key != l.Key() || h.Holder != l.Holder() || h.AcquiredAt.IsZero() ||
+			if l == nil || h.Epoch != l.Epoch() || h.Key != l.Token().Key() || h.Holder != l.Holder() || h.AcquiredAt.IsZero() ||
 				h.ExpiresAt.IsZero() || h.ExpiresInSeconds == nil || *h.ExpiresInSeconds <= 0 || h.LeaseDuration != "1m0s" {
 				t.Errorf("holders[%d] = %+v; want a held slot with its epoch, key, holder and expiry", k, h)
 			}
@@ -306,8 +306,8 @@ func TestSlots_StatusShowsEveryHolder(t *testing.T) {
 				t.Errorf("holders are not sorted by slot: %+v", got.Holders)
 			}
 		}
-		if h := got.Holders[0]; (h.Slot == a.Slot()) != (h.Metadata["job"] == "a") {
-			t.Errorf("holders[0] = %+v; the metadata belongs to slot %d", h, a.Slot())
+		if h := got.Holders[0]; (h.Slot == a.Token().Slot) != (h.Metadata["job"] == "a") {
+			t.Errorf("holders[0] = %+v; the metadata belongs to slot %d", h, a.Token().Slot)
 		}
 	}
 
@@ -424,7 +424,7 @@ func TestSlots_AllSlotsHeld(t *testing.T) {
 	c := newCLI(t)
 	name := c.name("pool")
 	a, b := c.slotLease(name, "holder-a", 2), c.slotLease(name, "holder-b", 2)
-	holders := map[int]string{a.Slot(): "holder-a", b.Slot(): "holder-b"}
+	holders := map[int]string{a.Token().Slot: "holder-a", b.Token().Slot: "holder-b"}
 
 	r := c.run("run", "--slots", "2", "--wait", "0", name, "--", "true")
 	line := r.singleLine(t)
@@ -472,7 +472,7 @@ func TestSlots_TokenOfASlot(t *testing.T) {
 			t.Fatalf("slot %d = %+v; want the token's lease (%+v)", h.Slot, h, tok)
 		}
 	}
-	if other.Slot() == tok.Slot {
+	if other.Token().Slot == tok.Slot {
 		t.Fatalf("the token's slot %d was granted twice", tok.Slot)
 	}
 
@@ -485,7 +485,7 @@ func TestSlots_TokenOfASlot(t *testing.T) {
 		t.Errorf("release said %q", r.stderr)
 	}
 	st = c.current(name)
-	if len(st.Holders) != 1 || st.Holders[0].Slot != other.Slot() || other.Err() != nil {
+	if len(st.Holders) != 1 || st.Holders[0].Slot != other.Token().Slot || other.Err() != nil {
 		t.Fatalf("after the release the lock is %+v (other: %v); want only the other slot held", st, other.Err())
 	}
 	r = c.mustRun("release", "--token", tokenJSON(t, tok))
@@ -564,7 +564,7 @@ func TestSlots_ForceReleaseOfASlot(t *testing.T) {
 	}{
 		{[]string{"force-release", name, "--epoch", epoch, "--slot", "0"}, exitUsage, "slot 0 is outside [1, 64]"},
 		{[]string{"force-release", name, "--epoch", epoch, "--slot", "65"}, exitUsage, "slot 65"},
-		{[]string{"force-release", name, "--epoch", "9", "--slot", strconv.Itoa(stuck.Slot())}, exitError, "no such epoch"},
+		{[]string{"force-release", name, "--epoch", "9", "--slot", strconv.Itoa(stuck.Token().Slot)}, exitError, "no such epoch"},
 	} {
 		r := c.run(tc.args...)
 		if line := r.singleLine(t); r.code != tc.code || !strings.Contains(line, tc.says) {
@@ -572,21 +572,21 @@ func TestSlots_ForceReleaseOfASlot(t *testing.T) {
 		}
 	}
 
-	r := c.mustRun("force-release", name, "--epoch", epoch, "--slot", strconv.Itoa(stuck.Slot()), "--holder", "oncall")
-	if !strings.Contains(r.stderr, fmt.Sprintf("released epoch %s of slot %d of lock %q", epoch, stuck.Slot(), name)) {
+	r := c.mustRun("force-release", name, "--epoch", epoch, "--slot", strconv.Itoa(stuck.Token().Slot), "--holder", "oncall")
+	if !strings.Contains(r.stderr, fmt.Sprintf("released epoch %s of slot %d of lock %q", epoch, stuck.Token().Slot, name)) {
 		t.Errorf("force-release said %q", r.stderr)
 	}
 	if err := stuck.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Errorf("the slot's holder renewed: %v; want ErrLeaseLost", err)
-	} else if reason, _ := s3lock.LostReason(err); reason != s3lock.LostForceReleased {
+	} else if reason := lostReason(err); reason != s3lock.LostForceReleased {
 		t.Errorf("the slot's holder lost its lease as %v; want %v", reason, s3lock.LostForceReleased)
 	}
 	st := c.current(name)
-	if len(st.Holders) != 1 || st.Holders[0].Slot != other.Slot() || other.Err() != nil {
+	if len(st.Holders) != 1 || st.Holders[0].Slot != other.Token().Slot || other.Err() != nil {
 		t.Fatalf("after force-release the lock is %+v (other: %v); want only the other slot held", st, other.Err())
 	}
 	r = c.mustRun("run", "--slots", "2", "--wait", "0", "--quiet", name, "--", "sh", "-c", `printf '%s/%s' "$S3LOCK_SLOT" "$S3LOCK_EPOCH"`)
-	if want := fmt.Sprintf("%d/%d", stuck.Slot(), stuck.Epoch()+1); r.stdout != want {
+	if want := fmt.Sprintf("%d/%d", stuck.Token().Slot, stuck.Epoch()+1); r.stdout != want {
 		t.Errorf("the next run got slot/epoch %q; want %q", r.stdout, want)
 	}
 }

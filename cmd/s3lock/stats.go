@@ -39,7 +39,7 @@ type lockStats struct {
 // request is one kind of S3 request: its operation and how it ended.
 type request struct {
 	op      string
-	outcome s3lock.Outcome
+	outcome string
 }
 
 func newStats(start time.Time) *stats {
@@ -117,7 +117,7 @@ func (l *lockStats) summary() string {
 	case len(l.lost) > 0:
 		reasons := make([]string, len(l.lost))
 		for i, r := range l.lost {
-			reasons[i] = r.String()
+			reasons[i] = string(r)
 		}
 		parts = append(parts, "lost ("+strings.Join(reasons, ", ")+")")
 	case l.released > 0:

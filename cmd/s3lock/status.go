@@ -48,7 +48,7 @@ type lockStatus struct {
 
 func statusOf(s s3lock.State, now time.Time) lockStatus {
 	ls := lockStatus{
-		Name: s.Name, State: s.Phase().String(), Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
+		Name: s.Name, State: string(s.Phase()), Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
 		AcquiredAt: s.AcquiredAt.UTC(), ReleasedAt: s.ReleasedAt.UTC(), ReleasedBy: s.ReleasedBy,
 		Renewals: s.Renewals, Metadata: s.Metadata, Waiters: s.Waiters,
 		Slots: s.Slots, Holders: holdersOf(s, now),
@@ -290,19 +290,24 @@ for. The lease records --holder as the one who released it.
 			if err := s3lock.ValidateName(args[0]); err != nil {
 				return err
 			}
+			// A Token's Slot 0 names no slot (the lock's own epoch), so a
+			// --slot 0 given is refused here rather than read so.
+			if cmd.Flags().Changed("slot") && slot < 1 {
+				return usagef("--slot %d: slot %d is outside [1, %d]; leave --slot out to release an epoch of the lock itself", slot, slot, s3lock.MaxSlots)
+			}
 			ctx := cmd.Context()
 			c, err := a.client(ctx, a.bucket, lockConfig{holder: holder})
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("slot") {
-				if err := c.ForceRelease(ctx, args[0], epoch); err != nil {
+				if err := c.ForceRelease(ctx, s3lock.Token{Name: args[0], Epoch: epoch}); err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stderr, "s3lock: released epoch %d of lock %q\n", epoch, args[0])
 				return nil
 			}
-			if err := c.ForceReleaseSlot(ctx, args[0], slot, epoch); err != nil {
+			if err := c.ForceRelease(ctx, s3lock.Token{Name: args[0], Slot: slot, Epoch: epoch}); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stderr, "s3lock: released epoch %d of slot %d of lock %q\n", epoch, slot, args[0])

@@ -57,7 +57,7 @@ func TestStatus(t *testing.T) {
 			t.Fatalf("got %+v, want %s and %s", got, held, released)
 		}
 		h := got[0]
-		if h.State != "held" || !h.Held || h.Epoch != 1 || h.Holder != "test-sdk" || h.Key != lease.Key() ||
+		if h.State != "held" || !h.Held || h.Epoch != 1 || h.Holder != "test-sdk" || h.Key != lease.Token().Key() ||
 			h.ExpiresInSeconds == nil || *h.ExpiresInSeconds <= 0 || h.Metadata["job"] != "deploy" || h.LeaseDuration != "1m0s" {
 			t.Fatalf("held lock reported as %+v", h)
 		}
@@ -117,7 +117,7 @@ func TestForceRelease(t *testing.T) {
 	}
 	if err := lease.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Fatalf("the holder's renewal got %v, want ErrLeaseLost", err)
-	} else if reason, _ := s3lock.LostReason(err); reason != s3lock.LostForceReleased {
+	} else if reason := lostReason(err); reason != s3lock.LostForceReleased {
 		t.Fatalf("the holder's renewal says the lease was %v, want %v", reason, s3lock.LostForceReleased)
 	}
 	r := c.mustRun("status", name)
@@ -248,4 +248,14 @@ func TestNameCollision_StatusAndAcquireSayWhich(t *testing.T) {
 	if r.code != exitError || len(lines) != 1 || !strings.Contains(lines[0], object+" exists") {
 		t.Errorf("acquire of a lock beside an object: %s\nwant exit %d and one line naming %s", r, exitError, object)
 	}
+}
+
+// lostReason is the Reason of the *s3lock.LeaseLostError in err's chain, ""
+// when err does not say that a lease was lost.
+func lostReason(err error) s3lock.LossReason {
+	var lost *s3lock.LeaseLostError
+	if errors.As(err, &lost) {
+		return lost.Reason
+	}
+	return ""
 }

@@ -35,7 +35,7 @@ type tokenOutput struct {
 func tokenOf(l *s3lock.Lease) tokenOutput {
 	return tokenOutput{
 		Token:         l.Token(),
-		Key:           l.Key(),
+		Key:           l.Token().Key(),
 		Holder:        l.Holder(),
 		ExpiresAt:     l.ExpiresAt().UTC().Truncate(time.Millisecond),
 		LeaseDuration: l.Duration().String(),
@@ -184,7 +184,7 @@ exclusive.
 				return err
 			}
 			if !quiet {
-				fmt.Fprintf(a.stderr, "s3lock: released %s (epoch %d)\n", leaseText(lease.Name(), lease.Slot(), lease.Slots()), lease.Epoch())
+				fmt.Fprintf(a.stderr, "s3lock: released %s (epoch %d)\n", leaseText(lease.Name(), lease.Token().Slot, max(lease.Token().Slots, 1)), lease.Epoch())
 			}
 			return nil
 		},
@@ -259,6 +259,6 @@ func (a *app) resume(ctx context.Context, cmd *cobra.Command, arg string) (s3loc
 // released through another handle (an earlier release with the token): a
 // release already done, not a lease lost.
 func releasedAlready(err error) bool {
-	reason, ok := s3lock.LostReason(err)
-	return ok && reason == s3lock.LostReleased
+	var lost *s3lock.LeaseLostError
+	return errors.As(err, &lost) && lost.Reason == s3lock.LostReleased
 }

@@ -34,7 +34,7 @@ func TestToken_AcquireRenewRelease(t *testing.T) {
 	r := c.mustRun("acquire", name, "--lease", "5m", "--holder", "build-42")
 	tok := parseTokenOutput(t, r.stdout)
 	if tok.Bucket != c.ns.Bucket || tok.Name != name || tok.Epoch != 1 || tok.Nonce == "" ||
-		tok.Key != s3lock.Key(name, 1) || tok.Holder != "build-42" || tok.LeaseDuration != "5m0s" {
+		tok.Key != (s3lock.Token{Name: name, Epoch: 1}).Key() || tok.Holder != "build-42" || tok.LeaseDuration != "5m0s" {
 		t.Fatalf("token %+v does not describe epoch 1 of %s held by build-42 for 5m", tok, name)
 	}
 	if !tok.ExpiresAt.After(before.Add(4*time.Minute)) || tok.ExpiresAt.After(time.Now().Add(5*time.Minute)) {
@@ -101,7 +101,7 @@ func TestToken_LostLease(t *testing.T) {
 	c := newCLI(t)
 	name := c.name("lost-token")
 	tok := parseTokenOutput(t, c.mustRun("acquire", "--quiet", name).stdout)
-	if err := c.sdk.ForceRelease(t.Context(), name, tok.Epoch); err != nil {
+	if err := c.sdk.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: tok.Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	for _, cmd := range []string{"renew", "release"} {

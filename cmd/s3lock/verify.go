@@ -29,7 +29,7 @@ type verifyReport struct {
 
 // reportOf translates the SDK's report for printing.
 func reportOf(rep s3lock.Report) verifyReport {
-	out := verifyReport{Bucket: rep.Bucket, ProbePrefix: rep.ProbePrefix, OK: rep.OK(), Checks: make([]check, 0, len(rep.Checks))}
+	out := verifyReport{Bucket: rep.Bucket, ProbePrefix: rep.ProbePrefix, OK: rep.OK, Checks: make([]check, 0, len(rep.Checks))}
 	for _, c := range rep.Checks {
 		out.Checks = append(out.Checks, check{Name: c.Name, Permission: c.Permission, Status: c.Status, Detail: oneLine(c.Detail)})
 	}
@@ -69,7 +69,7 @@ func (a *app) verifyCommand() *cobra.Command {
 			return a.verify(cmd, prefix, output)
 		},
 	}
-	cmd.Flags().StringVar(&prefix, "prefix", "", "the prefix the locks live under, e.g. locks/ (probes go under PREFIX/"+s3lock.DefaultProbePrefix+")")
+	cmd.Flags().StringVar(&prefix, "prefix", "", "the prefix the locks live under, e.g. locks/ (probes go under PREFIX/s3lock-probe/)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
@@ -80,7 +80,7 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 	if err := a.needBucket(); err != nil {
 		return err
 	}
-	if err := s3lock.ValidateBucket(a.bucket); err != nil {
+	if err := s3lock.ValidateConfig(a.bucket); err != nil {
 		return err
 	}
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
@@ -90,7 +90,7 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 		return usagef("--prefix: %w", err)
 	}
 	ctx := cmd.Context()
-	c, err := a.client(ctx, a.bucket, lockConfig{}, s3lock.WithProbePrefix(prefix+s3lock.DefaultProbePrefix))
+	c, err := a.client(ctx, a.bucket, lockConfig{}, s3lock.WithProbePrefix(prefix))
 	if err != nil {
 		return err
 	}

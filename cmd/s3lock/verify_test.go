@@ -40,17 +40,17 @@ func TestVerify(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
-	if !rep.OK || len(rep.Checks) != 5 || rep.ProbePrefix != c.name("locks/")+s3lock.DefaultProbePrefix {
+	if !rep.OK || len(rep.Checks) != 5 || rep.ProbePrefix != c.name("locks/")+"s3lock-probe/" {
 		t.Fatalf("report %+v", rep)
 	}
 	// The probe lock was acquired once and left released. No lock call reads
 	// a name under the reserved probe segment, so read its epoch object as
 	// PROTOCOL.md defines it.
 	probe := rep.ProbePrefix + "permissions"
-	if keys := s3test.Keys(t, c.ns.Client, c.ns.Bucket, probe+"/"); len(keys) != 1 || keys[0] != s3lock.Key(probe, 1) {
+	if keys := s3test.Keys(t, c.ns.Client, c.ns.Bucket, probe+"/"); len(keys) != 1 || keys[0] != (s3lock.Token{Name: probe, Epoch: 1}).Key() {
 		t.Fatalf("the probe lock's objects are %q, want only epoch 1", keys)
 	}
-	out, err := c.ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &c.ns.Bucket, Key: aws.String(s3lock.Key(probe, 1))})
+	out, err := c.ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &c.ns.Bucket, Key: aws.String(s3lock.Token{Name: probe, Epoch: 1}.Key())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 			api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
 				return deny{next: next, match: tc.match}
 			}))
-			c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(ns.Name(s3lock.DefaultProbePrefix)))
+			c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(ns.Name("")))
 			if err != nil {
 				t.Fatal(err)
 			}

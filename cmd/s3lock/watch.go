@@ -43,7 +43,7 @@ func (u *untilFlag) Type() string { return "states" }
 func (u *untilFlag) Set(s string) error {
 	for name := range strings.SplitSeq(s, ",") {
 		name = strings.TrimSpace(name)
-		i := slices.IndexFunc(watchPhases, func(p s3lock.Phase) bool { return p.String() == name })
+		i := slices.IndexFunc(watchPhases, func(p s3lock.Phase) bool { return string(p) == name })
 		switch {
 		case name == notHeld:
 			u.notHeld = true
@@ -61,7 +61,7 @@ func (u *untilFlag) Set(s string) error {
 func untilNames() string {
 	names := []string{notHeld}
 	for _, p := range watchPhases {
-		names = append(names, p.String())
+		names = append(names, string(p))
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
@@ -154,7 +154,7 @@ func (a *app) watchCommand() *cobra.Command {
 func (a *app) watch(ctx context.Context, c *s3lock.Client, name string, text bool, until *untilFlag) error {
 	// Watch rides out a store it cannot reach for as long as it runs; a
 	// store that cannot be reached at the start is a configuration to fix,
-	// reported at once as run and acquire do (s3lock.FailFast).
+	// reported at once as run and acquire do (s3lock.WithWait).
 	st, err := c.Current(ctx, name)
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -211,5 +211,5 @@ func changeText(st s3lock.State, now time.Time) string {
 	case s3lock.PhaseLapsed:
 		return fmt.Sprintf("lapsed: %s (epoch %d) neither renewed nor released it in time", holderText(st.Holder), st.Epoch)
 	}
-	return st.Phase().String()
+	return string(st.Phase())
 }

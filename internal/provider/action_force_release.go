@@ -29,8 +29,8 @@ var (
 func NewForceReleaseAction() action.Action { return &forceReleaseAction{} }
 
 // forceReleaseAction is an operator's unlock of one epoch of a lock, or of
-// one slot of a slot lock: the SDK's ForceRelease (ForceReleaseSlot), which
-// acts on that epoch's object only.
+// one slot of a slot lock: the SDK's ForceRelease of the epoch's token (with
+// its slot), which acts on that epoch's object only.
 type forceReleaseAction struct {
 	factory *clientFactory
 }
@@ -129,15 +129,9 @@ func (a *forceReleaseAction) Invoke(ctx context.Context, req action.InvokeReques
 	}
 	before, newer := beforeForceRelease(ctx, client, l, slot)
 	progress(resp, before)
-	var err error
-	if slot > 0 {
-		err = client.ForceReleaseSlot(ctx, l.name, slot, l.epoch)
-	} else {
-		err = client.ForceRelease(ctx, l.name, l.epoch)
-	}
-	if err != nil {
+	if err := client.ForceRelease(ctx, l.token()); err != nil {
 		st, curErr := client.Current(ctx, l.name)
-		resp.Diagnostics.Append(forceReleaseFailed(l, err, describeCurrent(client.Bucket(), st, curErr)))
+		resp.Diagnostics.Append(forceReleaseFailed(l, err, describeCurrent(l.bucket, st, curErr)))
 		return
 	}
 	tflog.Warn(ctx, "force-released lease", map[string]any{"bucket": l.bucket, "lock": l.name, "slot": slot, "epoch": l.epoch})

@@ -125,7 +125,7 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 	kept := e.hold(t, "job-a", name, time.Hour, s3lock.Slots(2))
 	stuck := e.hold(t, "job-b", name, time.Hour, s3lock.Slots(2))
 	config := strings.Replace(forceReleaseConfig("slot", e.bucket, name, fmt.Sprint(stuck.Epoch())),
-		"  }\n}", fmt.Sprintf("    slot   = %d\n  }\n}", stuck.Slot()), 1) +
+		"  }\n}", fmt.Sprintf("    slot   = %d\n  }\n}", stuck.Token().Slot), 1) +
 		forceReleaseConfig("marker", e.bucket, name, "1")
 	h, dir := cliWorkdir(t, e, config, tfharness.Actions)
 
@@ -134,8 +134,8 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	wantOutput(t, "force-release of a slot", out,
-		fmt.Sprintf(`Lock %q in bucket %q: epoch %d of slot %d is held by "job-b"; releasing it.`, name, e.bucket, stuck.Epoch(), stuck.Slot()),
-		fmt.Sprintf(`Epoch %d of slot %d of lock %q is released`, stuck.Epoch(), stuck.Slot(), name))
+		fmt.Sprintf(`Lock %q in bucket %q: epoch %d of slot %d is held by "job-b"; releasing it.`, name, e.bucket, stuck.Epoch(), stuck.Token().Slot),
+		fmt.Sprintf(`Epoch %d of slot %d of lock %q is released`, stuck.Epoch(), stuck.Token().Slot, name))
 	if err := stuck.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Errorf("the force-released slot's holder renewed: %v; want ErrLeaseLost", err)
 	}
@@ -147,8 +147,8 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 		t.Errorf("after the action, the slots are held by %+v; want job-a's only", st.Holders)
 	}
 	// The freed slot takes a new holder at once.
-	if l := e.hold(t, "job-c", name, time.Hour, s3lock.Slots(2)); l.Slot() != stuck.Slot() {
-		t.Errorf("job-c got slot %d, want the freed slot %d", l.Slot(), stuck.Slot())
+	if l := e.hold(t, "job-c", name, time.Hour, s3lock.Slots(2)); l.Token().Slot != stuck.Token().Slot {
+		t.Errorf("job-c got slot %d, want the freed slot %d", l.Token().Slot, stuck.Token().Slot)
 	}
 
 	// The lock's own epoch 1 is its marker: released only once no slot is

@@ -34,6 +34,13 @@ type verifyAction struct {
 	factory *clientFactory
 }
 
+// probeFolder is the folder under the lock prefix that the SDK's store check
+// writes its probes into (s3lock.WithProbePrefix takes the lock prefix and
+// adds it; Report.ProbePrefix is the whole probe prefix). It is spelled out
+// here only to tell people where the probes go: in the docs, and before the
+// check runs, when there is no Report yet.
+const probeFolder = "s3lock-probe/"
+
 // verifyModelV0 is the configuration of s3lock_verify.
 type verifyModelV0 struct {
 	Bucket types.String `tfsdk:"bucket"`
@@ -50,8 +57,8 @@ func (a *verifyAction) Schema(_ context.Context, _ action.SchemaRequest, resp *a
 			"refuses a second create with `If-None-Match: *` and a write with `If-Match` on a wrong ETag (a store " +
 			"that ignores them cannot provide mutual exclusion), and that the provider's credentials may list, " +
 			"get, put and delete under the lock prefix (`s3:ListBucket`, `s3:GetObject`, `s3:PutObject`, " +
-			"`s3:DeleteObject`). The probes write under `<prefix>" + s3lock.DefaultProbePrefix + "`: a throwaway " +
-			"object that is deleted again, and a lock named `<prefix>" + s3lock.DefaultProbePrefix + "permissions` " +
+			"`s3:DeleteObject`). The probes write under `<prefix>" + probeFolder + "`: a throwaway " +
+			"object that is deleted again, and a lock named `<prefix>" + probeFolder + "permissions` " +
 			"that is acquired and released (its last few epochs stay, like any lock's). Each check is reported as " +
 			"a progress message; the action fails unless every check passes. Invoke it with " +
 			"`terraform apply -invoke=action.s3lock_verify.<name>`, or run it before a resource with an " +
@@ -65,7 +72,7 @@ func (a *verifyAction) Schema(_ context.Context, _ action.SchemaRequest, resp *a
 			"prefix": schema.StringAttribute{
 				MarkdownDescription: "The prefix the locks live under, ending in a slash, e.g. `\"locks/\"`, when the " +
 					"credentials are limited to it. Default: the whole bucket (probes under `" +
-					s3lock.DefaultProbePrefix + "`).",
+					probeFolder + "`).",
 				Optional:   true,
 				Validators: []validator.String{prefixValidator(), probePrefixValidator()},
 			},
@@ -108,12 +115,12 @@ func (a *verifyAction) Invoke(ctx context.Context, req action.InvokeRequest, res
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	bucket, probes := cfg.Bucket.ValueString(), cfg.Prefix.ValueString()+s3lock.DefaultProbePrefix
-	client, ok := a.factory.client(ctx, bucket, &resp.Diagnostics, s3lock.WithProbePrefix(probes))
+	bucket, prefix := cfg.Bucket.ValueString(), cfg.Prefix.ValueString()
+	client, ok := a.factory.client(ctx, bucket, &resp.Diagnostics, s3lock.WithProbePrefix(prefix))
 	if !ok {
 		return
 	}
-	progress(resp, fmt.Sprintf("Checking bucket %q, with probes under s3://%s/%s.", bucket, bucket, probes))
+	progress(resp, fmt.Sprintf("Checking bucket %q, with probes under s3://%s/%s.", bucket, bucket, prefix+probeFolder))
 	rep, err := client.CheckStore(ctx)
 	if err != nil {
 		resp.Diagnostics.Append(storeCheckInterrupted(bucket, err))
@@ -122,8 +129,8 @@ func (a *verifyAction) Invoke(ctx context.Context, req action.InvokeRequest, res
 	for _, c := range rep.Checks {
 		progress(resp, checkLine(c))
 	}
-	tflog.Info(ctx, "checked store", map[string]any{"bucket": bucket, "probe_prefix": probes, "ok": rep.OK()})
-	if !rep.OK() {
+	tflog.Info(ctx, "checked store", map[string]any{"bucket": bucket, "probe_prefix": rep.ProbePrefix, "ok": rep.OK})
+	if !rep.OK {
 		resp.Diagnostics.Append(storeCheckFailed(rep))
 		return
 	}

@@ -25,17 +25,23 @@ import (
 type clientFactory struct {
 	api     s3lock.S3API
 	options []s3lock.Option
-	holder  string
 	hooks   testHooks
 	leases  *leaseRegistry // nil: not tracked
 	// run holds ephemeral leases for the whole run (nil: noRun says why
 	// only per-phase leases can be had), with guardConfig to build the
-	// guard's client; claims orders this process's claims of them.
+	// guard's client (runGuardConfig adds the holder); claims orders this
+	// process's claims of them.
 	run         *runguard.Client
 	noRun       error
 	guardConfig runguard.ClientConfig
 	claims      *runClaims
 }
+
+// credentialsCheckTimeout bounds the check of the credentials with STS
+// (GetCallerIdentity, retries included) when the provider is configured:
+// the one request the provider makes itself rather than through the s3lock
+// SDK, bounded as the SDK bounds one of its requests by default.
+const credentialsCheckTimeout = 30 * time.Second
 
 // testHooks let the acceptance tests observe and steer the provider that
 // runs in their process. All fields are optional.
@@ -73,23 +79,23 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 			return nil, invalidAWSCredentials(err)
 		}
 	}
-	// One identity for every lease this provider process takes (the SDK
-	// would draw a new one for each client, and one is made per operation).
+	// One identity for every lease this provider process takes: the
+	// holder setting, or the SDK's default, which is one per process.
 	holder := cfg.Holder.ValueString()
-	if holder == "" {
-		holder = s3lock.DefaultHolder()
-	}
 	owner := cfg.ExpectedBucketOwner.ValueString()
-	opts := []s3lock.Option{s3lock.WithHolder(holder)}
+	var opts []s3lock.Option
+	if holder != "" {
+		opts = append(opts, s3lock.WithHolder(holder))
+	}
 	if owner != "" {
 		opts = append(opts, s3lock.WithExpectedBucketOwner(owner))
 	}
 	opts = append(opts, objectOpts...)
-	f := &clientFactory{api: awsclient.S3Client(awsCfg, awsOpts), options: opts, holder: holder,
+	f := &clientFactory{api: awsclient.S3Client(awsCfg, awsOpts), options: opts,
 		hooks: p.hooks, leases: p.leases, run: p.run, noRun: p.noRun, claims: p.claims,
 		// The run guard renews the run's leases with its own client: it
-		// needs the same encryption and ACL.
-		guardConfig: runguard.ClientConfig{AWS: awsOpts, Holder: holder, ExpectedBucketOwner: owner, Objects: objects}}
+		// needs the same encryption and ACL, and the same holder.
+		guardConfig: runguard.ClientConfig{AWS: awsOpts, ExpectedBucketOwner: owner, Objects: objects}}
 	// Never the customer key: only whether one is set.
 	tflog.Debug(ctx, "configured the s3lock provider", map[string]any{
 		"region": awsCfg.Region, "endpoint": endpointName(cfg), "holder": holder,
@@ -100,7 +106,7 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 
 // validateCredentials asks STS who the credentials belong to.
 func validateCredentials(ctx context.Context, awsCfg aws.Config, opts awsclient.Options) error {
-	ctx, cancel := context.WithTimeout(ctx, s3lock.DefaultRequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, credentialsCheckTimeout)
 	defer cancel()
 	out, err := awsclient.STSClient(awsCfg, opts).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
@@ -131,6 +137,15 @@ func (f *clientFactory) client(ctx context.Context, bucket string, diags *diag.D
 func (f *clientFactory) newClient(ctx context.Context, bucket string, extra ...s3lock.Option) (*s3lock.Client, error) {
 	opts := append([]s3lock.Option{s3lock.WithLogger(newTFLogger(ctx))}, f.options...)
 	return s3lock.New(f.api, bucket, append(opts, extra...)...)
+}
+
+// runGuardConfig is the configuration of the run guard's client for the
+// leases that c acquires: guardConfig with c's holder, so that the guard's
+// renewals write the holder the lease was acquired with.
+func (f *clientFactory) runGuardConfig(c *s3lock.Client) runguard.ClientConfig {
+	cfg := f.guardConfig
+	cfg.Holder = c.Holder()
+	return cfg
 }
 
 // now is the provider's clock.

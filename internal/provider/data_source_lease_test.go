@@ -144,7 +144,7 @@ func TestAccLeaseDataSource_MatchesCurrent(t *testing.T) {
 			setup: func(t *testing.T, name string) {
 				t.Helper()
 				e.hold(t, "crashed", name, time.Hour)
-				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
+				if err := e.sdk(t, "operator").ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -36,6 +36,15 @@ func tokenRef(t s3lock.Token) leaseRef {
 	return leaseRef{bucket: t.Bucket, name: t.Name, epoch: t.Epoch, slot: t.Slot}
 }
 
+// token is the s3lock.Token that names l's epoch (its slot's, for a slot
+// lease) whoever holds it: without a Nonce, and without the lock's number
+// of slots, which the SDK reads from the lock's marker. With it, the SDK
+// resumes (adopts), looks up or force-releases the epoch, and names its
+// object (Token.Key). The SDK refuses it from a client of another bucket.
+func (l leaseRef) token() s3lock.Token {
+	return s3lock.Token{Bucket: l.bucket, Name: l.name, Slot: l.slot, Epoch: l.epoch}
+}
+
 // notExclusive is the one wording of what a lost lease means for the work
 // done under it.
 const notExclusive = "Work done under the lease after it was lost may not have been exclusive: check what it " +

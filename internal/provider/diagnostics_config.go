@@ -94,7 +94,7 @@ func objectSettingsReason(err error) string {
 	return msg + "."
 }
 
-// invalidBucket is a bucket name s3lock.ValidateBucket refused.
+// invalidBucket is a bucket name s3lock.ValidateConfig refused.
 func invalidBucket(p path.Path, err error) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(p, "Invalid bucket name", strings.TrimPrefix(err.Error(), "s3lock: "))
 }

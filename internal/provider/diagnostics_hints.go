@@ -28,11 +28,8 @@ func lockErrorDetail(l leaseRef, err error) string {
 // epoch object (its slot's, for a slot lease), or all the lock's epochs.
 func lockWhere(l leaseRef) string {
 	where, slot := epochObjects(l.bucket, l.name), ""
-	switch {
-	case l.epoch > 0 && l.slot > 0:
-		where = fmt.Sprintf("s3://%s/%s", l.bucket, s3lock.SlotKey(l.name, l.slot, l.epoch))
-	case l.epoch > 0:
-		where = fmt.Sprintf("s3://%s/%s", l.bucket, s3lock.Key(l.name, l.epoch))
+	if l.epoch > 0 {
+		where = fmt.Sprintf("s3://%s/%s", l.bucket, l.token().Key())
 	}
 	if l.slot > 0 {
 		slot = fmt.Sprintf(", slot %d", l.slot)

@@ -221,7 +221,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}
 	if set.scope == scopeRun {
-		held, ok := e.openForRun(ctx, lock, set, func() (*s3lock.Lease, error) {
+		held, ok := e.openForRun(ctx, client, lock, set, func() (*s3lock.Lease, error) {
 			return acquireLease(ctx, e.factory, client, name, set.wait, append(opts, s3lock.WithoutAutoRenew())...)
 		}, &resp.Diagnostics)
 		if !ok {
@@ -238,11 +238,12 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		resp.Diagnostics.Append(lockFailed(acquireFailed, lock, err, ""))
 		return
 	}
-	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "slot": lease.Slot(),
-		"epoch": lease.Epoch(), "key": lease.Key()})
-	resp.Diagnostics.Append(storeToken(ctx, resp.Private, lease.Token())...)
+	token := lease.Token()
+	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "slot": token.Slot,
+		"epoch": lease.Epoch(), "key": token.Key()})
+	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 	e.factory.leases.add(lease)
-	e.result(ctx, resp, cfg, openedLease{epoch: lease.Epoch(), slot: lease.Slot(), key: lease.Key(),
+	e.result(ctx, resp, cfg, openedLease{epoch: lease.Epoch(), slot: token.Slot, key: token.Key(),
 		holder: lease.Holder(), acquired: lease.AcquiredAt(), expires: lease.ExpiresAt()})
 }
 

@@ -54,15 +54,13 @@ func inheritedFrom(bucket, name string) (inheritedLease, bool) {
 		return inheritedLease{}, false
 	}
 	in := inheritedLease{Bucket: bucket, Name: name, Epoch: env.Epoch, Slot: env.Slot, Slots: env.Slots}
-	key := s3lock.Key(name, env.Epoch)
 	switch {
 	case in.Slot == 0 && in.Slots == 1: // a mutex
 	case in.Slots <= s3lock.MaxSlots: // runenv.Read checked 1 <= Slot <= Slots
-		key = s3lock.SlotKey(name, in.Slot, env.Epoch)
 	default:
 		return inheritedLease{}, false
 	}
-	return in, key == env.Key
+	return in, in.ref().token().Key() == env.Key
 }
 
 // checkInherited reads the inherited lease and returns its state if it is
@@ -71,7 +69,7 @@ func inheritedFrom(bucket, name string) (inheritedLease, bool) {
 func checkInherited(ctx context.Context, c *s3lock.Client, in inheritedLease, diags *diag.Diagnostics) (s3lock.State, bool) {
 	lease := in.ref()
 	if in.Slot > 0 {
-		st, err := c.LookupSlotEpoch(ctx, in.Name, in.Slot, in.Epoch)
+		st, err := c.Lookup(ctx, lease.token())
 		switch {
 		case errors.Is(err, s3lock.ErrLeaseLost):
 			diags.Append(inheritedSlotLost(lease, err))

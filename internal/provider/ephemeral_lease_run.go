@@ -59,8 +59,8 @@ func isRunLease(ctx context.Context, p privateGetter) bool {
 // holds (also when another provider configuration of the run took it), if
 // it has the slots set asks for, or a new one that acquire takes and the
 // guard adopts. The guard takes a lease over by its token, which carries
-// the slot of a slot lease.
-func (e *leaseEphemeralResource) openForRun(ctx context.Context, lock leaseRef, set openSettings, acquire func() (*s3lock.Lease, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
+// the slot of a slot lease, with a client of client's holder.
+func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.Client, lock leaseRef, set openSettings, acquire func() (*s3lock.Lease, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
 	bucket, name := lock.bucket, lock.name
 	if e.factory.run == nil {
 		diags.Append(wholeRunUnavailable(lock, e.factory.whyNoRun()))
@@ -70,7 +70,7 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, lock leaseRef, 
 		diags.Append(leaseTooShortForRun(lock, set.dur, runguard.MinimumLease))
 		return nil, false
 	}
-	run, cfg := e.factory.run, e.factory.guardConfig
+	run, cfg := e.factory.run, e.factory.runGuardConfig(client)
 	done, err := e.factory.claims.take(ctx, bucket+"/"+name)
 	if err != nil {
 		diags.Append(lockFailed(acquireFailed, lock, fmt.Errorf("waiting for another block of this run to open "+

@@ -74,7 +74,7 @@ resource "terraform_data" "second" {
 	if err != nil {
 		t.Fatalf("%v (a deadline: the blocks waited for each other)\n%s", err, out)
 	}
-	if seen := readSeen(t, dir); seen.epoch != "1" || seen.key != s3lock.Key(name, 1) {
+	if seen := readSeen(t, dir); seen.epoch != "1" || seen.key != (s3lock.Token{Name: name, Epoch: 1}).Key() {
 		t.Errorf("the run's lease was epoch %s (%s); want epoch 1, the plan's, for both blocks and phases", seen.epoch, seen.key)
 	}
 	testkit.Eventually(t, time.Minute, "the run's lease to be released", func() bool { st := e.current(t, name); return st.Released })

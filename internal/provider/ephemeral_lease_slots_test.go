@@ -30,7 +30,7 @@ func TestAccLeaseEphemeral_Slots(t *testing.T) {
 	e := newAccEnv(t)
 	name := e.name("ci/runners")
 	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))
-	free := 3 - other.Slot()
+	free := 3 - other.Token().Slot
 	var second *s3lock.Lease
 	config := func(extra ...string) string {
 		return requiredProviders("s3lock", "echo") + e.providerBlock(nil) + ephemeralLeaseConfig(e.bucket, name, append([]string{perPhase}, extra...)...) + `
@@ -53,14 +53,14 @@ resource "echo" "lease" {}
 						if err != nil {
 							return err
 						}
-						if l.Slots != "2" || string(l.Slot) != strconv.Itoa(free) || l.Key != s3lock.SlotKey(name, free, uint64(epoch)) ||
+						if l.Slots != "2" || string(l.Slot) != strconv.Itoa(free) || l.Key != (s3lock.Token{Name: name, Slot: free, Epoch: uint64(epoch)}).Key() ||
 							l.Holder != "terraform-test" {
 							return fmt.Errorf("ephemeral result %+v; want slot %d of 2", l, free)
 						}
 						// The run released its slot as it ended; other-team's
 						// is untouched.
-						_, err = e.sdk(t, "observer").LookupSlotEpoch(t.Context(), name, free, uint64(epoch))
-						if reason, lost := s3lock.LostReason(err); !lost || reason != s3lock.LostReleased {
+						_, err = e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: name, Slot: free, Epoch: uint64(epoch)})
+						if !leaseReleased(err) {
 							return fmt.Errorf("after the run, slot %d at epoch %d: %w; want it released", free, epoch, err)
 						}
 						return other.Renew(t.Context())
@@ -165,14 +165,14 @@ func TestAccLeaseEphemeral_SlotsForTheWholeRun(t *testing.T) {
 	}
 	name := e.name("ci/runners")
 	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))
-	free := 3 - other.Slot()
+	free := 3 - other.Token().Slot
 	h, dir := cliWorkdir(t, e, seenConfig(e.bucket, name, "slots = 2", `lease_duration = "6s"`))
 	out, err := h.Run(t.Context(), dir, "apply", "-auto-approve", "-input=false", "-no-color")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	seen := readSeen(t, dir)
-	if seen.slot != strconv.Itoa(free) || seen.epoch != "1" || seen.key != s3lock.SlotKey(name, free, 1) {
+	if seen.slot != strconv.Itoa(free) || seen.epoch != "1" || seen.key != (s3lock.Token{Name: name, Slot: free, Epoch: 1}).Key() {
 		t.Fatalf("the apply's lease is slot %s at epoch %s (%s); want slot %d at epoch 1, the plan's\n%s",
 			seen.slot, seen.epoch, seen.key, free, out)
 	}
@@ -180,15 +180,14 @@ func TestAccLeaseEphemeral_SlotsForTheWholeRun(t *testing.T) {
 	// released as terraform exited.
 	var st s3lock.State
 	testkit.Eventually(t, time.Minute, "the run's slot to be released", func() bool {
-		_, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), name, free, 1)
-		reason, lost := s3lock.LostReason(err)
-		return lost && reason == s3lock.LostReleased
+		_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: name, Slot: free, Epoch: 1})
+		return leaseReleased(err)
 	})
 	if keys := e.slotEpochs(t, name); len(keys) != 2 {
 		t.Errorf("the slots have the epochs %v; want other-team's and the run's one epoch", keys)
 	}
 	st = e.current(t, name)
-	if len(st.Holders) != 1 || st.Holders[0].Slot != other.Slot() {
+	if len(st.Holders) != 1 || st.Holders[0].Slot != other.Token().Slot {
 		t.Errorf("after the run, the lock's holders are %+v; want other-team's only", st.Holders)
 	}
 	if err := other.Renew(t.Context()); err != nil {
@@ -276,7 +275,7 @@ func TestAccLeaseEphemeral_UnderS3lockRunSlots(t *testing.T) {
 		}
 		seen := readSeen(t, dir)
 		if seen.runSlot == "0" || seen.slot != seen.runSlot || seen.epoch != seen.runEpoch || seen.key != seen.run ||
-			seen.runSlot == strconv.Itoa(other.Slot()) {
+			seen.runSlot == strconv.Itoa(other.Token().Slot) {
 			t.Fatalf("the ephemeral lease is slot %s at epoch %s (%s), s3lock run's is slot %s at epoch %s (%s)\n%s",
 				seen.slot, seen.epoch, seen.key, seen.runSlot, seen.runEpoch, seen.run, out)
 		}
@@ -303,7 +302,7 @@ func TestAccLeaseEphemeral_UnderS3lockRunSlots(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		seen := readSeen(t, dir)
-		if seen.slot != "0" || seen.runSlot != "0" || seen.epoch != seen.runEpoch || seen.key != s3lock.Key(mutex, 1) ||
+		if seen.slot != "0" || seen.runSlot != "0" || seen.epoch != seen.runEpoch || seen.key != (s3lock.Token{Name: mutex, Epoch: 1}).Key() ||
 			seen.key != seen.run {
 			t.Fatalf("the ephemeral lease is slot %s at epoch %s (%s), s3lock run's is slot %s at epoch %s (%s)\n%s",
 				seen.slot, seen.epoch, seen.key, seen.runSlot, seen.runEpoch, seen.run, out)

@@ -151,7 +151,7 @@ resource "s3lock_lease" "blocked" {
 					if epoch < 2 {
 						return fmt.Errorf("apply's lease has epoch %d; want at least 2 (plan and apply each take the lock)", epoch)
 					}
-					if l.Key != s3lock.Key(run, uint64(epoch)) || l.Holder != "terraform-test" ||
+					if l.Key != (s3lock.Token{Name: run, Epoch: uint64(epoch)}).Key() || l.Holder != "terraform-test" ||
 						l.LeaseDuration != "4s" || l.WaitTimeout != "5m" || l.Order != "fifo" || l.Metadata["purpose"] != "serialize" {
 						return fmt.Errorf("ephemeral result %+v", l)
 					}
@@ -267,7 +267,7 @@ func TestAccLeaseEphemeral_Superseded(t *testing.T) {
 	run := e.name("deploy/prod")
 	e.hold(t, "commit-41", run, time.Hour)
 	e.onceWaiting("commit-41", func() {
-		if err := e.queue("commit-43", run, s3lock.Supersede()); err != nil {
+		if err := e.queue("commit-43", run, s3lock.WithOrder(s3lock.OrderNewest)); err != nil {
 			t.Error(err)
 		}
 	})

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -75,13 +76,10 @@ func loadToken(ctx context.Context, p privateGetter) (*s3lock.Token, diag.Diagno
 // waits up to wait (in the lock's line when opts order it: s3lock.WithOrder),
 // reporting the holders it waits for and how many waiters are ahead of it
 // through tflog (and the test hook). Any other failure of the first attempt,
-// such as an unreachable store or denied access, is returned at once
-// (s3lock.FailFast): only a held lock is worth waiting for. A wait of 0 tries
-// once.
+// such as an unreachable store or denied access, is returned at once: only a
+// held lock is worth waiting for. A wait of 0 tries once. All of that is
+// s3lock.WithWait's policy; this only logs what the SDK reports.
 func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name string, wait time.Duration, opts ...s3lock.AcquireOption) (*s3lock.Lease, error) {
-	if wait <= 0 {
-		return c.TryAcquire(ctx, name, opts...)
-	}
 	var first sync.Once
 	observe := func(h *s3lock.HeldError) {
 		first.Do(func() {
@@ -109,7 +107,7 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 			f.hooks.onWait(h)
 		}
 	}
-	return c.Acquire(ctx, name, append(opts, s3lock.FailFast(), s3lock.WithWaitTimeout(wait), s3lock.WithWaitObserver(observe))...)
+	return c.Acquire(ctx, name, append(opts, s3lock.WithWait(max(wait, 0)), s3lock.WithWaitObserver(observe))...)
 }
 
 // resumeLease takes over the lease of a token, or, when there is no token
@@ -121,12 +119,17 @@ func resumeLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l l
 		return c.Resume(ctx, *token, s3lock.WithoutAutoRenew())
 	}
 	tflog.Debug(ctx, "no lease token in private state; adopting the lock's current epoch", map[string]any{
-		"bucket": c.Bucket(), "lock": l.name, "slot": l.slot, "epoch": l.epoch,
+		"bucket": l.bucket, "lock": l.name, "slot": l.slot, "epoch": l.epoch,
 	})
-	if l.slot > 0 {
-		return c.AdoptSlot(ctx, l.name, l.slot, l.epoch, s3lock.WithoutAutoRenew())
-	}
-	return c.Adopt(ctx, l.name, l.epoch, s3lock.WithoutAutoRenew())
+	return c.Resume(ctx, l.token(), s3lock.WithoutAutoRenew())
+}
+
+// leaseReleased reports whether err says that a lease is over because it was
+// released (a *s3lock.LeaseLostError whose Reason is s3lock.LostReleased):
+// by whoever held its token, so that nothing was lost.
+func leaseReleased(err error) bool {
+	var lost *s3lock.LeaseLostError
+	return errors.As(err, &lost) && lost.Reason == s3lock.LostReleased
 }
 
 // formatTime writes a time as RFC 3339 in UTC; the zero time is "".

@@ -93,7 +93,7 @@ func TestAccLeaseList_Query(t *testing.T) {
 
 	held := "s3lock_lease.held"
 	prodOnly := queryfilter.ByResourceIdentity(leaseIdentityCheck(e.bucket, prod, 1))
-	slotAOnly := queryfilter.ByResourceIdentity(slotLeaseIdentityCheck(e.bucket, runners, slotA.Slot(), slotA.Epoch()))
+	slotAOnly := queryfilter.ByResourceIdentity(slotLeaseIdentityCheck(e.bucket, runners, slotA.Token().Slot, slotA.Epoch()))
 	tfresource.ParallelTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: e.protoV6Factories(),
 		Steps: []tfresource.TestStep{
@@ -105,16 +105,16 @@ func TestAccLeaseList_Query(t *testing.T) {
 					querycheck.ExpectLength(held, 4),
 					querycheck.ExpectIdentity(held, leaseIdentityCheck(e.bucket, prod, 1)),
 					querycheck.ExpectIdentity(held, leaseIdentityCheck(e.bucket, stage, 2)),
-					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotA.Slot(), slotA.Epoch())),
-					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotB.Slot(), slotB.Epoch())),
+					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotA.Token().Slot, slotA.Epoch())),
+					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotB.Token().Slot, slotB.Epoch())),
 					querycheck.ExpectResourceDisplayName(held, slotAOnly, knownvalue.StringExact(
-						fmt.Sprintf("%s slot %d of 3, epoch 1, held by runner-a", runners, slotA.Slot()))),
+						fmt.Sprintf("%s slot %d of 3, epoch 1, held by runner-a", runners, slotA.Token().Slot))),
 					querycheck.ExpectResourceKnownValues(held, slotAOnly, []querycheck.KnownValueCheck{
-						{Path: tfjsonpath.New("id"), KnownValue: knownvalue.StringExact(leaseID(e.bucket, runners, slotA.Slot(), 1))},
+						{Path: tfjsonpath.New("id"), KnownValue: knownvalue.StringExact(leaseID(e.bucket, runners, slotA.Token().Slot, 1))},
 						{Path: tfjsonpath.New("slots"), KnownValue: knownvalue.Int64Exact(3)},
-						{Path: tfjsonpath.New("slot"), KnownValue: knownvalue.Int64Exact(int64(slotA.Slot()))},
+						{Path: tfjsonpath.New("slot"), KnownValue: knownvalue.Int64Exact(int64(slotA.Token().Slot))},
 						{Path: tfjsonpath.New("holder"), KnownValue: knownvalue.StringExact("runner-a")},
-						{Path: tfjsonpath.New("key"), KnownValue: knownvalue.StringExact(slotA.Key())},
+						{Path: tfjsonpath.New("key"), KnownValue: knownvalue.StringExact(slotA.Token().Key())},
 						{Path: tfjsonpath.New("lease_duration"), KnownValue: knownvalue.StringExact("1h")},
 						{Path: tfjsonpath.New("metadata"), KnownValue: knownvalue.MapExact(map[string]knownvalue.Check{
 							"job": knownvalue.StringExact("7")})},
@@ -123,7 +123,7 @@ func TestAccLeaseList_Query(t *testing.T) {
 					querycheck.ExpectResourceKnownValues(held, prodOnly, []querycheck.KnownValueCheck{
 						{Path: tfjsonpath.New("id"), KnownValue: knownvalue.StringExact(leaseID(e.bucket, prod, 0, 1))},
 						{Path: tfjsonpath.New("holder"), KnownValue: knownvalue.StringExact("pipeline-1")},
-						{Path: tfjsonpath.New("key"), KnownValue: knownvalue.StringExact(s3lock.Key(prod, 1))},
+						{Path: tfjsonpath.New("key"), KnownValue: knownvalue.StringExact(s3lock.Token{Name: prod, Epoch: 1}.Key())},
 						{Path: tfjsonpath.New("lease_duration"), KnownValue: knownvalue.StringExact("2h")},
 						{Path: tfjsonpath.New("metadata"), KnownValue: knownvalue.MapExact(map[string]knownvalue.Check{
 							"run": knownvalue.StringExact("42")})},
@@ -149,7 +149,7 @@ func TestAccLeaseList_Query(t *testing.T) {
 				QueryResultChecks: []querycheck.QueryResultCheck{
 					querycheck.ExpectLength(held, 1),
 					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners,
-						min(slotA.Slot(), slotB.Slot()), 1)),
+						min(slotA.Token().Slot, slotB.Token().Slot), 1)),
 				},
 			},
 		},
@@ -175,7 +175,7 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 	runners := prefix + "runners"
 	for _, who := range []string{"runner-a", "runner-b"} {
 		l := e.hold(t, who, runners, time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"runner": who}))
-		leases[l.Key()] = l
+		leases[l.Token().Key()] = l
 	}
 	h, dir := cliWorkdir(t, e, "", tfharness.ListResources)
 	// The documented example, on the test's bucket.
@@ -225,8 +225,8 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 			continue
 		}
 		want := map[string]any{"bucket": e.bucket, "name": l.Name(), "epoch": json.Number(fmt.Sprint(l.Epoch())), "slot": nil}
-		if l.Slot() > 0 {
-			want["slot"] = json.Number(fmt.Sprint(l.Slot()))
+		if l.Token().Slot > 0 {
+			want["slot"] = json.Number(fmt.Sprint(l.Token().Slot))
 		}
 		if !reflect.DeepEqual(r.Identity, want) {
 			t.Errorf("query identity %v, want %v", r.Identity, want)
@@ -246,10 +246,10 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for name, l := range leases {
-		if l.Slot() > 0 {
-			_, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), l.Name(), l.Slot(), l.Epoch())
-			if reason, lost := s3lock.LostReason(err); !lost || reason != s3lock.LostReleased {
-				t.Errorf("after destroy, slot %d of %q: %v; want epoch %d released", l.Slot(), l.Name(), err, l.Epoch())
+		if l.Token().Slot > 0 {
+			_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: l.Name(), Slot: l.Token().Slot, Epoch: l.Epoch()})
+			if !leaseReleased(err) {
+				t.Errorf("after destroy, slot %d of %q: %v; want epoch %d released", l.Token().Slot, l.Name(), err, l.Epoch())
 			}
 			continue
 		}
@@ -338,7 +338,7 @@ func TestAccLeaseList_Diagnostics(t *testing.T) {
 	e.hold(t, "pipeline-1", prefix+"held", time.Hour)
 	unreadable := prefix + "garbled"
 	if _, err := e.ns.Client.PutObject(t.Context(), &s3.PutObjectInput{
-		Bucket: aws.String(e.bucket), Key: aws.String(s3lock.Key(unreadable, 1)), Body: strings.NewReader("not a lease"),
+		Bucket: aws.String(e.bucket), Key: aws.String(s3lock.Token{Name: unreadable, Epoch: 1}.Key()), Body: strings.NewReader("not a lease"),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestLeaseList_HeldLeasesUpToLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		slots = append(slots, l.Slot())
+		slots = append(slots, l.Token().Slot)
 		t.Cleanup(func() { _ = l.Release(context.Background()) })
 	}
 	slices.Sort(slots)

@@ -290,7 +290,7 @@ func (e *accEnv) hold(t *testing.T, holder, name string, d time.Duration, opts .
 	}
 	t.Cleanup(func() {
 		if err := l.Release(context.Background()); err != nil && !errors.Is(err, s3lock.ErrLeaseLost) {
-			t.Errorf("releasing %s: %v", l.Key(), err)
+			t.Errorf("releasing %s: %v", l.Token().Key(), err)
 		}
 	})
 	return l

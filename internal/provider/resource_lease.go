@@ -303,15 +303,15 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	// The lease outlives this process: stop its background work and keep
 	// the token that lets later runs resume it.
 	token := lease.Detach()
-	tflog.Info(ctx, "acquired lock", map[string]any{"bucket": bucket, "lock": name, "slot": lease.Slot(),
-		"epoch": lease.Epoch(), "key": lease.Key()})
+	tflog.Info(ctx, "acquired lock", map[string]any{"bucket": bucket, "lock": name, "slot": token.Slot,
+		"epoch": lease.Epoch(), "key": token.Key()})
 
 	ref := tokenRef(token)
 	plan.ID = types.StringValue(leaseID(bucket, name, ref.slot, ref.epoch))
-	plan.Slots = types.Int64Value(int64(lease.Slots()))
-	plan.Slot = types.Int64Value(int64(lease.Slot()))
+	plan.Slots = types.Int64Value(int64(max(token.Slots, 1)))
+	plan.Slot = types.Int64Value(int64(token.Slot))
 	plan.Epoch = types.Int64Value(int64(lease.Epoch()))
-	plan.Key = types.StringValue(lease.Key())
+	plan.Key = types.StringValue(token.Key())
 	plan.Holder = types.StringValue(lease.Holder())
 	plan.AcquiredAt = timeValue(lease.AcquiredAt())
 	plan.ExpiresAt = timeValue(lease.ExpiresAt())
@@ -338,14 +338,14 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	holder, until, err := lookupLease(ctx, client, token, ref)
-	if reason, lost := s3lock.LostReason(err); lost && reason == s3lock.LostReleased {
+	if leaseReleased(err) {
 		resp.Diagnostics.Append(leaseReleasedElsewhere(ref, err))
 		resp.State.RemoveResource(ctx)
 		return
 	}
 	if errors.Is(err, s3lock.ErrLeaseLost) {
 		st, curErr := client.Current(ctx, ref.name)
-		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, describeCurrent(client.Bucket(), st, curErr), lostRemovedFromState))
+		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, describeCurrent(ref.bucket, st, curErr), lostRemovedFromState))
 		resp.State.RemoveResource(ctx)
 		return
 	}
@@ -371,22 +371,17 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 }
 
 // lookupLease reads the lease of the state without disturbing its holder
-// (it writes nothing): who holds it and until when it is trusted. With the
-// lease's token it is a Lookup; without one (state written by hand, or by a
-// provider that did not keep tokens) a LookupEpoch (LookupSlotEpoch for the
-// lease of a slot), which accepts whoever holds the state's epoch, as an
-// import does.
+// (it writes nothing): who holds it and until when it is trusted. It looks
+// up the lease's token; without one (state written by hand, or by a
+// provider that did not keep tokens) the token of the state's epoch (of its
+// slot, for the lease of a slot), which accepts whoever holds that epoch, as
+// an import does.
 func lookupLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l leaseRef) (string, time.Time, error) {
-	var st s3lock.State
-	var err error
-	switch {
-	case token != nil:
-		st, err = c.Lookup(ctx, *token)
-	case l.slot > 0:
-		st, err = c.LookupSlotEpoch(ctx, l.name, l.slot, l.epoch)
-	default:
-		st, err = c.LookupEpoch(ctx, l.name, l.epoch)
+	t := l.token()
+	if token != nil {
+		t = *token
 	}
+	st, err := c.Lookup(ctx, t)
 	return st.Holder, st.TrustedUntil, err
 }
 
@@ -459,15 +454,15 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 		err = lease.Release(ctx)
 	}
 	fields := map[string]any{"bucket": ref.bucket, "lock": ref.name, "slot": ref.slot, "epoch": ref.epoch}
-	reason, lost := s3lock.LostReason(err)
+	var lost *s3lock.LeaseLostError
 	switch {
 	case err == nil:
 		tflog.Info(ctx, "released lease", fields)
-	case lost && reason == s3lock.LostReleased:
+	case leaseReleased(err):
 		// Released with its token by someone else (a pipeline step using
 		// the CLI, say): nothing left to do, nothing was lost.
 		tflog.Info(ctx, "lease was already released, nothing lost", fields)
-	case lost:
+	case errors.As(err, &lost):
 		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, "", lostBeforeRelease))
 	default:
 		resp.Diagnostics.Append(lockFailed(releaseFailed, ref, err, ""))

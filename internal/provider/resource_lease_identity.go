@@ -133,7 +133,7 @@ func identityRef(id leaseIdentityModelV0) (leaseRef, error) {
 	default:
 		l.slot = int(s.ValueInt64())
 	}
-	if err := s3lock.ValidateBucket(l.bucket); err != nil {
+	if err := s3lock.ValidateConfig(l.bucket); err != nil {
 		return leaseRef{}, err
 	}
 	if err := s3lock.ValidateName(l.name); err != nil {

@@ -84,7 +84,7 @@ func TestAccLeaseResource_IdentitySlot(t *testing.T) {
 	name := e.name("identity/runners")
 	// Someone holds a slot already: the resource's slot is another one.
 	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))
-	slot := int64(3 - other.Slot())
+	slot := int64(3 - other.Token().Slot)
 	addr := "s3lock_lease.test"
 	cfg := func(extra ...string) string {
 		return e.providerConfig(nil) + leaseConfig(e.bucket, name, append([]string{"slots = 2"}, extra...)...)
@@ -93,8 +93,8 @@ func TestAccLeaseResource_IdentitySlot(t *testing.T) {
 	tfresource.ParallelTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: e.protoV6Factories(),
 		CheckDestroy: func(*terraform.State) error {
-			_, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), name, int(slot), 1)
-			if reason, lost := s3lock.LostReason(err); !lost || reason != s3lock.LostReleased {
+			_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: name, Slot: int(slot), Epoch: 1})
+			if !leaseReleased(err) {
 				return fmt.Errorf("after destroy, slot %d of %q: %w; want epoch 1 released", slot, name, err)
 			}
 			return nil
@@ -115,7 +115,7 @@ func TestAccLeaseResource_IdentitySlot(t *testing.T) {
 				ImportPlanChecks: tfresource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(addr, tfjsonpath.New("slot"), knownvalue.Int64Exact(slot)),
 					plancheck.ExpectKnownValue(addr, tfjsonpath.New("slots"), knownvalue.Int64Exact(2)),
-					plancheck.ExpectKnownValue(addr, tfjsonpath.New("key"), knownvalue.StringExact(s3lock.SlotKey(name, int(slot), 1))),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("key"), knownvalue.StringExact(s3lock.Token{Name: name, Slot: int(slot), Epoch: 1}.Key())),
 				}},
 			},
 			{
@@ -205,9 +205,9 @@ func TestAccLeaseResource_ImportByIdentityRefused(t *testing.T) {
 // version without identities (or by a CLI that does not keep them) gets its
 // identity on the next refresh; an update in place sets it too.
 func TestLeaseResource_IdentityForOlderState(t *testing.T) {
-	r, c, name := newDirectLeaseResource(t)
-	state := directLeaseState(t, r, c.Bucket(), name)
-	want := leaseIdentityModelV0{Bucket: types.StringValue(c.Bucket()), Name: types.StringValue(name), Epoch: types.Int64Value(1),
+	r, _, bucket, name := newDirectLeaseResource(t)
+	state := directLeaseState(t, r, bucket, name)
+	want := leaseIdentityModelV0{Bucket: types.StringValue(bucket), Name: types.StringValue(name), Epoch: types.Int64Value(1),
 		Slot: types.Int64Null()}
 
 	read := resource.ReadResponse{State: state, Identity: nullLeaseIdentity(t)}

@@ -20,14 +20,14 @@ import (
 // The import ID formats: the lease's bucket, lock name and epoch, and, for
 // the lease of one slot of a lock that admits several holders (slots), the
 // slot before the epoch, as in the key of the slot's epoch object
-// (s3lock.SlotKey). IDs in the first format name what they always named.
+// (s3lock.Token.Key). IDs in the first format name what they always named.
 const (
 	importIDFormat     = "<bucket>/<name>/<epoch>"
 	importSlotIDFormat = "<bucket>/<name>/" + slotIDSegment + "/<slot>/<epoch>"
 )
 
 // slotIDSegment is the path segment before the slot in the key of a slot's
-// epoch object (s3lock.SlotKey) and in the import ID of a slot lease. No lock
+// epoch object (s3lock.Token.Key) and in the import ID of a slot lease. No lock
 // name contains it (s3lock reserves it), so an ID with it names a slot.
 const slotIDSegment = "lock-slots"
 
@@ -45,18 +45,12 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	if !ok {
 		return
 	}
-	var lease *s3lock.Lease
-	var err error
-	if target.slot > 0 {
-		lease, err = client.AdoptSlot(ctx, target.name, target.slot, target.epoch, s3lock.WithoutAutoRenew())
-	} else {
-		lease, err = client.Adopt(ctx, target.name, target.epoch, s3lock.WithoutAutoRenew())
-	}
+	lease, err := client.Resume(ctx, target.token(), s3lock.WithoutAutoRenew())
 	if err != nil {
 		current := ""
 		if errors.Is(err, s3lock.ErrLeaseLost) || errors.Is(err, s3lock.ErrSlotsMismatch) {
 			st, curErr := client.Current(ctx, target.name)
-			current = describeCurrent(client.Bucket(), st, curErr)
+			current = describeCurrent(target.bucket, st, curErr)
 		}
 		resp.Diagnostics.Append(importRefused(target, err, current))
 		return
@@ -73,10 +67,10 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	// How the lease was waited for is not recorded in it; order only matters
 	// while waiting, so the import gets the default.
 	set("order", types.StringValue(string(defaultOrder)))
-	set("slots", types.Int64Value(int64(lease.Slots())))
-	set("slot", types.Int64Value(int64(lease.Slot())))
+	set("slots", types.Int64Value(int64(max(token.Slots, 1))))
+	set("slot", types.Int64Value(int64(token.Slot)))
 	set("epoch", types.Int64Value(int64(target.epoch)))
-	set("key", types.StringValue(lease.Key()))
+	set("key", types.StringValue(token.Key()))
 	set("holder", types.StringValue(lease.Holder()))
 	set("acquired_at", timeValue(lease.AcquiredAt()))
 	set("expires_at", timeValue(lease.ExpiresAt()))
@@ -116,7 +110,7 @@ func parseLeaseID(id string) (leaseRef, error) {
 		}
 		l.name, l.slot = l.name[:i], int(slot)
 	}
-	if err := s3lock.ValidateBucket(l.bucket); err != nil {
+	if err := s3lock.ValidateConfig(l.bucket); err != nil {
 		return leaseRef{}, fmt.Errorf("import ID %q: %w", id, err)
 	}
 	if err := s3lock.ValidateName(l.name); err != nil {

@@ -69,7 +69,7 @@ func TestParseLeaseID(t *testing.T) {
 // where the key of its epoch object has it, so that it reads like the key.
 func TestLeaseID_SlotIsTheKeyPath(t *testing.T) {
 	id := leaseID("locks", "ci/runners", 2, 7)
-	key := s3lock.SlotKey("ci/runners", 2, 7)
+	key := s3lock.Token{Name: "ci/runners", Slot: 2, Epoch: 7}.Key()
 	if want := "locks/" + strings.TrimSuffix(key, "lock-0000000007.json") + "7"; id != want {
 		t.Errorf("leaseID = %q, want %q (from the key %q)", id, want, key)
 	}
@@ -90,9 +90,9 @@ func TestAccLeaseResource_ImportSlotLease(t *testing.T) {
 	tfresource.ParallelTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: e.protoV6Factories(),
 		CheckDestroy: func(*terraform.State) error {
-			_, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), name, l.Slot(), l.Epoch())
-			if reason, lost := s3lock.LostReason(err); !lost || reason != s3lock.LostReleased {
-				return fmt.Errorf("after destroy, slot %d of %q: %w; want its epoch %d released", l.Slot(), name, err, l.Epoch())
+			_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
+			if !leaseReleased(err) {
+				return fmt.Errorf("after destroy, slot %d of %q: %w; want its epoch %d released", l.Token().Slot, name, err, l.Epoch())
 			}
 			return kept.Renew(t.Context()) // the other slot is not touched
 		},
@@ -102,15 +102,15 @@ func TestAccLeaseResource_ImportSlotLease(t *testing.T) {
 				ResourceName:       addr,
 				ImportState:        true,
 				ImportStatePersist: true,
-				ImportStateId:      leaseID(e.bucket, name, l.Slot(), l.Epoch()),
+				ImportStateId:      leaseID(e.bucket, name, l.Token().Slot, l.Epoch()),
 				ImportStateCheck: func(states []*terraform.InstanceState) error {
 					if len(states) != 1 {
 						return fmt.Errorf("imported %d instances, want 1", len(states))
 					}
 					a := states[0].Attributes
 					want := map[string]string{
-						"id": leaseID(e.bucket, name, l.Slot(), l.Epoch()), "slots": "3", "slot": strconv.Itoa(l.Slot()),
-						"epoch": strconv.FormatUint(l.Epoch(), 10), "key": l.Key(), "holder": "pipeline-step-1",
+						"id": leaseID(e.bucket, name, l.Token().Slot, l.Epoch()), "slots": "3", "slot": strconv.Itoa(l.Token().Slot),
+						"epoch": strconv.FormatUint(l.Epoch(), 10), "key": l.Token().Key(), "holder": "pipeline-step-1",
 						"lease_duration": "2h", "metadata.run": "42",
 					}
 					for k, v := range want {
@@ -143,7 +143,7 @@ func checkSlotLeasesHeldBy(t *testing.T, e *accEnv, name, addr, holder string) t
 		}
 		slot, _ := strconv.Atoi(a["slot"])
 		epoch, _ := strconv.ParseUint(a["epoch"], 10, 64)
-		st, err := e.sdk(t, "observer").LookupSlotEpoch(t.Context(), name, slot, epoch)
+		st, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: name, Slot: slot, Epoch: epoch})
 		switch {
 		case err != nil:
 			return fmt.Errorf("%s holds slot %d at epoch %d, but: %w", addr, slot, epoch, err)
@@ -166,7 +166,7 @@ func TestAccLeaseResource_ImportSlotRefused(t *testing.T) {
 	held := e.hold(t, "pipeline-2", slots, time.Hour, s3lock.Slots(3))
 	e.hold(t, "deployer", mutex, time.Hour)
 	holders := fmt.Sprintf("The lock admits 3 holders; 1 of its slots is held now: slot %d by \"pipeline-2\" at epoch %d",
-		held.Slot(), held.Epoch())
+		held.Token().Slot, held.Epoch())
 	cases := []struct {
 		name, lock, id string
 		want           *regexp.Regexp
@@ -178,9 +178,9 @@ func TestAccLeaseResource_ImportSlotRefused(t *testing.T) {
 				"Import the lease of one slot by", regexp.QuoteMeta(importSlotIDFormat)),
 		},
 		{
-			name: "released slot epoch", lock: slots, id: leaseID(e.bucket, slots, first.Slot(), first.Epoch()),
+			name: "released slot epoch", lock: slots, id: leaseID(e.bucket, slots, first.Token().Slot, first.Epoch()),
 			// Released, or superseded when the slot took a newer holder.
-			want: matchError("Cannot import lease", fmt.Sprintf("slot %d", first.Slot()), "lost",
+			want: matchError("Cannot import lease", fmt.Sprintf("slot %d", first.Token().Slot), "lost",
 				regexp.QuoteMeta(importSlotIDFormat)),
 		},
 		{

@@ -53,7 +53,7 @@ func checkSlotLeases(t *testing.T, e *accEnv, name string, slots int, addrs ...s
 			want := map[string]string{
 				"slots":  strconv.Itoa(slots),
 				"epoch":  strconv.FormatUint(h.Epoch, 10),
-				"key":    s3lock.SlotKey(name, slot, h.Epoch),
+				"key":    s3lock.Token{Name: name, Slot: slot, Epoch: h.Epoch}.Key(),
 				"id":     leaseID(e.bucket, name, slot, h.Epoch),
 				"holder": "terraform-test",
 			}
@@ -131,7 +131,7 @@ func TestAccLeaseResource_Slots(t *testing.T) {
 				Config:    two + namedLeaseConfig("d", e.bucket, name, "slots = 2"),
 				ExpectError: matchError("Lock admits another number of holders",
 					fmt.Sprintf(`Lock %q in bucket %q admits 3 holders, but this lease asks for slots = 2`, name, e.bucket),
-					"Its marker, s3://"+e.bucket+"/"+s3lock.Key(name, 1)+", records that", "set slots = 3, or use another lock name"),
+					"Its marker, s3://"+e.bucket+"/"+s3lock.Token{Name: name, Epoch: 1}.Key()+", records that", "set slots = 3, or use another lock name"),
 			},
 			{
 				PreConfig: func() {
@@ -180,8 +180,8 @@ func TestAccLeaseResource_Slots(t *testing.T) {
 // slot = 0, and the default slots = 1 in the configuration does not replace
 // it.
 func TestLeaseResource_StateFromBeforeSlots(t *testing.T) {
-	r, c, name := newDirectLeaseResource(t)
-	state := directLeaseState(t, r, c.Bucket(), name)
+	r, _, bucket, name := newDirectLeaseResource(t)
+	state := directLeaseState(t, r, bucket, name)
 	read := resource.ReadResponse{State: state}
 	r.Read(t.Context(), resource.ReadRequest{State: state}, &read)
 	if read.Diagnostics.HasError() {
@@ -226,7 +226,7 @@ func TestLeaseResource_StateFromBeforeSlots(t *testing.T) {
 // without a lease token (written by hand: the SDK checks it by lock, slot
 // and epoch) is read, renewed and released like any other.
 func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
-	r, c, _ := newDirectLeaseResource(t)
+	r, c, bucket, _ := newDirectLeaseResource(t)
 	name := "pool/runners"
 	if _, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.Slots(3)); err != nil {
 		t.Fatal(err)
@@ -236,17 +236,17 @@ func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Detach()
-	state := directLeaseState(t, r, c.Bucket(), name)
+	state := directLeaseState(t, r, bucket, name)
 	set := func(attr string, v any) {
 		if d := state.SetAttribute(t.Context(), path.Root(attr), v); d.HasError() {
 			t.Fatal(d)
 		}
 	}
 	set("slots", types.Int64Value(3))
-	set("slot", types.Int64Value(int64(l.Slot())))
+	set("slot", types.Int64Value(int64(l.Token().Slot)))
 	set("epoch", types.Int64Value(int64(l.Epoch())))
-	set("key", types.StringValue(l.Key()))
-	set("id", types.StringValue(leaseID(c.Bucket(), name, l.Slot(), l.Epoch())))
+	set("key", types.StringValue(l.Token().Key()))
+	set("id", types.StringValue(leaseID(bucket, name, l.Token().Slot, l.Epoch())))
 
 	read := resource.ReadResponse{State: state}
 	r.Read(t.Context(), resource.ReadRequest{State: state}, &read)
@@ -263,8 +263,8 @@ func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 	if update.Diagnostics.HasError() {
 		t.Fatalf("Update (renewal): %v", update.Diagnostics)
 	}
-	if st, err := c.LookupSlotEpoch(t.Context(), name, l.Slot(), l.Epoch()); err != nil || st.Renewals != 1 {
-		t.Fatalf("after the renewal, slot %d: %+v, %v; want it held, renewed once", l.Slot(), st, err)
+	if st, err := c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()}); err != nil || st.Renewals != 1 {
+		t.Fatalf("after the renewal, slot %d: %+v, %v; want it held, renewed once", l.Token().Slot, st, err)
 	}
 
 	var del resource.DeleteResponse
@@ -272,9 +272,9 @@ func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 	if len(del.Diagnostics) != 0 {
 		t.Fatalf("Delete: %v", del.Diagnostics)
 	}
-	_, err = c.LookupSlotEpoch(t.Context(), name, l.Slot(), l.Epoch())
-	if reason, lost := s3lock.LostReason(err); !lost || reason != s3lock.LostReleased {
-		t.Errorf("after Delete, slot %d: %v; want it released", l.Slot(), err)
+	_, err = c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
+	if !leaseReleased(err) {
+		t.Errorf("after Delete, slot %d: %v; want it released", l.Token().Slot, err)
 	}
 	if st, err := c.Current(t.Context(), name); err != nil || len(st.Holders) != 1 {
 		t.Errorf("after Delete, the lock: %+v, %v; want the other slot still held", st, err)

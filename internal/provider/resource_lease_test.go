@@ -140,7 +140,7 @@ func TestAccLeaseResource_Lifecycle(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("epoch"), knownvalue.Int64Exact(1)),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("holder"), knownvalue.StringExact("terraform-test")),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("key"), knownvalue.StringExact(s3lock.Key(name, 1))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("key"), knownvalue.StringExact(s3lock.Token{Name: name, Epoch: 1}.Key())),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("order"), knownvalue.StringExact("fifo")),
 					// Remember the first expiry for the steps below.
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("expires_at"), knownvalue.StringFunc(func(v string) error {
@@ -334,7 +334,7 @@ func TestAccLeaseResource_Order(t *testing.T) {
 				}
 				seen <- line
 				if tc.supersede {
-					if err := e.queue("pipeline 43", name, s3lock.Supersede()); err != nil {
+					if err := e.queue("pipeline 43", name, s3lock.WithOrder(s3lock.OrderNewest)); err != nil {
 						t.Error(err)
 					}
 					return
@@ -408,7 +408,7 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 			name: "force-released",
 			lose: func(t *testing.T, e *accEnv, name string) uint64 {
 				t.Helper()
-				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
+				if err := e.sdk(t, "operator").ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 					t.Fatalf("ForceRelease: %v", err)
 				}
 				return 2
@@ -418,7 +418,7 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 			name: "superseded",
 			lose: func(t *testing.T, e *accEnv, name string) uint64 {
 				t.Helper()
-				if err := e.sdk(t, "operator").ForceRelease(t.Context(), name, 1); err != nil {
+				if err := e.sdk(t, "operator").ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 					t.Fatalf("ForceRelease: %v", err)
 				}
 				// Another holder takes epoch 2 and keeps it until the next
@@ -437,7 +437,7 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 			lose: func(t *testing.T, e *accEnv, name string) uint64 {
 				t.Helper()
 				_, err := e.ns.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{
-					Bucket: aws.String(e.bucket), Key: aws.String(s3lock.Key(name, 1)),
+					Bucket: aws.String(e.bucket), Key: aws.String(s3lock.Token{Name: name, Epoch: 1}.Key()),
 				})
 				if err != nil {
 					t.Fatalf("DeleteObject: %v", err)
@@ -754,7 +754,7 @@ func TestRenewedSince(t *testing.T) {
 }
 
 // TestLeaseResource_OverElsewhere: Read and Delete of a state without a lease
-// token (written by hand: Adopt checks it) whose lease another handle ended.
+// token (written by hand: Resume adopts it) whose lease another handle ended.
 // A lease a pipeline step released is deleted quietly; one an operator
 // force-released is reported as lost, and Read removes it from state.
 func TestLeaseResource_OverElsewhere(t *testing.T) {
@@ -768,7 +768,7 @@ func TestLeaseResource_OverElsewhere(t *testing.T) {
 	}{
 		{name: "released through another handle", end: func(t *testing.T, c *s3lock.Client, name string) {
 			t.Helper()
-			l, err := c.Adopt(t.Context(), name, 1, s3lock.WithoutAutoRenew())
+			l, err := c.Resume(t.Context(), s3lock.Token{Name: name, Epoch: 1}, s3lock.WithoutAutoRenew())
 			if err == nil {
 				err = l.Release(t.Context())
 			}
@@ -778,16 +778,16 @@ func TestLeaseResource_OverElsewhere(t *testing.T) {
 		}, quietDelete: true, readWarning: "Lease released elsewhere"},
 		{name: "force-released", end: func(t *testing.T, c *s3lock.Client, name string) {
 			t.Helper()
-			if err := c.ForceRelease(t.Context(), name, 1); err != nil {
+			if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}, readWarning: "Lease lost"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, c, name := newDirectLeaseResource(t)
+			r, c, bucket, name := newDirectLeaseResource(t)
 			tc.end(t, c, name)
-			state := directLeaseState(t, r, c.Bucket(), name)
+			state := directLeaseState(t, r, bucket, name)
 
 			var read resource.ReadResponse
 			read.State = state
@@ -815,12 +815,12 @@ func TestLeaseResource_OverElsewhere(t *testing.T) {
 
 // newDirectLeaseResource returns the lease resource configured on a fresh
 // bucket, for calling its methods directly, an SDK client on that bucket,
+// the bucket,
 // and a lock name whose epoch 1 is held for an hour.
-func newDirectLeaseResource(t *testing.T) (*leaseResource, *s3lock.Client, string) {
+func newDirectLeaseResource(t *testing.T) (*leaseResource, *s3lock.Client, string, string) {
 	t.Helper()
 	ns := s3test.New(t)
-	opts := []s3lock.Option{s3lock.WithHolder("terraform-test")}
-	c, err := s3lock.New(ns.Client, ns.Bucket, opts...)
+	c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("terraform-test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -830,7 +830,7 @@ func newDirectLeaseResource(t *testing.T) (*leaseResource, *s3lock.Client, strin
 		t.Fatal(err)
 	}
 	l.Detach()
-	return &leaseResource{factory: &clientFactory{api: ns.Client, options: opts, holder: "terraform-test"}}, c, name
+	return &leaseResource{factory: &clientFactory{api: ns.Client, options: []s3lock.Option{s3lock.WithHolder("terraform-test")}}}, c, ns.Bucket, name
 }
 
 // directLeaseState is the state of a lease resource for epoch 1 of name,
@@ -844,7 +844,7 @@ func directLeaseState(t *testing.T, r *leaseResource, bucket, name string) tfsdk
 	diags := st.Set(t.Context(), &leaseResourceModelV0{
 		ID: types.StringValue(leaseID(bucket, name, 0, 1)), Bucket: types.StringValue(bucket), Name: types.StringValue(name),
 		LeaseDuration: types.StringValue("1h"), RenewBefore: types.StringNull(), Metadata: types.MapNull(types.StringType),
-		Epoch: types.Int64Value(1), Key: types.StringValue(s3lock.Key(name, 1)), Holder: types.StringValue("terraform-test"),
+		Epoch: types.Int64Value(1), Key: types.StringValue(s3lock.Token{Name: name, Epoch: 1}.Key()), Holder: types.StringValue("terraform-test"),
 		AcquiredAt: timeValue(now), ExpiresAt: timeValue(now.Add(time.Hour)),
 		Timeouts: timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType})},
 	})

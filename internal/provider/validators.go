@@ -59,9 +59,9 @@ func (v ruleValidator) ValidateString(_ context.Context, req validator.StringReq
 	}
 }
 
-// bucketValidator checks a bucket name with s3lock.ValidateBucket.
+// bucketValidator checks a bucket name with s3lock.ValidateConfig.
 func bucketValidator() validator.String {
-	return ruleValidator{description: "must be a valid S3 bucket name", rule: s3lock.ValidateBucket,
+	return ruleValidator{description: "must be a valid S3 bucket name", rule: func(b string) error { return s3lock.ValidateConfig(b) },
 		report: func(p path.Path, _ string, err error) diag.Diagnostic { return invalidBucket(p, err) }}
 }
 

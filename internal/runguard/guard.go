@@ -382,7 +382,7 @@ func (g *guard) adopt(c net.Conn, token s3lock.Token, cfg ClientConfig) (Lease, 
 	if err != nil {
 		return Lease{}, err
 	}
-	info := Lease{Token: token, Key: lease.Key(), Holder: lease.Holder(), AcquiredAt: lease.AcquiredAt(),
+	info := Lease{Token: token, Key: lease.Token().Key(), Holder: lease.Holder(), AcquiredAt: lease.AcquiredAt(),
 		ExpiresAt: lease.ExpiresAt(), Duration: lease.Duration()}
 	g.mu.Lock()
 	g.leases[key] = &held{lease: lease, info: info}
@@ -455,7 +455,7 @@ func (g *guard) lost() bool {
 func (g *guard) interrupt(lease *s3lock.Lease, err error) {
 	msg := fmt.Sprintf("\ns3lock: the lease on lock %q in bucket %s (epoch %d) was lost during this run: %v\n"+
 		"s3lock: interrupting terraform (as Ctrl-C does) so that it starts no further changes; "+
-		"the changes this run made may not have been exclusive.\n\n", lease.Name(), lease.Bucket(), lease.Epoch(), err)
+		"the changes this run made may not have been exclusive.\n\n", lease.Name(), lease.Token().Bucket, lease.Epoch(), err)
 	if err := tellProcess(g.run.PID, msg); err != nil {
 		g.log.Printf("could not tell terraform why (its standard error: %v): %s", err, strings.TrimSpace(msg))
 	}
@@ -493,7 +493,7 @@ func (g *guard) end(killed bool) bool {
 		case lapse:
 			l.Detach()
 			g.log.Printf("the run did not end cleanly: leaving lock %q in bucket %s (epoch %d) to lapse after %s",
-				l.Name(), l.Bucket(), l.Epoch(), l.Duration())
+				l.Name(), l.Token().Bucket, l.Epoch(), l.Duration())
 			continue
 		}
 		wg.Go(func() {
@@ -501,11 +501,11 @@ func (g *guard) end(killed bool) bool {
 			defer cancel()
 			switch err := l.Release(ctx); {
 			case errors.Is(err, s3lock.ErrLeaseLost):
-				g.log.Printf("lock %q in bucket %s (epoch %d) had been lost: %v", l.Name(), l.Bucket(), l.Epoch(), err)
+				g.log.Printf("lock %q in bucket %s (epoch %d) had been lost: %v", l.Name(), l.Token().Bucket, l.Epoch(), err)
 			case err != nil:
-				g.log.Printf("releasing lock %q in bucket %s (epoch %d): %v; it lapses after %s", l.Name(), l.Bucket(), l.Epoch(), err, l.Duration())
+				g.log.Printf("releasing lock %q in bucket %s (epoch %d): %v; it lapses after %s", l.Name(), l.Token().Bucket, l.Epoch(), err, l.Duration())
 			default:
-				g.log.Printf("the run ended: released lock %q in bucket %s (epoch %d)", l.Name(), l.Bucket(), l.Epoch())
+				g.log.Printf("the run ended: released lock %q in bucket %s (epoch %d)", l.Name(), l.Token().Bucket, l.Epoch())
 			}
 		})
 	}

@@ -16,6 +16,10 @@ const (
 	sysTerraform = "terraform"
 )
 
+// pollInterval is how often a waiting s3lock Acquire checks a held lock:
+// the SDK's default, which the bench's clients keep.
+const pollInterval = s3lock.DefaultPollInterval
+
 // handoff is one measured handoff of a lock from a holder to a waiter that
 // was already waiting when the holder released it or crashed.
 type handoff struct {
@@ -196,7 +200,7 @@ func lastPut(holder []event) time.Time {
 // whole number of poll intervals (2 s is ten), poll just after the release
 // and show a handoff shorter than a typical one. Both systems' waiters
 // arrive this way.
-func waiterArrival() time.Duration { return rand.N(s3lock.DefaultPollInterval) }
+func waiterArrival() time.Duration { return rand.N(pollInterval) }
 
 // renewalCounts returns the requests a holder made after its acquisition
 // (all renewals: it never released) and how many renewals succeeded.

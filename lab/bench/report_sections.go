@@ -57,7 +57,7 @@ func writeCrash(d *doc, cfg config, res *results) {
 // that watched before the crash (it saw the last heartbeat, then waits a
 // lease, plus up to one 200 ms poll) and by one that arrives at the crash.
 func dynamoStyle(lease, sinceWrite time.Duration) (watching, arriving time.Duration) {
-	return lease - sinceWrite + s3lock.DefaultPollInterval, lease
+	return lease - sinceWrite + pollInterval, lease
 }
 
 func writeScale(d *doc, cfg config, res *results) {
@@ -66,7 +66,7 @@ func writeScale(d *doc, cfg config, res *results) {
 	d.p("n + 1 handles on one lock for %s each: the holder holds it %s and releases it, the other n wait in "+
 		"`Acquire`; the handle that released joins the waiters once someone else holds the lock. A handoff is "+
 		"timed from the holder sending its release to the next `Acquire` returning; requests are counted from the first acquisition on. Order `none` is waiting "+
-		"without order (the SDK's default); `fifo` waits in the lock's line (`s3lock.FIFO()`, the CLI's and the "+
+		"without order (the SDK's default); `fifo` waits in the lock's line (`s3lock.WithOrder(s3lock.OrderFIFO)`, the CLI's and the "+
 		"provider's default; PROTOCOL.md §13). Losing creates are epoch creates refused because another waiter "+
 		"won the race: the herd that a release wakes.", seconds(cfg.waitersFor), seconds(cfg.waitersHold))
 	var rows [][]string

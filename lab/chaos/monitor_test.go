@@ -21,6 +21,10 @@ import (
 // may delete it (cleanup keeps the newest ten).
 const monitorEvery = 100 * time.Millisecond
 
+// maxLeaseObject bounds the monitor's read of an epoch object: s3lock
+// writes none larger (its maxPayloadBytes, 64 KiB).
+const maxLeaseObject = 64 << 10
+
 // monitor watches the lock from the suite's side, straight at the store:
 // when the epoch moves on, it reads the epochs it passed and tells a handoff
 // (the epoch was released) from a takeover (it lapsed).
@@ -68,7 +72,7 @@ func (m *monitor) loop(ctx context.Context) {
 
 // classify reads epoch e, which a later epoch has followed.
 func (m *monitor) classify(ctx context.Context, e uint64) {
-	out, err := m.l.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(s3lock.Key(lockName, e))})
+	out, err := m.l.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(s3lock.Token{Name: lockName, Epoch: e}.Key())})
 	if err != nil {
 		m.note(func() { m.unknown++ })
 		return
@@ -77,7 +81,7 @@ func (m *monitor) classify(ctx context.Context, e uint64) {
 	var p struct {
 		Released bool `json:"expired"`
 	}
-	if err := json.NewDecoder(io.LimitReader(out.Body, s3lock.MaxPayloadBytes)).Decode(&p); err != nil {
+	if err := json.NewDecoder(io.LimitReader(out.Body, maxLeaseObject)).Decode(&p); err != nil {
 		m.note(func() { m.unknown++ })
 		return
 	}

@@ -85,7 +85,7 @@ func (p *prober) probe(ctx context.Context, writers, rounds, samples int) (*Prob
 
 // verify runs the SDK's Verify; "ok" or the error.
 func (p *prober) verify(ctx context.Context) string {
-	c, err := s3lock.New(p.client, p.bucket, s3lock.WithProbePrefix("compat/"+s3lock.DefaultProbePrefix))
+	c, err := s3lock.New(p.client, p.bucket, s3lock.WithProbePrefix("compat/"))
 	if err != nil {
 		return err.Error()
 	}

@@ -562,7 +562,7 @@ resource "terraform_data" "after" {
 	if err != nil || !held.Held {
 		t.Fatalf("the run lock is %+v (%v) while the run applies; want it held", held, err)
 	}
-	if err := e.sdk.ForceRelease(t.Context(), e.lock, held.Epoch); err != nil {
+	if err := e.sdk.ForceRelease(t.Context(), s3lock.Token{Name: e.lock, Epoch: held.Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -16,7 +16,7 @@ const sampleEvery = 5 * time.Millisecond
 // Check judges against the lease's writes. The lease's client must use the
 // system clock. stop waits until sampling has stopped.
 func (w *Witness) Watch(lease *s3lock.Lease) (stop func()) {
-	lock, epoch, ok := parseKey(lease.Key())
+	lock, epoch, ok := parseKey(lease.Token().Key())
 	if !ok {
 		return func() {}
 	}

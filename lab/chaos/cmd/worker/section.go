@@ -33,7 +33,7 @@ const (
 // registerBody is the register's content. Every write has a body of its own
 // (the epoch, the writer and its critical section), so no state recurs and
 // FencedPut's If-Match can never match a state an older writer read (see
-// s3lock.FencedPut on identical rewrites).
+// s3lock's Client.FencedPut on identical rewrites).
 type registerBody struct {
 	Value  int64  `json:"value"`
 	Epoch  uint64 `json:"epoch"`
@@ -123,8 +123,8 @@ func (w *worker) read(ctx context.Context) (int64, string, error) {
 
 // write stores value+1 under epoch, as a compare-and-swap on the state the
 // read saw (etag), and says how it ended. A correct worker writes with
-// s3lock.FencedPut, by its lease's trust deadline (until); the broken one
-// with a plain PutObject.
+// s3lock's Client.FencedPut, by its lease's trust deadline (until); the
+// broken one with a plain PutObject.
 func (w *worker) write(ctx context.Context, epoch uint64, value int64, etag string, until int64) (record.Outcome, error) {
 	body, err := json.Marshal(registerBody{Value: value + 1, Epoch: epoch, Writer: w.cfg.name, CS: w.cs})
 	if err != nil {
@@ -152,8 +152,14 @@ func (w *worker) write(ctx context.Context, epoch uint64, value int64, etag stri
 	} else {
 		in.IfMatch = aws.String(etag)
 	}
+	// A client of its own over api, so that api sees this write's requests
+	// only; each request gives up after the SDK's default request timeout.
 	api := &sentAPI{S3API: w.api}
-	_, err = s3lock.FencedPut(ctx, api, epoch, in)
+	fence, err := s3lock.New(api, w.cfg.bucket, s3lock.WithHolder(w.cfg.name))
+	if err != nil {
+		return record.Failed, err
+	}
+	_, err = fence.FencedPut(ctx, epoch, in)
 	switch {
 	case err == nil:
 		return record.OK, nil

@@ -1,0 +1,145 @@
+package s3lock
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// maxExports is the most exported declarations the package may have: every
+// exported name is a promise once the SDK is tagged, and a newcomer should
+// learn the package in an hour (issue 23 brought it from 207 to at most
+// 150). Raising it is a design decision, not a test fix.
+const maxExports = 150
+
+// The package's exported declarations are counted as `go doc` shows them:
+// functions, types, methods on exported types (Error, Is, Unwrap and String
+// included), constants and variables, in the non-test files.
+// `go test -run TestAPI -v ./s3lock` prints the list.
+func TestAPI_AtMostMaxExportsDeclared(t *testing.T) {
+	names := exportedDecls(t, ".")
+	t.Logf("%d exported declarations:\n%s", len(names), strings.Join(names, "\n"))
+	if len(names) > maxExports {
+		t.Errorf("the package exports %d declarations; the budget is %d: design the new API so that it fits", len(names), maxExports)
+	}
+}
+
+// exportedDecls returns the exported declarations of the non-test Go files
+// in dir, as "kind name" (methods as "method Type.Name").
+func exportedDecls(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var names []string
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			names = append(names, declNames(d)...)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func declNames(d ast.Decl) []string {
+	var names []string
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if !d.Name.IsExported() {
+			return nil
+		}
+		if d.Recv == nil {
+			return []string{"func " + d.Name.Name}
+		}
+		recv := d.Recv.List[0].Type
+		if star, ok := recv.(*ast.StarExpr); ok {
+			recv = star.X
+		}
+		if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
+			return []string{"method " + id.Name + "." + d.Name.Name}
+		}
+	case *ast.GenDecl:
+		for _, spec := range d.Specs {
+			switch s := spec.(type) {
+			case *ast.TypeSpec:
+				if s.Name.IsExported() {
+					names = append(names, "type "+s.Name.Name)
+				}
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					if n.IsExported() {
+						names = append(names, d.Tok.String()+" "+n.Name)
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// removedNames are the exported names issue 23 removed (CHANGELOG.md says
+// what replaced each). Docs and code must not name them any more.
+var removedNames = regexp.MustCompile(`\b(AdoptSlot|LookupEpoch|LookupSlotEpoch|ForceReleaseSlot|SlotKey|` +
+	`FencedError|IdenticalRewriteError|ObjectChangedError|ObserverFunc|SystemClock|WaitError|CorruptLeaseError|` +
+	`FailFast|WithWaitTimeout|FIFO|Supersede|DefaultHolder|DefaultProbePrefix|DefaultRequestTimeout|` +
+	`MaxPayloadBytes|MaxNameLength|DefaultHistory|MaxHistory|FenceMetadataKey|LostSuperseded|LostReason|` +
+	`ValidateBucket)\(|\bs3lock\.(Adopt|AdoptSlot|LookupEpoch|LookupSlotEpoch|ForceReleaseSlot|SlotKey|FencedError|` +
+	`IdenticalRewriteError|ObjectChangedError|ObserverFunc|SystemClock|WaitError|CorruptLeaseError|FailFast|` +
+	`WithWaitTimeout|FIFO|Supersede|DefaultHolder|DefaultProbePrefix|DefaultRequestTimeout|MaxPayloadBytes|` +
+	"MaxNameLength|DefaultHistory|MaxHistory|FenceMetadataKey|LostSuperseded|LostReason|ValidateBucket|Outcome)\\b|" +
+	"`\\*?(AdoptSlot|LookupEpoch|LookupSlotEpoch|ForceReleaseSlot|SlotKey|FencedError|IdenticalRewriteError|" +
+	"ObjectChangedError|ObserverFunc|SystemClock|WaitError|CorruptLeaseError|FailFast|WithWaitTimeout|" +
+	"DefaultHolder|DefaultProbePrefix|DefaultRequestTimeout|MaxPayloadBytes|MaxNameLength|DefaultHistory|" +
+	"MaxHistory|FenceMetadataKey|LostSuperseded)\\b")
+
+// No document, example or non-test source in the repository names an
+// exported SDK identifier that no longer exists (CHANGELOG.md records them).
+func TestDocs_NameNoRemovedIdentifier(t *testing.T) {
+	root := ".."
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		doc := strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".tmpl") || strings.HasSuffix(name, ".tf") ||
+			strings.HasSuffix(name, ".sh")
+		code := strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")
+		if !doc && !code || name == "CHANGELOG.md" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := removedNames.FindString(line); m != "" {
+				t.Errorf("%s:%d names %q, which the SDK no longer has (CHANGELOG.md: Breaking changes)", path, i+1, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
