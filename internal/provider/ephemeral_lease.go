@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
@@ -196,7 +197,12 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	cfg.Order = types.StringValue(string(set.order))
 	cfg.Scope = types.StringValue(set.scope)
 	cfg.Slots = types.Int64Value(int64(set.slots))
-	if in, ok := inheritedFrom(bucket, name); ok {
+	in, ok, err := inheritedFrom(os.Getenv, bucket, name)
+	if err != nil {
+		resp.Diagnostics.Append(inheritedMalformed(lock, err))
+		return
+	}
+	if ok {
 		if in.Slots != set.slots {
 			resp.Diagnostics.Append(inheritedSlotsMismatch(in, set.slots))
 			return

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -44,23 +44,32 @@ func (in inheritedLease) ref() leaseRef {
 }
 
 // inheritedFrom returns the lease `s3lock run` holds on the lock, if this
-// process runs under one for it: its environment (runenv) names this bucket
-// and lock, is well formed (a CLI from before slot locks sets no slot: a
-// mutex), and agrees with itself: its key is the key of that epoch (of that
-// slot).
-func inheritedFrom(bucket, name string) (inheritedLease, bool) {
-	env, err := runenv.Read(os.Getenv)
-	if err != nil || env.Bucket != bucket || env.Name != name {
-		return inheritedLease{}, false
+// process runs under one for it (getenv: os.Getenv): its environment
+// (runenv) names this bucket and lock, is well formed (a CLI from before
+// slot locks sets no slot: a mutex), and agrees with itself: its key is the
+// key of that epoch (of that slot). ok is false when the process runs under
+// no `s3lock run`, or under one for another lock. An environment that names
+// this lock (or does not say which) but is malformed is an error: taking
+// the lock anew would wait for the run's own lease.
+func inheritedFrom(getenv func(string) string, bucket, name string) (in inheritedLease, ok bool, err error) {
+	if !runenv.Present(getenv) {
+		return inheritedLease{}, false, nil
 	}
-	in := inheritedLease{Bucket: bucket, Name: name, Epoch: env.Epoch, Slot: env.Slot, Slots: env.Slots}
-	switch {
-	case in.Slot == 0 && in.Slots == 1: // a mutex
-	case in.Slots <= s3lock.MaxSlots: // runenv.Read checked 1 <= Slot <= Slots
-	default:
-		return inheritedLease{}, false
+	if b, n := getenv(runenv.Bucket), getenv(runenv.Name); b != "" && n != "" && (b != bucket || n != name) {
+		return inheritedLease{}, false, nil
 	}
-	return in, in.ref().token().Key() == env.Key
+	env, err := runenv.Read(getenv)
+	if err != nil {
+		return inheritedLease{}, false, err
+	}
+	in = inheritedLease{Bucket: bucket, Name: name, Epoch: env.Epoch, Slot: env.Slot, Slots: env.Slots}
+	if in.Slots > s3lock.MaxSlots { // runenv.Read checked 1 <= Slot <= Slots
+		return inheritedLease{}, false, fmt.Errorf("%s=%d: a lock admits at most %d holders", runenv.Slots, in.Slots, s3lock.MaxSlots)
+	}
+	if key := in.ref().token().Key(); key != env.Key {
+		return inheritedLease{}, false, fmt.Errorf("%s=%q is not the key of the epoch %s names (%s)", runenv.Key, env.Key, runenv.Epoch, key)
+	}
+	return in, true, nil
 }
 
 // checkInherited reads the inherited lease and returns its state if it is

@@ -17,6 +17,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -310,6 +311,23 @@ func TestAccLeaseEphemeral_UnderS3lockRunSlots(t *testing.T) {
 		if st := e.current(t, mutex); st.Epoch != 1 || !st.Released {
 			t.Errorf("after s3lock run, the mutex is %s at epoch %d; want its one epoch released", st.Phase(), st.Epoch)
 		}
+	})
+	t.Run("a malformed environment", func(t *testing.T) {
+		// Something between s3lock run and terraform rewrites S3LOCK_KEY:
+		// the provider must say so at once, not take the lock anew and
+		// wait for the run's own lease.
+		bogus := runenv.Key + "=" + (s3lock.Token{Name: mutex, Epoch: 99}).Key()
+		writeWorkFile(t, dir, "lease.tf", seenConfig(e.bucket, mutex))
+		for _, f := range []string{"seen", "terraform.tfstate"} {
+			_ = os.Remove(filepath.Join(dir, f))
+		}
+		out, err := run(t.Context(), dir, "--holder", "ci-job", "--wait", "1m", mutex, "--",
+			"env", bogus, h.Terraform, "apply", "-auto-approve", "-input=false", "-no-color").CombinedOutput()
+		if err == nil {
+			t.Fatalf("an apply under a malformed s3lock run environment succeeded:\n%s", out)
+		}
+		wantOutput(t, "a malformed environment", string(out), "Cannot use the lease of s3lock run", runenv.Key,
+			"is not the key of the epoch")
 	})
 	t.Run("slots under a mutex run", func(t *testing.T) {
 		out, err := apply(t, seenConfig(e.bucket, mutex, "slots = 2"), mutex)

@@ -1,0 +1,66 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestInheritedFrom_ReadsOnlyAWellFormedEnvironmentOfTheLock: the lease of an
+// enclosing `s3lock run` is inherited when its environment names this lock
+// and agrees with itself; an environment of another lock, or none, is not
+// this lock's; one that names this lock (or does not say which) but is
+// malformed is an error naming the variable, never a silent fresh
+// acquisition, which would wait for the run's own lease.
+func TestInheritedFrom_ReadsOnlyAWellFormedEnvironmentOfTheLock(t *testing.T) {
+	const bucket, name = "locks", "deploy/prod"
+	good := runenv.Lease{Bucket: bucket, Name: name, Epoch: 7, Key: s3lock.Token{Name: name, Epoch: 7}.Key(), Holder: "ci", Slots: 1}
+	env := func(l runenv.Lease, change ...string) func(string) string {
+		vars := map[string]string{}
+		for _, kv := range l.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		for i := 0; i+1 < len(change); i += 2 {
+			vars[change[i]] = change[i+1]
+		}
+		return func(k string) string { return vars[k] }
+	}
+	slot := runenv.Lease{Bucket: bucket, Name: name, Epoch: 3, Key: s3lock.Token{Name: name, Slot: 2, Epoch: 3}.Key(),
+		Holder: "ci", Slot: 2, Slots: 3}
+	for _, tc := range []struct {
+		what    string
+		getenv  func(string) string
+		want    inheritedLease
+		ok      bool
+		wantErr string
+	}{
+		{what: "no s3lock run", getenv: func(string) string { return "" }},
+		{what: "a mutex lease of the lock", getenv: env(good), ok: true,
+			want: inheritedLease{Bucket: bucket, Name: name, Epoch: 7, Slot: 0, Slots: 1}},
+		{what: "a slot lease of the lock", getenv: env(slot), ok: true,
+			want: inheritedLease{Bucket: bucket, Name: name, Epoch: 3, Slot: 2, Slots: 3}},
+		{what: "another lock", getenv: env(good, runenv.Name, "other")},
+		{what: "another bucket", getenv: env(good, runenv.Bucket, "other-locks")},
+		{what: "an epoch that is no number", getenv: env(good, runenv.Epoch, "seven"), wantErr: runenv.Epoch},
+		{what: "a key of another epoch", getenv: env(good, runenv.Key, s3lock.Token{Name: name, Epoch: 6}.Key()), wantErr: runenv.Key},
+		{what: "no bucket", getenv: env(good, runenv.Bucket, ""), wantErr: runenv.Bucket},
+		{what: "a slot without slots", getenv: env(slot, runenv.Slots, ""), wantErr: runenv.Slot},
+		{what: "more slots than a lock admits", getenv: env(slot, runenv.Slots, "65", runenv.Key,
+			s3lock.Token{Name: name, Slot: 2, Epoch: 3}.Key()), wantErr: runenv.Slots},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			got, ok, err := inheritedFrom(tc.getenv, bucket, name)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("inheritedFrom = %+v, %v, %v; want an error naming %s", got, ok, err, tc.wantErr)
+				}
+			case err != nil || ok != tc.ok || got != tc.want:
+				t.Errorf("inheritedFrom = %+v, %v, %v; want %+v, %v", got, ok, err, tc.want, tc.ok)
+			}
+		})
+	}
+}
