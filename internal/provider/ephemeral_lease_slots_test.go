@@ -15,9 +15,9 @@ import (
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
-	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
