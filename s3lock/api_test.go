@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -93,24 +94,36 @@ func declNames(d ast.Decl) []string {
 }
 
 // removedNames are the exported names issue 23 removed (CHANGELOG.md says
-// what replaced each). Docs and code must not name them any more.
-var removedNames = regexp.MustCompile(`\b(AdoptSlot|LookupEpoch|LookupSlotEpoch|ForceReleaseSlot|SlotKey|` +
-	`FencedError|IdenticalRewriteError|ObjectChangedError|ObserverFunc|SystemClock|WaitError|CorruptLeaseError|` +
-	`FailFast|WithWaitTimeout|FIFO|Supersede|DefaultHolder|DefaultProbePrefix|DefaultRequestTimeout|` +
-	`MaxPayloadBytes|MaxNameLength|DefaultHistory|MaxHistory|FenceMetadataKey|LostSuperseded|LostReason|` +
-	`ValidateBucket)\(|\bs3lock\.(Adopt|AdoptSlot|LookupEpoch|LookupSlotEpoch|ForceReleaseSlot|SlotKey|FencedError|` +
-	`IdenticalRewriteError|ObjectChangedError|ObserverFunc|SystemClock|WaitError|CorruptLeaseError|FailFast|` +
-	`WithWaitTimeout|FIFO|Supersede|DefaultHolder|DefaultProbePrefix|DefaultRequestTimeout|MaxPayloadBytes|` +
-	"MaxNameLength|DefaultHistory|MaxHistory|FenceMetadataKey|LostSuperseded|LostReason|ValidateBucket|Outcome)\\b|" +
-	"`\\*?(AdoptSlot|LookupEpoch|LookupSlotEpoch|ForceReleaseSlot|SlotKey|FencedError|IdenticalRewriteError|" +
-	"ObjectChangedError|ObserverFunc|SystemClock|WaitError|CorruptLeaseError|FailFast|WithWaitTimeout|" +
-	"DefaultHolder|DefaultProbePrefix|DefaultRequestTimeout|MaxPayloadBytes|MaxNameLength|DefaultHistory|" +
-	"MaxHistory|FenceMetadataKey|LostSuperseded)\\b")
+// what replaced each), and removedMethods the removed methods. Docs and
+// code must not name them any more: after "s3lock.", in backticks, or (for
+// functions and methods) as a call.
+var (
+	removedNames = []string{"Adopt", "AdoptSlot", "LookupEpoch", "LookupSlotEpoch", "ForceReleaseSlot", "SlotKey",
+		"FencedError", "IdenticalRewriteError", "ObjectChangedError", "ObserverFunc", "SystemClock", "WaitError",
+		"CorruptLeaseError", "FailFast", "WithWaitTimeout", "FIFO", "Supersede", "DefaultHolder", "DefaultProbePrefix",
+		"DefaultRequestTimeout", "MaxPayloadBytes", "MaxNameLength", "DefaultHistory", "MaxHistory", "FenceMetadataKey",
+		"LostSuperseded", "LostReason", "ValidateBucket", "Outcome", "OutcomeOK", "OutcomeNotModified",
+		"OutcomePreconditionFailed", "OutcomeNotFound", "OutcomeConflict", "OutcomeUnavailable", "OutcomeDenied",
+		"OutcomeCanceled", "OutcomeError"}
+	removedMethods = []string{`s3lock\.(Key|FencedPut)\(`, `Client\.Bucket\(`, `Lease\.(Key|Slot|Slots|Bucket)\(`,
+		`\.Queued\(\)`, `\.(Slot|Slots|OK)\(\)`, `(Phase|EventKind|LossReason)\.String\(`}
+)
+
+// removedPattern matches a use of a removed name or method.
+func removedPattern() *regexp.Regexp {
+	names := strings.Join(removedNames, "|")
+	calls := strings.Join(slices.DeleteFunc(slices.Clone(removedNames), func(n string) bool {
+		return n == "Adopt" // a method of that name lives on in the run guard
+	}), "|")
+	return regexp.MustCompile(`\bs3lock\.(` + names + `)\b|` + "`\\*?(" + names + ")\\b[^`.]*`" + `|\b(` + calls +
+		`)\(|\b(` + strings.Join(removedMethods, "|") + `)`)
+}
 
 // No document, example or non-test source in the repository names an
 // exported SDK identifier that no longer exists (CHANGELOG.md records them).
 func TestDocs_NameNoRemovedIdentifier(t *testing.T) {
 	root := ".."
+	removed := removedPattern()
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -133,7 +146,7 @@ func TestDocs_NameNoRemovedIdentifier(t *testing.T) {
 			return err
 		}
 		for i, line := range strings.Split(string(b), "\n") {
-			if m := removedNames.FindString(line); m != "" {
+			if m := removed.FindString(line); m != "" {
 				t.Errorf("%s:%d names %q, which the SDK no longer has (CHANGELOG.md: Breaking changes)", path, i+1, m)
 			}
 		}
@@ -141,5 +154,25 @@ func TestDocs_NameNoRemovedIdentifier(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The pattern catches the ways docs and code name a removed identifier, and
+// leaves what lives on alone.
+func TestDocs_RemovedPatternCatchesOldUses(t *testing.T) {
+	removed := removedPattern()
+	for _, line := range []string{"s3lock.FIFO()", "`Supersede()`", "`FailFast`", "c.LookupEpoch(ctx, n, 1)",
+		"s3lock.Key(name, 1)", "l.Slot() of lease", "Lease.Slot()", "held.Queued()", "rep.OK() and", "`*FencedError`",
+		"s3lock.OutcomeOK", "Client.Bucket()", "s3lock.FencedPut(ctx, api, 1, in)", "ForceReleaseSlot(ctx"} {
+		if !removed.MatchString(line) {
+			t.Errorf("%q is not caught", line)
+		}
+	}
+	for _, line := range []string{"c.FencedPut(ctx, 1, in)", "Token.Key()", "lease.Token().Slot", "run.Adopt(ctx, token)",
+		"WithOrder(OrderFIFO)", "`fifo`", "ErrSuperseded", "*SupersededError", "validateBucket(b)", "held.Queued",
+		"`FencedPut`", "Event.Outcome"} {
+		if m := removed.FindString(line); m != "" {
+			t.Errorf("%q is caught (%q), but it lives on", line, m)
+		}
 	}
 }

@@ -51,7 +51,7 @@ type State struct {
 	// token): the slot, from 1 to Slots; Key and Epoch are the slot's.
 	Slot int
 	// Err is set, by List only, for a lock whose newest epoch object could
-	// not be read as a lease (a *corruptLeaseError); the other fields then
+	// not be read as a lease (matching ErrCorruptLease); the other fields then
 	// only name it. Current returns such an error instead.
 	Err error
 }

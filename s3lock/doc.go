@@ -38,32 +38,34 @@
 //
 // # Use
 //
-//		locks, err := s3lock.New(s3.NewFromConfig(cfg), "my-locks")
-//		...
-//		lease, err := locks.Acquire(ctx, "prod/db-migration") // waits; ctx bounds the wait
-//		if err != nil { ... }
-//		defer lease.Release(ctx)
-//		// work; use lease.Epoch() as a fencing token; watch lease.Done()
+//	locks, err := s3lock.New(s3.NewFromConfig(cfg), "my-locks")
+//	...
+//	lease, err := locks.Acquire(ctx, "prod/db-migration") // waits; ctx bounds the wait
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// work; use lease.Epoch() as a fencing token; watch lease.Done()
 //
-//	  - Take a lock: Acquire (waits as long as ctx allows, or up to WithWait;
-//	    WithWait(0) tries once), TryAcquire (once), Do (acquire, run, release,
-//	    with a context cancelled if the lease is lost).
-//	  - Wait in order: WithOrder(OrderFIFO) serves waiters in the order they
-//	    joined the lock's line, across processes and hosts; OrderNewest makes
-//	    older waiters give up with ErrSuperseded; Line shows who waits.
-//	  - Share a lock: Slots(n) admits n holders at once.
-//	  - Hold a lease: Epoch (the fencing token), Done and Err (is it over?),
-//	    Release, Renew (with WithoutAutoRenew), Token (what names it).
-//	  - Name a lease: a Token. Resume takes it over (Detach hands it on),
-//	    Lookup reads it, ForceRelease is the operator's unlock; a Token
-//	    without a Nonce names an epoch whoever holds it.
-//	  - Read locks: Current, List (State.Phase: free, held, released,
-//	    lapsed), Watch (leader election: Do leads, Watch follows).
-//	  - Fence writes: Client.FencedPut refuses a write under an older epoch
-//	    (a *FenceError).
-//	  - Observe and check: WithObserver (s3lockotel turns the events into
-//	    OpenTelemetry), Verify and CheckStore (can this store and these
-//	    credentials hold locks at all?).
+// In short:
+//
+//   - Take a lock: Acquire (waits as long as ctx allows, or up to WithWait;
+//     WithWait(0) tries once), TryAcquire (once), Do (acquire, run, release,
+//     with a context cancelled if the lease is lost).
+//   - Wait in order: WithOrder(OrderFIFO) serves waiters in the order they
+//     joined the lock's line, across processes and hosts; OrderNewest makes
+//     older waiters give up with ErrSuperseded; Line shows who waits.
+//   - Share a lock: Slots(n) admits n holders at once.
+//   - Hold a lease: Epoch (the fencing token), Done and Err (is it over?),
+//     Release, Renew (with WithoutAutoRenew), Token (what names it).
+//   - Name a lease: a Token. Resume takes it over (Detach hands it on),
+//     Lookup reads it, ForceRelease is the operator's unlock; a Token
+//     without a Nonce names an epoch whoever holds it.
+//   - Read locks: Current, List (State.Phase: free, held, released,
+//     lapsed), Watch (leader election: Do leads, Watch follows).
+//   - Fence writes: Client.FencedPut refuses a write under an older epoch
+//     (a *FenceError).
+//   - Observe and check: WithObserver (s3lockotel turns the events into
+//     OpenTelemetry), Verify and CheckStore (can this store and these
+//     credentials hold locks at all?).
 //
 // Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,
 // ErrUnavailable, ErrAccessDenied, ...) and typed errors with the details

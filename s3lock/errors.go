@@ -44,7 +44,7 @@ var (
 
 	// ErrCorruptLease means an epoch object exists but is not a lease this
 	// package can read: not JSON, too large, or holding impossible values.
-	// The error is a *corruptLeaseError.
+	// The error names the bucket and key, and says what is wrong.
 	ErrCorruptLease = errors.New("s3lock: unreadable lease object")
 
 	// ErrEpochExhausted means the lock reached MaxEpoch and cannot be

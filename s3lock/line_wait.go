@@ -68,7 +68,7 @@ func (w *waiter) turn(ctx context.Context) (standing, error) {
 		}
 		st, err := p.stand(ctx)
 		if err != nil || st.present || st.newer != nil && w.a.order == OrderNewest {
-			return st, err // (a Supersede waiter gives way to a newer one, in line or not)
+			return st, err // (an OrderNewest waiter gives way to a newer one, in line or not)
 		}
 		w.c.cfg.logger.Warn("s3lock: this waiter's ticket is gone (it lapsed, or was deleted); joining the line again",
 			"bucket", w.c.bucket, "lock", w.name, "ticket", p.ref.key)

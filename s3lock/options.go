@@ -233,6 +233,10 @@ func WithRequestTimeout(d time.Duration) Option {
 // name may contain, so that probes never collide with locks.
 func WithProbePrefix(prefix string) Option {
 	return func(c *config) error {
+		if strings.HasSuffix(prefix, probeSegment+"/") {
+			return invalid("probe prefix %q: WithProbePrefix takes the prefix the locks live under; "+
+				"the probes go under it + %q, which the SDK adds itself", prefix, probeSegment+"/")
+		}
 		if prefix != "" && !strings.HasSuffix(prefix, "/") {
 			return invalid("probe prefix %q must be empty or a lock name prefix ending in '/'", prefix)
 		}

@@ -40,7 +40,8 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 		{"nil option", "ok-bucket", []s3lock.Option{nil}, "nil Option"},
 		{"bad probe prefix", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("../x/")}, "probe prefix"},
 		{"probe prefix without its trailing slash", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("locks")}, "ending in '/'"},
-		{"probe prefix naming the probe segment itself", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("locks/s3lock-probe/")}, "reserved"},
+		{"probe prefix naming the probe segment itself", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("locks/s3lock-probe/")}, "adds itself"},
+		{"probe prefix with the probe segment inside", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("s3lock-probe/x/")}, "reserved"},
 		{"probe prefix with an empty segment", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("a//")}, "empty path segment"},
 	}
 	for _, tc := range cases {

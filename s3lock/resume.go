@@ -121,8 +121,12 @@ func (c *Client) leaseOf(ctx context.Context, t Token) (string, slotRef, error) 
 		return t.target(), slotRef{lock: t.Name, slot: t.Slot, slots: t.Slots}, nil
 	}
 	sub, n, err := c.slotOf(ctx, t.Name, t.Slot)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", slotRef{}, err
+	case t.Slots != 0 && t.Slots != n:
+		return "", slotRef{}, fmt.Errorf("%w: lock %q in bucket %s has %d slots, but the token says %d", ErrSlotsMismatch,
+			t.Name, c.bucket, n, t.Slots)
 	}
 	return sub, slotRef{lock: t.Name, slot: t.Slot, slots: n}, nil
 }
@@ -269,7 +273,7 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 		}
 		return heldLease{}, lost(LostDeleted, "its epoch object does not exist")
 	case newest.epoch > epoch:
-		return heldLease{}, lost(LostReplaced, fmt.Sprintf("it was superseded (the lock is at epoch %d)", newest.epoch))
+		return heldLease{}, lost(LostReplaced, fmt.Sprintf("it was replaced by a newer epoch (the lock is at epoch %d)", newest.epoch))
 	}
 	obs, err := c.getEpoch(ctx, key, epoch, "")
 	if classify(err) == failNotFound {

@@ -283,8 +283,8 @@ func TestResume_SupersededEpochLooksAlive(t *testing.T) {
 	fresh := strings.Replace(body.String(), `"renewals":0`, `"renewals":1`, 1)
 	putRaw(t, ns, la.Token().Key(), []byte(fresh))
 
-	if _, err := a.Resume(t.Context(), tok); !errors.Is(err, s3lock.ErrLeaseLost) || !strings.Contains(err.Error(), "superseded") {
-		t.Fatalf("Resume of a superseded epoch = %v; want ErrLeaseLost (superseded)", err)
+	if _, err := a.Resume(t.Context(), tok); !errors.Is(err, s3lock.ErrLeaseLost) || !strings.Contains(err.Error(), "replaced by a newer epoch") {
+		t.Fatalf("Resume of a replaced epoch = %v; want ErrLeaseLost (replaced by a newer epoch)", err)
 	}
 }
 

@@ -131,6 +131,11 @@ func TestToken_NamesASlotLeaseForEveryVerb(t *testing.T) {
 	if _, err := operator.Lookup(t.Context(), s3lock.Token{Name: name, Slot: 3, Epoch: 1}); !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("Lookup of slot 3 of a lock with 2 = %v; want ErrSlotsMismatch", err)
 	}
+	wrongN := bySlot
+	wrongN.Slots = 3
+	if _, err := operator.Resume(t.Context(), wrongN); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+		t.Errorf("Resume of a slot by a token that says the lock has 3 slots, not 2 = %v; want ErrSlotsMismatch", err)
+	}
 	if err := operator.ForceRelease(t.Context(), bySlot); err != nil {
 		t.Fatalf("ForceRelease of the slot's epoch = %v", err)
 	}

@@ -107,7 +107,9 @@ type Check struct {
 
 // Report is what CheckStore found.
 type Report struct {
-	Bucket      string
+	Bucket string
+	// ProbePrefix is where the probes went: the client's WithProbePrefix
+	// followed by "s3lock-probe/".
 	ProbePrefix string
 	Checks      []Check
 	// OK is set when every check ran and passed.

@@ -92,7 +92,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 			werr := w.wait(ctx, held)
 			if werr == nil {
 				// About to attempt: an OrderNewest head looks whether a newer
-				// Supersede waiter joined since its last look.
+				// OrderNewest waiter joined since its last look.
 				werr = w.headDuty(ctx, true)
 			}
 			if errors.Is(werr, errNotHead) {

@@ -96,7 +96,7 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 		return nil, slotsMismatch(err, af.slots)
 	case ctx.Err() != nil:
 		return nil, err // interrupted
-	case !errors.Is(err, context.DeadlineExceeded): // tried once (--wait 0): held
+	case af.wait == 0: // tried once: held
 		return nil, heldNow(name, held, af.order)
 	}
 	// The wait (--wait) ran out.

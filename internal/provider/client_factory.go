@@ -96,6 +96,9 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 		// The run guard renews the run's leases with its own client: it
 		// needs the same encryption and ACL, and the same holder.
 		guardConfig: runguard.ClientConfig{AWS: awsOpts, ExpectedBucketOwner: owner, Objects: objects}}
+	if holder == "" {
+		holder = "(the SDK's default, one per process)"
+	}
 	// Never the customer key: only whether one is set.
 	tflog.Debug(ctx, "configured the s3lock provider", map[string]any{
 		"region": awsCfg.Region, "endpoint": endpointName(cfg), "holder": holder,

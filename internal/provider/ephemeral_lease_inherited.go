@@ -55,7 +55,7 @@ func inheritedFrom(getenv func(string) string, bucket, name string) (in inherite
 	if !runenv.Present(getenv) {
 		return inheritedLease{}, false, nil
 	}
-	if b, n := getenv(runenv.Bucket), getenv(runenv.Name); b != "" && n != "" && (b != bucket || n != name) {
+	if b, n := getenv(runenv.Bucket), getenv(runenv.Name); b != "" && b != bucket || n != "" && n != name {
 		return inheritedLease{}, false, nil
 	}
 	env, err := runenv.Read(getenv)

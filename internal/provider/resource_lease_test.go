@@ -415,7 +415,7 @@ func TestAccLeaseResource_LostLeaseReacquired(t *testing.T) {
 			},
 		},
 		{
-			name: "superseded",
+			name: "replaced",
 			lose: func(t *testing.T, e *accEnv, name string) uint64 {
 				t.Helper()
 				if err := e.sdk(t, "operator").ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: 1}); err != nil {
@@ -558,7 +558,7 @@ func TestAccLeaseResource_ImportRefused(t *testing.T) {
 				e.hold(t, "current", name, time.Hour)
 				return leaseID(e.bucket, name, 0, 2)
 			},
-			want: matchError("Cannot import lease", `\(epoch 2\) lost`, "superseded", "lock is at epoch 3", "<bucket>/<name>/<epoch>"),
+			want: matchError("Cannot import lease", `\(epoch 2\) lost`, "replaced by a newer epoch", "lock is at epoch 3", "<bucket>/<name>/<epoch>"),
 		},
 		{
 			name: "released epoch",
