@@ -54,10 +54,10 @@ func inheritedSlotLost(l leaseRef, err error) diag.Diagnostic {
 // (or does not say which) but cannot be read: err names the variable.
 func inheritedMalformed(l leaseRef, err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Cannot use the lease of s3lock run", fmt.Sprintf("This run runs under `s3lock run` "+
-		"(%s variables are set), but its environment is malformed: %v.\n\n%s. The provider does not take the lock anew: under "+
+		"(%s is set), but its environment is malformed: %v.\n\n%s. The provider does not take the lock anew: under "+
 		"`s3lock run`'s own lease that would wait for itself. Check that nothing between `s3lock run` and terraform "+
 		"rewrites the S3LOCK_ variables, or unset them to take the lock independently of `s3lock run`.",
-		"S3LOCK_", err, lockWhere(l)))
+		runenv.Epoch, err, lockWhere(l)))
 }
 
 // inheritedCheckFailed is a lease inherited from `s3lock run` that could not

@@ -48,7 +48,7 @@ func TestInheritedFrom_ReadsOnlyAWellFormedEnvironmentOfTheLock(t *testing.T) {
 		{what: "a key of another epoch", getenv: env(good, runenv.Key, s3lock.Token{Name: name, Epoch: 6}.Key()), wantErr: runenv.Key},
 		{what: "no bucket", getenv: env(good, runenv.Bucket, ""), wantErr: runenv.Bucket},
 		{what: "no bucket, another lock", getenv: env(good, runenv.Bucket, "", runenv.Name, "other")},
-		{what: "no epoch", getenv: env(good, runenv.Epoch, ""), wantErr: runenv.Epoch},
+		{what: "the CLI's default bucket alone", getenv: env(good, runenv.Epoch, "", runenv.Key, "", runenv.Name, "")},
 		{what: "a slot without slots", getenv: env(slot, runenv.Slots, ""), wantErr: runenv.Slot},
 		{what: "more slots than a lock admits", getenv: env(slot, runenv.Slots, "65", runenv.Key,
 			s3lock.Token{Name: name, Slot: 2, Epoch: 3}.Key()), wantErr: runenv.Slots},

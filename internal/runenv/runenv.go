@@ -82,11 +82,11 @@ func Help() string {
 }
 
 // Present reports whether getenv shows a lease from `s3lock run` at all
-// (any of its epoch, key, bucket or name is set), so that a reader can tell
-// "not under s3lock run" from "under it, but the environment is broken".
-func Present(getenv func(string) string) bool {
-	return getenv(Epoch) != "" || getenv(Key) != "" || getenv(Bucket) != "" || getenv(Name) != ""
-}
+// (its epoch is set), so that a reader can tell "not under s3lock run" from
+// "under it, but the environment is broken". S3LOCK_BUCKET alone says
+// nothing: it is also the CLI's default bucket, which users set for
+// themselves.
+func Present(getenv func(string) string) bool { return getenv(Epoch) != "" }
 
 // Read returns the lease getenv describes (os.Getenv, for the process's
 // own environment). Every variable must be there and well formed, except

@@ -84,8 +84,8 @@ func TestPresent_TellsNoLeaseFromABrokenOne(t *testing.T) {
 	if !runenv.Present(getenv([]string{"S3LOCK_EPOCH=x"})) {
 		t.Error("Present() with S3LOCK_EPOCH=x = false: a broken lease would be taken for none")
 	}
-	if !runenv.Present(getenv([]string{"S3LOCK_BUCKET=locks", "S3LOCK_NAME=deploy"})) {
-		t.Error("Present() without S3LOCK_EPOCH but with the lock named = false: a broken lease would be taken for none")
+	if runenv.Present(getenv([]string{"S3LOCK_BUCKET=locks", "S3LOCK_NAME=deploy"})) {
+		t.Error("Present() with S3LOCK_BUCKET (also the CLI's default bucket) but no S3LOCK_EPOCH = true")
 	}
 }
 
