@@ -74,14 +74,7 @@ func matches(set attribute.Set, want []attribute.KeyValue) bool {
 func TestObserver_RecordsAKnownScenario(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("metered")
-	reader := sdkmetric.NewManualReader()
-	spans := tracetest.NewSpanRecorder()
-	obs, err := s3lockotel.New(
-		s3lockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
-		s3lockotel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs, reader, spans := newRecordingObserver(t)
 	c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("metered"), s3lock.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
@@ -202,14 +195,7 @@ func TestObserver_WithoutLockNames(t *testing.T) {
 // an error status only for the failing outcomes (unavailable, denied, error),
 // not for the answers the protocol expects.
 func TestObserver_EventValues(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	spans := tracetest.NewSpanRecorder()
-	obs, err := s3lockotel.New(
-		s3lockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
-		s3lockotel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs, reader, spans := newRecordingObserver(t)
 	reasons := map[s3lock.LossReason]string{
 		s3lock.LostLapsed: "lapsed", s3lock.LostReplaced: "replaced", s3lock.LostForceReleased: "force-released",
 		s3lock.LostReleased: "released", s3lock.LostTakenOver: "taken over", s3lock.LostDeleted: "deleted", s3lock.LostForeign: "foreign",
@@ -250,4 +236,19 @@ func TestObserver_EventValues(t *testing.T) {
 	if seen != len(failed) {
 		t.Errorf("%d request spans; want %d", seen, len(failed))
 	}
+}
+
+// newRecordingObserver returns an observer whose metrics reader collects on
+// demand and whose spans are recorded.
+func newRecordingObserver(t *testing.T) (*s3lockotel.Observer, *sdkmetric.ManualReader, *tracetest.SpanRecorder) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	spans := tracetest.NewSpanRecorder()
+	obs, err := s3lockotel.New(
+		s3lockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		s3lockotel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs, reader, spans
 }
