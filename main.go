@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
 	"os"
 	"os/signal"
@@ -12,12 +13,15 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/buildinfo"
 	"github.com/s3lock/terraform-provider-s3lock/internal/provider"
 	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 )
 
-// version is set by goreleaser at build time.
-var version = "dev"
+// version is what a release build links in (make release: -X
+// main.version=v0.1.0); without it the provider reports the module version
+// Go recorded (buildinfo.Version).
+var version string
 
 const (
 	// cleanupTimeout bounds the release of leases left open when the server
@@ -33,12 +37,17 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == runguard.GuardArg {
 		os.Exit(runguard.Serve(os.Args[2:]))
 	}
-	var debug bool
+	var debug, showVersion bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
+	flag.BoolVar(&showVersion, "version", false, "print the provider's version and exit")
 	flag.Parse()
+	if showVersion {
+		fmt.Println("terraform-provider-s3lock", buildinfo.Version(version))
+		return
+	}
 
 	run, whyNot := runClient(debug)
-	factory, cleanup := provider.NewForRun(version, run, whyNot)
+	factory, cleanup := provider.NewForRun(buildinfo.Version(version), run, whyNot)
 	err := providerserver.Serve(context.Background(), factory, providerserver.ServeOpts{
 		Address: "registry.terraform.io/s3lock/s3lock",
 		Debug:   debug,

@@ -10,8 +10,10 @@ import (
 	"os"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is what a release build links in (make release: -X
+// main.version=v0.1.0); without it `s3lock --version` reports the module
+// version Go recorded (buildinfo.Version).
+var version string
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == watchdogArg && os.Args[2] == "--" {

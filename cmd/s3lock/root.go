@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/buildinfo"
 )
 
 const rootLong = `s3lock holds locks in an S3 bucket (or any S3-compatible store that enforces
@@ -85,7 +87,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:           "s3lock",
 		Short:         "Locks held in an S3 bucket, for shell steps and pipelines",
 		Long:          rootLong,
-		Version:       version,
+		Version:       buildinfo.Version(version),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Without a command: help on stderr and exit 2 (--help: stdout, 0).

@@ -47,6 +47,9 @@ type Harness struct {
 	Mirror string
 	// RepoRoot is the root of this repository.
 	RepoRoot string
+	// Env is environment the CLI gets besides the test's (NAME=value),
+	// e.g. SSL_CERT_FILE for a registry with a test CA.
+	Env []string
 }
 
 // New builds the provider into a filesystem mirror under dir, under the
@@ -139,6 +142,7 @@ func (h *Harness) Command(ctx context.Context, dir string, args ...string) *exec
 		"TF_INPUT=0",
 		"CHECKPOINT_DISABLE=1",
 	)
+	cmd.Env = append(cmd.Env, h.Env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	return cmd
 }

@@ -1,0 +1,75 @@
+package install_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/timeline"
+)
+
+// envStep makes the test binary act as a guarded step (see TestMain): the
+// command the CI pipelines' tests run under the lock.
+const envStep = "S3LOCK_INSTALL_STEP"
+
+// hold is how long each guarded step holds the lock.
+const hold = time.Second
+
+// releaseVersion is the version the tests release and install.
+const releaseVersion = "0.1.0"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envStep) != "" {
+		if err := timeline.RunStep(hold); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	code := s3test.Main(m)
+	if releaseOut != "" {
+		_ = os.RemoveAll(releaseOut)
+	}
+	os.Exit(code)
+}
+
+var (
+	releaseOnce sync.Once
+	releaseOut  string
+	releaseDir  string
+	releaseErr  error
+)
+
+// cliRelease returns the directory of a release (releaseVersion) of the
+// CLI for this machine's Linux architecture, with its image: built once,
+// by make release's tool, for every test of the package.
+func cliRelease(t *testing.T) string {
+	t.Helper()
+	releaseOnce.Do(func() {
+		var root string
+		if root, releaseErr = tfharness.RepoRoot(); releaseErr != nil {
+			return
+		}
+		if releaseOut, releaseErr = os.MkdirTemp("", "s3lock-install-"); releaseErr != nil { //nolint:usetesting // shared by every test of the binary
+			return
+		}
+		cmd := exec.Command("go", "-C", filepath.Join(root, "tools", "release"), "run", ".",
+			"-repo", root, "-out", releaseOut, "-version", releaseVersion, "-targets", "linux/"+runtime.GOARCH, "-provider=false")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			releaseErr = fmt.Errorf("building the release (tools/release): %w\n%s", err, b)
+			return
+		}
+		releaseDir = filepath.Join(releaseOut, releaseVersion)
+	})
+	if releaseErr != nil {
+		t.Fatal(releaseErr)
+	}
+	return releaseDir
+}
