@@ -73,25 +73,47 @@ func TestE2E_InstalledFromARegistry(t *testing.T) {
 			changed[len(changed)/2] ^= 0xff
 			return changed
 		})
-		cli := reg.harness(t, h)
-		dir := t.TempDir()
-		if err := tfharness.CopyDir(dir, filepath.Join(h.RepoRoot, "examples", "scenarios", "local-demo")); err != nil {
-			t.Fatal(err)
-		}
-		out, err := cli.Init(t.Context(), dir)
-		if err == nil {
-			t.Fatalf("init installed a provider whose zip does not match the signed SHA256SUMS:\n%s", out)
-		}
-		if !regexp.MustCompile(`(?i)checksum|hash`).MatchString(out) {
+		out := refusedInit(t, h, reg)
+		t.Logf("init refused the changed zip:\n%s", out)
+		if !regexp.MustCompile(`(?i)checksum`).MatchString(out) {
 			t.Errorf("init failed, but not over the zip's checksum:\n%s", out)
-		}
-		if _, err := os.Stat(filepath.Join(dir, ".terraform.lock.hcl")); err == nil {
-			t.Error("a failed init wrote .terraform.lock.hcl")
 		}
 		if reg.downloads() == 0 {
 			t.Error("the registry never served the zip: the test did not reach the checksum")
 		}
 	})
+
+	t.Run("a SHA256SUMS signed by another key than the registry's is refused", func(t *testing.T) {
+		t.Parallel()
+		other := rel
+		_, fpr, armor := newSigningKey(t)
+		other.keyID, other.armor = fpr[len(fpr)-16:], armor
+		out := refusedInit(t, h, serveRegistry(t, other, nil))
+		t.Logf("init refused the signature:\n%s", out)
+		if !regexp.MustCompile(`(?i)signature|signing key|openpgp`).MatchString(out) {
+			t.Errorf("init failed, but not over the signature:\n%s", out)
+		}
+	})
+}
+
+// refusedInit runs init of the local-demo scenario through reg and
+// returns its output, failing the test if init succeeded or wrote a lock
+// file.
+func refusedInit(t *testing.T, h *tfharness.Harness, reg *registry) string {
+	t.Helper()
+	cli := reg.harness(t, h)
+	dir := t.TempDir()
+	if err := tfharness.CopyDir(dir, filepath.Join(h.RepoRoot, "examples", "scenarios", "local-demo")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cli.Init(t.Context(), dir)
+	if err == nil {
+		t.Fatalf("init installed the provider:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".terraform.lock.hcl")); err == nil {
+		t.Error("a failed init wrote .terraform.lock.hcl")
+	}
+	return out
 }
 
 // signedRelease is a release of the provider for this machine, built by
@@ -260,7 +282,7 @@ func serveRegistry(t *testing.T, rel signedRelease, change func(name string, dat
 		if change != nil {
 			data = change(name, data)
 		}
-		if strings.HasSuffix(name, ".zip") {
+		if strings.HasSuffix(name, ".zip") && req.Method == http.MethodGet { // the pattern matches HEAD too
 			r.mu.Lock()
 			r.zips++
 			r.mu.Unlock()
@@ -310,8 +332,9 @@ func (r *registry) harness(t *testing.T, h *tfharness.Harness) *tfharness.Harnes
 }
 
 // checkLockFile checks that init recorded the release in the dependency
-// lock file: version 0.1.0 and, as zh: hashes, exactly the provider zips'
-// SHA-256 sums from the signed SHA256SUMS.
+// lock file: version 0.1.0 and, as zh: hashes, exactly the SHA-256 sums of
+// the signed SHA256SUMS (the CLI records one for each file it lists: the
+// zips and the manifest), which include the installed zip's.
 func checkLockFile(t *testing.T, cli tfharness.CLI, path string, rel signedRelease) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -330,13 +353,13 @@ func checkLockFile(t *testing.T, cli tfharness.CLI, path string, rel signedRelea
 	for _, m := range regexp.MustCompile(`"zh:([0-9a-f]{64})"`).FindAllStringSubmatch(block, -1) {
 		got = append(got, m[1])
 	}
-	for _, name := range rel.zips() {
-		want = append(want, rel.sums[name])
+	for _, sum := range rel.sums {
+		want = append(want, sum)
 	}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("%s records zh: hashes %v; SHA256SUMS has %v for the zips:\n%s", path, got, want, block)
+		t.Errorf("%s records zh: hashes %v; SHA256SUMS has %v:\n%s", path, got, want, block)
 	}
 	if !strings.Contains(block, `"h1:`) {
 		t.Errorf("%s records no h1: hash of the installed package:\n%s", path, block)

@@ -27,10 +27,10 @@ import (
 // s3lock in it, run as the image's entrypoint would be, reports the
 // release's version and passes `s3lock verify` against versitygw.
 //
-// No OCI runtime runs here (none is installed, and an unprivileged one
-// would need user namespaces inside this container), so the test unpacks
-// the layer and runs its entrypoint directly, with the image's
-// environment.
+// It runs the image twice: unpacked, its entrypoint run directly with the
+// image's environment (what any machine can do); and, where podman is
+// installed (.ci/run installs it, and runc, from Debian's packages), loaded
+// into podman and run by a real OCI runtime.
 func TestImage_TheCLIsImageRunsVerifyAsNonRoot(t *testing.T) {
 	t.Parallel()
 	dir := cliRelease(t)
@@ -77,6 +77,66 @@ func TestImage_TheCLIsImageRunsVerifyAsNonRoot(t *testing.T) {
 	if out, err := run(t, entry, env, "verify", "--prefix", ns.Name("image-verify/")); err != nil {
 		t.Errorf("s3lock verify in the image against versitygw: %v\n%s", err, out)
 	}
+
+	t.Run("in podman", func(t *testing.T) {
+		if _, err := exec.LookPath("podman"); err != nil {
+			t.Skip("podman is not installed (apt-get install podman runc; .ci/run does)")
+		}
+		image := podmanLoad(t, path)
+		if out, err := podman(t, "run", "--rm", image, "--version"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "v0.1.0") {
+			t.Errorf("podman run %s --version: %q, %v; want v0.1.0", image, out, err)
+		}
+		if out, err := podman(t, "run", "--rm", "--entrypoint", "/bin/id", image); err == nil {
+			t.Errorf("the image has /bin/id (%q): want nothing but s3lock and its files", out)
+		}
+		args := []string{"run", "--rm", "--network", "host"}
+		for _, kv := range []string{"S3LOCK_ENDPOINT=" + tg.Endpoint, "S3LOCK_BUCKET=" + ns.Bucket, "S3LOCK_USE_PATH_STYLE=true",
+			"AWS_ACCESS_KEY_ID=" + tg.AccessKey, "AWS_SECRET_ACCESS_KEY=" + tg.SecretKey, "AWS_REGION=" + tg.Region, "AWS_EC2_METADATA_DISABLED=true"} {
+			args = append(args, "--env", kv)
+		}
+		args = append(args, image, "verify", "--prefix", ns.Name("podman-verify/"))
+		if out, err := podman(t, args...); err != nil {
+			t.Errorf("s3lock verify in podman against versitygw: %v\n%s", err, out)
+		}
+	})
+}
+
+// podmanLoad loads the image archive into podman under a name of its own
+// (removed when the test ends) and returns the name.
+func podmanLoad(t *testing.T, path string) string {
+	t.Helper()
+	out, err := podman(t, "load", "--quiet", "--input", path)
+	if err != nil {
+		t.Fatalf("podman load %s: %v\n%s", path, err, out)
+	}
+	loaded := strings.TrimSpace(out[strings.LastIndex(out, ":")+1:])
+	if i := strings.Index(out, "Loaded image: "); i >= 0 {
+		loaded = strings.TrimSpace(strings.SplitN(out[i+len("Loaded image: "):], "\n", 2)[0])
+	}
+	if loaded != "localhost/s3lock:"+releaseVersion {
+		t.Errorf("podman loaded the image as %q; want localhost/s3lock:%s (the layout's ref.name)", loaded, releaseVersion)
+	}
+	name := "localhost/s3lock-test:" + s3test.RandomHex(4)
+	if out, err := podman(t, "tag", loaded, name); err != nil {
+		t.Fatalf("podman tag: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = podman(t, "rmi", name) })
+	return name
+}
+
+// podman runs podman as this machine needs: a container whose cgroups are
+// in hybrid mode, where crun refuses to start containers and runc, with
+// cgroupfs, does; and ulimits at most the machine's (podman's defaults
+// raise them, which a container without CAP_SYS_RESOURCE may not).
+func podman(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	global := []string{"--runtime", "runc", "--cgroup-manager", "cgroupfs"}
+	if args[0] == "run" {
+		args = append([]string{"run", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}, args[1:]...)
+	}
+	cmd := exec.CommandContext(t.Context(), "podman", append(global, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // imageEnv is the environment the image gives its entrypoint, with its
@@ -203,15 +263,23 @@ func (l layout) json(t *testing.T, digest string, v any) {
 	}
 }
 
-// manifestFor finds the manifest of goos/goarch in the layout's index.
+// manifestFor finds the manifest of goos/goarch from the layout's
+// index.json, through the image index it names.
 func (l layout) manifestFor(t *testing.T, goos, goarch string) manifest {
 	t.Helper()
+	var top struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	if err := json.Unmarshal(l["index.json"], &top); err != nil {
+		t.Fatalf("index.json: %v", err)
+	}
+	if len(top.Manifests) != 1 || top.Manifests[0].MediaType != "application/vnd.oci.image.index.v1+json" {
+		t.Fatalf("index.json does not name one image index: %s", l["index.json"])
+	}
 	var index struct {
 		Manifests []descriptor `json:"manifests"`
 	}
-	if err := json.Unmarshal(l["index.json"], &index); err != nil {
-		t.Fatalf("index.json: %v", err)
-	}
+	l.json(t, top.Manifests[0].Digest, &index)
 	for _, d := range index.Manifests {
 		if d.Platform != nil && d.Platform.OS == goos && d.Platform.Architecture == goarch {
 			var m manifest
@@ -219,7 +287,7 @@ func (l layout) manifestFor(t *testing.T, goos, goarch string) manifest {
 			return m
 		}
 	}
-	t.Fatalf("the image's index has no manifest for %s/%s: %s", goos, goarch, l["index.json"])
+	t.Fatalf("the image's index has no manifest for %s/%s", goos, goarch)
 	return manifest{}
 }
 

@@ -96,9 +96,15 @@ func (b *builder) image(ctx context.Context, targets []target, caBundle string) 
 		}
 		manifests = append(manifests, m)
 	}
-	ref := map[string]string{"org.opencontainers.image.ref.name": b.version}
-	index := map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": manifests, "annotations": ref}
-	indexJSON, err := json.Marshal(index)
+	// index.json names the image (ref.name, the tag podman load and skopeo
+	// give it) and points at its image index, which lists a manifest per
+	// platform.
+	image, err := l.addJSON(mediaIndex, map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": manifests})
+	if err != nil {
+		return "", err
+	}
+	image.Annotations = map[string]string{"org.opencontainers.image.ref.name": cliName + ":" + b.version}
+	indexJSON, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": []descriptor{image}})
 	if err != nil {
 		return "", err
 	}
