@@ -145,8 +145,19 @@ func TestSlots_FaultsKeepTheBoundAndOrphanNoSlot(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var injectors []*s3test.Faults
+	// Each kind of fault is certain to happen at least once (the first
+	// matching request of worker k%4 gets kind k), then at random: with
+	// random faults alone, a run with fewer requests than usual sometimes
+	// drew no 5xx-after at all.
+	certain := []s3test.Rule{
+		{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 1, Limit: 1},
+		{Fault: s3test.ServerErrorAfter, Ops: []string{"PutObject"}, Probability: 1, Limit: 1},
+		{Fault: s3test.ServerErrorBefore, Probability: 1, Limit: 1},
+		{Fault: s3test.Conflict, Probability: 1, Limit: 1},
+	}
 	res := slotRun{workers: 12, rounds: 3, slots: 3, faults: func(w int) *s3test.Faults {
 		f := s3test.NewFaults(uint64(w+100),
+			certain[w%len(certain)],
 			s3test.Rule{Fault: s3test.DropResponse, Ops: []string{"PutObject"}, Probability: 0.06},
 			s3test.Rule{Fault: s3test.ServerErrorAfter, Ops: []string{"PutObject"}, Probability: 0.04},
 			s3test.Rule{Fault: s3test.ServerErrorBefore, Probability: 0.04},
