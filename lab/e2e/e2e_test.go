@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -28,14 +27,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envStep) != "" {
-		// Run by a local-exec provisioner as the guarded step.
-		if err := timeline.RunStep(hold); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	timeline.StepMain(envStep, hold) // run by a local-exec provisioner as the guarded step
 	code := s3test.Main(m)
 	if harnessDir != "" {
 		_ = os.RemoveAll(harnessDir)

@@ -26,13 +26,7 @@ const hold = time.Second
 const releaseVersion = "0.1.0"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envStep) != "" {
-		if err := timeline.RunStep(hold); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	timeline.StepMain(envStep, hold) // run by a CI job as the command under the lock
 	code := s3test.Main(m)
 	if releaseOut != "" {
 		_ = os.RemoveAll(releaseOut)

@@ -131,3 +131,17 @@ func bar(offset, length time.Duration) string {
 	const unit = 250 * time.Millisecond
 	return strings.Repeat(" ", int(offset/unit)) + strings.Repeat("█", max(1, int(length/unit)))
 }
+
+// StepMain, called first in a TestMain, makes the test binary the guarded
+// step when env is set (tests run their own binary as the command a lock
+// guards): it runs RunStep(hold) and exits. Otherwise it returns.
+func StepMain(env string, hold time.Duration) {
+	if os.Getenv(env) == "" {
+		return
+	}
+	if err := RunStep(hold); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
