@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -234,6 +235,16 @@ func TestAccMain_ExamplesValidate(t *testing.T) {
 			// Action blocks need Terraform 1.14 or later.
 			if reason := h.CLI.Lacks(tfharness.Actions); reason != "" && strings.HasPrefix(filepath.ToSlash(d), "examples/actions/") {
 				t.Skip(reason)
+			}
+			h := h
+			// A state_store block needs a Terraform that runs state stores.
+			if dirMentions(t, d, "state_store") {
+				if reason := h.CLI.LacksStateStores(t.Context()); reason != "" {
+					t.Skip(reason)
+				}
+				hh := *h
+				hh.Env = append(slices.Clone(h.Env), tfharness.EnvStateStores+"=1")
+				h = &hh
 			}
 			t.Parallel()
 			work := filepath.Join(t.TempDir(), "example")

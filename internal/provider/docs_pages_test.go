@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/statestore"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
@@ -105,6 +106,12 @@ func TestDocs_HandWrittenSchemaSections(t *testing.T) {
 		page := "actions/" + strings.TrimPrefix(md.TypeName, "s3lock_") + ".md.tmpl"
 		checkPage(t, page, s.Schema.MarkdownDescription, documentedAttributes(s.Schema.Attributes))
 	}
+
+	// tfplugindocs writes no page for a state store: its guide lists
+	// the arguments.
+	var ss statestore.SchemaResponse
+	NewStateStore().Schema(ctx, statestore.SchemaRequest{}, &ss)
+	checkPage(t, "guides/state-store.md.tmpl", "", documentedAttributes(ss.Schema.Attributes))
 
 	var is resource.IdentitySchemaResponse
 	(&leaseResource{}).IdentitySchema(ctx, resource.IdentitySchemaRequest{}, &is)

@@ -32,6 +32,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/statestore"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -42,6 +43,7 @@ var (
 	_ provider.ProviderWithEphemeralResources = (*s3lockProvider)(nil)
 	_ provider.ProviderWithListResources      = (*s3lockProvider)(nil)
 	_ provider.ProviderWithActions            = (*s3lockProvider)(nil)
+	_ provider.ProviderWithStateStores        = (*s3lockProvider)(nil)
 )
 
 // s3lockProvider is the provider. Its hooks are nil outside tests.
@@ -209,6 +211,13 @@ func (p *s3lockProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	resp.EphemeralResourceData = f
 	resp.ListResourceData = f
 	resp.ActionData = f
+	resp.StateStoreData = f
+}
+
+// StateStores are for state_store blocks (Terraform's pluggable state
+// storage, experimental in Terraform 1.15 and 1.16).
+func (p *s3lockProvider) StateStores(context.Context) []func() statestore.StateStore {
+	return []func() statestore.StateStore{NewStateStore}
 }
 
 func (p *s3lockProvider) Resources(context.Context) []func() resource.Resource {

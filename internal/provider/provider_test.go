@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	resschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/statestore"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -534,6 +535,15 @@ func TestProvider_Descriptions(t *testing.T) {
 		d.Schema(ctx, datasource.SchemaRequest{}, &s)
 		check("data "+md.TypeName, s.Schema.MarkdownDescription)
 		walkAttributes("data "+md.TypeName, s.Schema.Attributes, check)
+	}
+	for _, f := range p.(provider.ProviderWithStateStores).StateStores(ctx) {
+		st := f()
+		var md statestore.MetadataResponse
+		st.Metadata(ctx, statestore.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
+		var s statestore.SchemaResponse
+		st.Schema(ctx, statestore.SchemaRequest{}, &s)
+		check("state_store "+md.TypeName, s.Schema.MarkdownDescription)
+		walkAttributes("state_store "+md.TypeName, s.Schema.Attributes, check)
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)

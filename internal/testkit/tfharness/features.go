@@ -1,7 +1,11 @@
 package tfharness
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 )
@@ -83,4 +87,39 @@ func compareVersions(a, b [3]int) int {
 		}
 	}
 	return 0
+}
+
+// StateStores is pluggable state storage (state_store blocks): in
+// Terraform 1.15 and later, behind an experiment. LacksStateStores says
+// whether a binary runs them.
+var StateStores = Feature{Name: "state stores (state_store blocks, pluggable state storage)", Terraform: "1.15.0"}
+
+// EnvStateStores is the environment variable that turns pluggable state
+// storage on in a Terraform built with experiments allowed.
+const EnvStateStores = "TF_ENABLE_PLUGGABLE_STATE_STORAGE"
+
+// LacksStateStores says why the CLI cannot run a state_store block, or ""
+// if it can: a Terraform from 1.15 on, linked with experiments allowed
+// (-X main.experimentsAllowed=yes; tools/tfmatrix builds 1.16.0 so). A
+// release build refuses EnvStateStores in `init`, which is how a probe of
+// an empty directory tells them apart.
+func (c CLI) LacksStateStores(ctx context.Context) string {
+	if reason := c.Lacks(StateStores); reason != "" {
+		return reason
+	}
+	dir, err := os.MkdirTemp("", "tfharness-probe-")
+	if err != nil {
+		return fmt.Sprintf("probing %s for state stores: %v", c, err)
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.CommandContext(ctx, c.Path, "-chdir="+dir, "init", "-input=false")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE="+os.DevNull, EnvStateStores+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if bytes.Contains(out, []byte("unless experiments are enabled")) {
+			return fmt.Sprintf("%s runs state stores only when built with experiments allowed (-X main.experimentsAllowed=yes), and this build is not", c)
+		}
+		return fmt.Sprintf("probing %s for state stores: %v\n%s", c, err, out)
+	}
+	return ""
 }

@@ -1,0 +1,87 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// Diagnostics of the state store s3lock_s3 (state_store.go): each names the
+// workspace, the state's S3 key, its lock, the cause and what to do.
+
+// stateWhere names a workspace's state and its lock.
+func stateWhere(s *tfstate.Store, ws string) string {
+	if ws == "" {
+		return fmt.Sprintf("The states in bucket %q", s.Bucket())
+	}
+	return fmt.Sprintf("The state of workspace %q (s3://%s/%s; its lock: s3://%s/%s/*)", ws, s.Bucket(), s.Key(ws),
+		s.Bucket(), s.LockName(ws))
+}
+
+// stateFailed is a state operation that failed on the store.
+func stateFailed(summary string, s *tfstate.Store, ws string, err error) diag.Diagnostic {
+	objects := s.Key(tfstate.DefaultWorkspace)
+	if ws != "" {
+		objects = s.Key(ws)
+	}
+	return diag.NewErrorDiagnostic(summary, fmt.Sprintf("%s: %v", stateWhere(s, ws), err)+hintSuffix(s.Bucket(), objects, err))
+}
+
+// stateLockFailed is a lock that could not be had. A held lock shows what
+// Terraform's own locks show (ID, operation, who, since when), and the
+// lease's epoch and how long it has left.
+func stateLockFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
+	var held *s3lock.HeldError
+	if !errors.As(err, &held) || held.Slots > 1 {
+		return stateFailed("Cannot lock the state", s, ws, err)
+	}
+	if held.Queued {
+		return diag.NewErrorDiagnostic("Workspace Already Locked", fmt.Sprintf("%s is free, but %d other run(s) queued "+
+			"for it first (order = \"fifo\" or \"newest\") and were still waiting when wait_timeout ran out. Raise "+
+			"wait_timeout, or retry with -lock-timeout.", stateWhere(s, ws), held.Ahead))
+	}
+	left := "it lapses in at most " + formatDuration(held.ExpiresIn.Round(time.Second)) + " unless its holder renews it"
+	return diag.NewErrorDiagnostic("Workspace Already Locked", fmt.Sprintf("%s is locked by another run.\n\n"+
+		"Lock Info:\n  ID:        %s\n  Operation: %s\n  Who:       %s\n  Holder:    %s\n  Created:   %s\n  Epoch:     %d (%s)\n\n"+
+		"Wait for it: raise wait_timeout in the state_store block, or retry with -lock-timeout. A holder that died "+
+		"needs nothing: its lease lapses by itself. To end a live run's lock now (it can no longer write the state "+
+		"afterwards): terraform force-unlock %s",
+		stateWhere(s, ws), tfstate.LockID(held.Epoch), held.Metadata[tfstate.MetaOperation], held.Metadata[tfstate.MetaWho],
+		held.Holder, formatTime(held.AcquiredAt), held.Epoch, left, tfstate.LockID(held.Epoch)))
+}
+
+// stateUnlockFailed is an unlock, or a force-unlock, that failed.
+func stateUnlockFailed(s *tfstate.Store, ws, id string, err error) diag.Diagnostic {
+	var nc *tfstate.NotCurrentError
+	switch {
+	case errors.As(err, &nc):
+		return diag.NewErrorDiagnostic("Lock ID is not the state's current lock", fmt.Sprintf("%s: %v. "+
+			"Run terraform force-unlock with the ID that Terraform showed for the current lock.", stateWhere(s, ws), err))
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		return diag.NewErrorDiagnostic("The state lock was lost during the run", fmt.Sprintf("%s: lock ID %s ended before "+
+			"this run unlocked it: %v\n\nIt lapsed (the provider could not renew it in time) or was force-unlocked. "+
+			"Every state write of this run after that was refused, so the state holds no write of it from then on; "+
+			"if Terraform reported a failed write, it saved that state in errored.tfstate. Check the state "+
+			"(terraform plan) before acting on it.", stateWhere(s, ws), id, err))
+	}
+	return stateFailed("Cannot unlock the state", s, ws, err)
+}
+
+// stateWriteFailed is a refused or failed state write.
+func stateWriteFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
+	var stale *tfstate.StaleWriteError
+	if errors.As(err, &stale) {
+		return diag.NewErrorDiagnostic("State write refused: this run no longer holds the state lock", fmt.Sprintf("%s: %v\n\n"+
+			"This run's lock lapsed (a paused or suspended run, an unreachable store) or was force-unlocked, and another "+
+			"run may have locked and written the state since. Its state is kept; this run's was not written, so "+
+			"nothing of the other run is overwritten. Terraform saves this run's state in errored.tfstate: compare it "+
+			"with the current state (terraform plan) and import or reconcile what this run created.",
+			stateWhere(s, ws), err))
+	}
+	return stateFailed("Cannot write the state", s, ws, err)
+}

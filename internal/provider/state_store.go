@@ -1,0 +1,275 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/statestore"
+	"github.com/hashicorp/terraform-plugin-framework/statestore/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// The state store's defaults: the ephemeral lease's (it is held for one
+// Terraform command too), and the S3 backend's workspace key prefix.
+const (
+	defaultStateLeaseDuration = defaultEphemeralLeaseDuration
+	defaultStateWaitTimeout   = defaultWaitTimeout
+)
+
+// parentPoll is how often a state store checks that its Terraform process
+// still runs: once it is gone, its leases are left to lapse.
+const parentPoll = time.Second
+
+// NewStateStore is the state store s3lock_s3: Terraform states in S3 under
+// the S3 backend's keys, locked by s3lock leases, written fenced
+// (internal/tfstate, PROTOCOL.md §15).
+func NewStateStore() statestore.StateStore { return &stateStore{} }
+
+type stateStore struct {
+	store *tfstate.Store
+}
+
+var (
+	_ statestore.StateStoreWithConfigure = (*stateStore)(nil)
+)
+
+type stateStoreModel struct {
+	Bucket             types.String `tfsdk:"bucket"`
+	Key                types.String `tfsdk:"key"`
+	WorkspaceKeyPrefix types.String `tfsdk:"workspace_key_prefix"`
+	LeaseDuration      types.String `tfsdk:"lease_duration"`
+	WaitTimeout        types.String `tfsdk:"wait_timeout"`
+	Order              types.String `tfsdk:"order"`
+}
+
+func (s *stateStore) Metadata(_ context.Context, req statestore.MetadataRequest, resp *statestore.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_s3" // state_store "s3lock_s3"
+}
+
+func (s *stateStore) Schema(_ context.Context, _ statestore.SchemaRequest, resp *statestore.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Keeps Terraform states in an S3 bucket, under the keys Terraform's `s3` backend uses, " +
+			"locked by an s3lock lease that renews while Terraform runs and lapses if it dies (no " +
+			"`force-unlock` needed after a crash), with waiters served in order, and **fenced writes**: " +
+			"a run whose lease ended (paused past it, force-unlocked) can no longer write the state, even a " +
+			"write already on its way. The connection, credentials and encryption (`encrypt`, `kms_key_id`, " +
+			"`sse_customer_key`, `acl`) are the `provider \"s3lock\"` block's, nested in the `state_store` " +
+			"block. Experimental in Terraform: needs a Terraform with pluggable state storage (1.15 and later " +
+			"built with experiments, `TF_ENABLE_PLUGGABLE_STATE_STORAGE=1`); see the guide " +
+			"\"State in S3 with a lock that lapses and fenced writes\".",
+		Attributes: map[string]schema.Attribute{
+			"bucket": schema.StringAttribute{
+				MarkdownDescription: "Bucket that holds the states and their locks.",
+				Required:            true,
+				Validators:          []validator.String{bucketValidator()},
+			},
+			"key": schema.StringAttribute{
+				MarkdownDescription: "Key of the default workspace's state, such as `network/terraform.tfstate`, as " +
+					"in the `s3` backend. Its lock is the s3lock lock `KEY.s3lock` (objects under that prefix).",
+				Required:   true,
+				Validators: []validator.String{stateKeyValidator()},
+			},
+			"workspace_key_prefix": schema.StringAttribute{
+				MarkdownDescription: "Prefix of the other workspaces' states: `PREFIX/WORKSPACE/KEY`, as in the `s3` " +
+					"backend. Default `\"" + tfstate.DefaultWorkspaceKeyPrefix + "\"`.",
+				Optional:   true,
+				Validators: []validator.String{workspacePrefixValidator()},
+			},
+			"lease_duration": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("How long a state lock's lease stays valid unless renewed, as a duration "+
+					"such as `\"90s\"` (between %s and %s). The provider renews it every third of this while "+
+					"Terraform runs; when Terraform dies, the lock lapses after this. Default `%q`.",
+					formatDuration(s3lock.MinLeaseDuration), formatDuration(s3lock.MaxLeaseDuration), defaultStateLeaseDuration),
+				Optional:   true,
+				Validators: []validator.String{durationValidator{min: s3lock.MinLeaseDuration, max: s3lock.MaxLeaseDuration}},
+			},
+			"wait_timeout": schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("How long one lock attempt waits while another run holds the state, as a "+
+					"duration such as `\"10m\"`; `\"0s\"` fails at once, as Terraform's own locks do. Terraform's "+
+					"`-lock-timeout` retries failed attempts on top of this. Default `%q`.", defaultStateWaitTimeout),
+				Optional:   true,
+				Validators: []validator.String{durationValidator{min: minWaitTimeout, max: maxWaitTimeout, allowZero: true}},
+			},
+			"order": schema.StringAttribute{
+				MarkdownDescription: orderDescription("`wait_timeout`", ""),
+				Optional:            true,
+				Validators:          []validator.String{orderValidator()},
+			},
+		},
+	}
+}
+
+func (s *stateStore) Initialize(ctx context.Context, req statestore.InitializeRequest, resp *statestore.InitializeResponse) {
+	var cfg stateStoreModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	f, err := factoryFrom(req.ProviderData, "state store")
+	if err != nil {
+		resp.Diagnostics.Append(unexpectedProviderData(err))
+		return
+	}
+	bucket := cfg.Bucket.ValueString()
+	client, ok := f.client(ctx, bucket, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	tc := tfstate.Config{Bucket: bucket, Key: cfg.Key.ValueString(), WorkspaceKeyPrefix: cfg.WorkspaceKeyPrefix.ValueString(),
+		Objects: f.guardConfig.Objects, Who: lockWho(), Gone: terraformGone()}
+	if tc.Lease, err = parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultStateLeaseDuration)); err == nil {
+		tc.Wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultStateWaitTimeout))
+	}
+	if err == nil {
+		tc.Order, err = parseOrder(cfg.Order)
+	}
+	if err != nil {
+		resp.Diagnostics.Append(invalidSetting(path.Empty(), err))
+		return
+	}
+	store, err := tfstate.New(f.api, client, tc)
+	if err != nil {
+		resp.Diagnostics.Append(invalidSetting(path.Empty(), err))
+		return
+	}
+	resp.StateStoreData = store
+}
+
+func (s *stateStore) Configure(_ context.Context, req statestore.ConfigureRequest, resp *statestore.ConfigureResponse) {
+	if req.StateStoreData == nil {
+		return
+	}
+	store, ok := req.StateStoreData.(*tfstate.Store)
+	if !ok {
+		resp.Diagnostics.Append(unexpectedProviderData(fmt.Errorf("the state store expected data of type *tfstate.Store but got %T; "+
+			"this is a bug in the provider, please report it", req.StateStoreData)))
+		return
+	}
+	s.store = store
+}
+
+func (s *stateStore) GetStates(ctx context.Context, _ statestore.GetStatesRequest, resp *statestore.GetStatesResponse) {
+	if s.store == nil {
+		resp.Diagnostics.Append(notConfigured())
+		return
+	}
+	ids, err := s.store.Workspaces(ctx)
+	if err != nil {
+		resp.Diagnostics.Append(stateFailed("Cannot list the workspaces", s.store, "", err))
+		return
+	}
+	resp.StateIDs = ids
+}
+
+func (s *stateStore) DeleteState(ctx context.Context, req statestore.DeleteStateRequest, resp *statestore.DeleteStateResponse) {
+	if s.store == nil {
+		resp.Diagnostics.Append(notConfigured())
+		return
+	}
+	if err := s.store.Delete(ctx, req.StateID); err != nil {
+		resp.Diagnostics.Append(stateFailed("Cannot delete the workspace's state", s.store, req.StateID, err))
+	}
+}
+
+func (s *stateStore) Lock(ctx context.Context, req statestore.LockRequest, resp *statestore.LockResponse) {
+	if s.store == nil {
+		resp.Diagnostics.Append(notConfigured())
+		return
+	}
+	id, err := s.store.Lock(ctx, req.StateID, req.Operation)
+	if err != nil {
+		resp.Diagnostics.Append(stateLockFailed(s.store, req.StateID, err))
+		return
+	}
+	resp.LockID = id
+}
+
+func (s *stateStore) Unlock(ctx context.Context, req statestore.UnlockRequest, resp *statestore.UnlockResponse) {
+	if s.store == nil {
+		resp.Diagnostics.Append(notConfigured())
+		return
+	}
+	if err := s.store.Unlock(ctx, req.StateID, req.LockID); err != nil {
+		resp.Diagnostics.Append(stateUnlockFailed(s.store, req.StateID, req.LockID, err))
+	}
+}
+
+func (s *stateStore) Read(ctx context.Context, req statestore.ReadRequest, resp *statestore.ReadResponse) {
+	if s.store == nil {
+		resp.Diagnostics.Append(notConfigured())
+		return
+	}
+	b, err := s.store.Read(ctx, req.StateID)
+	if err != nil {
+		resp.Diagnostics.Append(stateFailed("Cannot read the state", s.store, req.StateID, err))
+		return
+	}
+	resp.StateBytes = b
+}
+
+func (s *stateStore) Write(ctx context.Context, req statestore.WriteRequest, resp *statestore.WriteResponse) {
+	if s.store == nil {
+		resp.Diagnostics.Append(notConfigured())
+		return
+	}
+	if err := s.store.Write(ctx, req.StateID, req.StateBytes); err != nil {
+		resp.Diagnostics.Append(stateWriteFailed(s.store, req.StateID, err))
+	}
+}
+
+// lockWho is "user@host" (what Terraform's own lock info shows), or as
+// much of it as is known.
+func lockWho() string {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	switch {
+	case name == "":
+		return host
+	case host == "":
+		return name
+	}
+	return name + "@" + host
+}
+
+// terraformGone returns a channel that closes once the process that
+// started the provider (Terraform) is gone: a SIGKILLed Terraform tells its
+// provider nothing (internal/runguard/TERRAFORM-PROCESSES.md), and the
+// provider is re-parented. One poll per process, started by the first call.
+var terraformGone = sync.OnceValue(func() <-chan struct{} {
+	gone, ppid := make(chan struct{}), os.Getppid()
+	go func() {
+		for range time.Tick(parentPoll) {
+			if os.Getppid() != ppid {
+				close(gone)
+				return
+			}
+		}
+	}()
+	return gone
+})
+
+// stateKeyValidator checks a state key as the s3 backend does.
+func stateKeyValidator() validator.String {
+	return ruleValidator{description: "an S3 key without a leading or trailing \"/\"", rule: tfstate.ValidateKey, report: invalidSetting2}
+}
+
+// workspacePrefixValidator checks a workspace key prefix as the s3 backend does.
+func workspacePrefixValidator() validator.String {
+	return ruleValidator{description: "a key prefix without a leading or trailing \"/\"", rule: tfstate.ValidateWorkspaceKeyPrefix, report: invalidSetting2}
+}
+
+// invalidSetting2 is invalidSetting as a ruleValidator's report.
+func invalidSetting2(p path.Path, _ string, err error) diag.Diagnostic { return invalidSetting(p, err) }
