@@ -46,6 +46,7 @@ func main() {
 		return
 	}
 
+	provider.HandleInterrupts()
 	run, whyNot := runClient(debug)
 	factory, cleanup := provider.NewForRun(buildinfo.Version(version), run, whyNot)
 	err := providerserver.Serve(context.Background(), factory, providerserver.ServeOpts{

@@ -36,6 +36,10 @@ func stateFailed(summary string, s *tfstate.Store, ws string, err error) diag.Di
 // Terraform's own locks show (ID, operation, who, since when), and the
 // lease's epoch and how long it has left.
 func stateLockFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
+	if errors.Is(err, errInterrupted) {
+		return diag.NewErrorDiagnostic("Interrupted while waiting for the state lock", fmt.Sprintf("%s: the wait "+
+			"for another run's lock was %v; nothing was locked, and this run left the lock's line.", stateWhere(s, ws), err))
+	}
 	var held *s3lock.HeldError
 	if !errors.As(err, &held) || held.Slots > 1 {
 		return stateFailed("Cannot lock the state", s, ws, err)
@@ -43,12 +47,13 @@ func stateLockFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 	if held.Queued {
 		return diag.NewErrorDiagnostic("Workspace Already Locked", fmt.Sprintf("%s is free, but %d other run(s) queued "+
 			"for it first (order = \"fifo\" or \"newest\") and were still waiting when wait_timeout ran out. Raise "+
-			"wait_timeout, or retry with -lock-timeout.", stateWhere(s, ws), held.Ahead))
+			"wait_timeout in the state_store block (Terraform's -lock-timeout does not apply to state stores), or retry later.", stateWhere(s, ws), held.Ahead))
 	}
 	left := "it lapses in at most " + formatDuration(held.ExpiresIn.Round(time.Second)) + " unless its holder renews it"
 	return diag.NewErrorDiagnostic("Workspace Already Locked", fmt.Sprintf("%s is locked by another run.\n\n"+
 		"Lock Info:\n  ID:        %s\n  Operation: %s\n  Who:       %s\n  Holder:    %s\n  Created:   %s\n  Epoch:     %d (%s)\n\n"+
-		"Wait for it: raise wait_timeout in the state_store block, or retry with -lock-timeout. A holder that died "+
+		"Wait for it: raise wait_timeout in the state_store block (Terraform's -lock-timeout does not apply to state "+
+		"stores). A holder that died "+
 		"needs nothing: its lease lapses by itself. To end a live run's lock now (it can no longer write the state "+
 		"afterwards): terraform force-unlock %s",
 		stateWhere(s, ws), tfstate.LockID(held.Epoch), held.Metadata[tfstate.MetaOperation], held.Metadata[tfstate.MetaWho],

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -95,8 +96,9 @@ func (s *stateStore) Schema(_ context.Context, _ statestore.SchemaRequest, resp 
 			},
 			"wait_timeout": schema.StringAttribute{
 				MarkdownDescription: fmt.Sprintf("How long one lock attempt waits while another run holds the state, as a "+
-					"duration such as `\"10m\"`; `\"0s\"` fails at once, as Terraform's own locks do. Terraform's "+
-					"`-lock-timeout` retries failed attempts on top of this. Default `%q`.", defaultStateWaitTimeout),
+					"duration such as `\"10m\"`; `\"0s\"` fails at once, as Terraform's own locks do. This is the "+
+					"wait: Terraform's `-lock-timeout` retries only the locks of backends (Terraform 1.16), not a "+
+					"state store's. Ctrl-C ends the wait. Default `%q`.", defaultStateWaitTimeout),
 				Optional:   true,
 				Validators: []validator.String{durationValidator{min: minWaitTimeout, max: maxWaitTimeout, allowZero: true}},
 			},
@@ -186,8 +188,13 @@ func (s *stateStore) Lock(ctx context.Context, req statestore.LockRequest, resp 
 		resp.Diagnostics.Append(notConfigured())
 		return
 	}
+	ctx, stop := interruptible(ctx)
+	defer stop()
 	id, err := s.store.Lock(ctx, req.StateID, req.Operation)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errInterrupted) {
+			err = errInterrupted
+		}
 		resp.Diagnostics.Append(stateLockFailed(s.store, req.StateID, err))
 		return
 	}

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -448,4 +449,46 @@ func TestE2E_StateStore_SharesStatesWithTheS3Backend(t *testing.T) {
 	}
 	e.run(store, "workspace", "select", "dev")
 	e.wantState(store, "terraform_data.one", "terraform_data.two")
+}
+
+// TestE2E_StateStore_CtrlCEndsTheWait: Terraform cannot cancel a state
+// store's lock call, so the provider ends the wait itself when Ctrl-C
+// interrupts the terminal's process group: the run stops at once, and
+// leaves the lock's line.
+func TestE2E_StateStore_CtrlCEndsTheWait(t *testing.T) {
+	t.Parallel()
+	e := newStateEnv(t, "30s")
+	lease, err := e.sdk.Acquire(t.Context(), e.lock(), s3lock.WithMetadata(map[string]string{"operation": "OperationTypeApply"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lease.Release(context.Background()) })
+	dir := e.module("waiting", e.storeBlock("waiting", "10m")+resources("base"))
+	cmd := e.h.Command(t.Context(), dir, "plan", "-no-color")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	testkit.Eventually(t, waitLimit, "the run to queue for the lock", func() bool {
+		line, err := e.sdk.Line(t.Context(), e.lock())
+		return err == nil && len(line) == 1
+	})
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	interrupted := time.Now()
+	err = cmd.Wait()
+	t.Logf("terraform exited %s after Ctrl-C: %v\n%s", time.Since(interrupted), err, out.String())
+	if err == nil || !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "Interrupted while waiting for the state lock") {
+		t.Errorf("the interrupted run: %v; want it to fail, interrupted while waiting", err)
+	}
+	if d := time.Since(interrupted); d > 20*time.Second {
+		t.Errorf("terraform took %s to stop after Ctrl-C; want it to stop waiting at once", d)
+	}
+	if line, err := e.sdk.Line(t.Context(), e.lock()); err != nil || len(line) != 0 {
+		t.Errorf("after the interrupt the lock's line is %v (%v); want it empty", line, err)
+	}
 }
