@@ -1,8 +1,13 @@
 package awsclient
 
 import (
+	"crypto/md5"
 	"encoding/base64"
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -60,4 +65,36 @@ func (s ObjectSettings) Options() ([]s3lock.Option, error) {
 		return nil, err
 	}
 	return opts, nil
+}
+
+// OnPut sets the encryption and ACL of a PutObject the provider makes
+// itself rather than through the s3lock SDK (which applies the same
+// settings, from Options, to its own requests).
+func (s ObjectSettings) OnPut(in *s3.PutObjectInput) {
+	switch {
+	case s.SSECustomerKey != "":
+		in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = s.ssec()
+	case s.Encrypt && s.KMSKeyID != "":
+		in.ServerSideEncryption, in.SSEKMSKeyId = types.ServerSideEncryptionAwsKms, aws.String(s.KMSKeyID)
+	case s.Encrypt:
+		in.ServerSideEncryption = types.ServerSideEncryptionAes256
+	}
+	if s.ACL != "" {
+		in.ACL = types.ObjectCannedACL(s.ACL)
+	}
+}
+
+// OnGet sets the SSE-C key of a GetObject the provider makes itself.
+func (s ObjectSettings) OnGet(in *s3.GetObjectInput) {
+	if s.SSECustomerKey != "" {
+		in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = s.ssec()
+	}
+}
+
+// ssec is the SSE-C headers: the algorithm, the key and its MD5 (base64).
+// The key was checked by Options.
+func (s ObjectSettings) ssec() (alg, key, sum *string) {
+	raw, _ := base64.StdEncoding.DecodeString(s.SSECustomerKey)
+	h := md5.Sum(raw) // the digest S3 asks for with an SSE-C key
+	return aws.String("AES256"), aws.String(s.SSECustomerKey), aws.String(base64.StdEncoding.EncodeToString(h[:]))
 }

@@ -80,13 +80,33 @@ func stateUnlockFailed(s *tfstate.Store, ws, id string, err error) diag.Diagnost
 // stateWriteFailed is a refused or failed state write.
 func stateWriteFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 	var stale *tfstate.StaleWriteError
-	if errors.As(err, &stale) {
+	switch {
+	case errors.As(err, &stale) && stale.Newer() > 0 || errors.Is(err, s3lock.ErrLeaseLost) || errors.Is(err, tfstate.ErrLeaseRanOut) ||
+		errors.Is(err, tfstate.ErrAbandoned) || errors.Is(err, s3lock.ErrReleased):
 		return diag.NewErrorDiagnostic("State write refused: this run no longer holds the state lock", fmt.Sprintf("%s: %v\n\n"+
 			"This run's lock lapsed (a paused or suspended run, an unreachable store) or was force-unlocked, and another "+
-			"run may have locked and written the state since. Its state is kept; this run's was not written, so "+
+			"run may have locked and written the state since. That state is kept: this run's write did not land, so "+
 			"nothing of the other run is overwritten. Terraform saves this run's state in errored.tfstate: compare it "+
 			"with the current state (terraform plan) and import or reconcile what this run created.",
 			stateWhere(s, ws), err))
+	case errors.As(err, &stale):
+		return diag.NewErrorDiagnostic("State write refused: the state changed under this run", fmt.Sprintf("%s: %v\n\n"+
+			"This run holds the state lock, but the state object is no longer what this run last read or wrote: "+
+			"something that does not take the lock wrote or deleted it. The other write is kept. Terraform saves this "+
+			"run's state in errored.tfstate: find out who wrote the state, then reconcile the two.", stateWhere(s, ws), err))
 	}
 	return stateFailed("Cannot write the state", s, ws, err)
+}
+
+// stateDeleteFailed is a workspace that was not deleted: locked by another
+// run, or a failure of the store.
+func stateDeleteFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
+	var held *s3lock.HeldError
+	if errors.As(err, &held) {
+		return diag.NewErrorDiagnostic("Workspace is locked: not deleted", fmt.Sprintf("%s is locked by another run "+
+			"(lock ID %s, holder %q, operation %s), so it was not deleted. Delete it once that run is done; if the run "+
+			"died, its lock lapses by itself.", stateWhere(s, ws), tfstate.LockID(held.Epoch), held.Holder,
+			held.Metadata[tfstate.MetaOperation]))
+	}
+	return stateFailed("Cannot delete the workspace's state", s, ws, err)
 }

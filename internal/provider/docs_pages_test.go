@@ -85,6 +85,9 @@ func checkPage(t *testing.T, page, description string, attrs []documented) {
 		if strings.TrimSpace(a.description) == "" {
 			t.Errorf("%s: attribute %s has no description", page, a.name)
 		}
+		if n := strings.Count(text, a.line()); n > 1 {
+			t.Errorf("templates/%s documents %s %d times", page, a.name, n)
+		}
 		if !strings.Contains(text, a.line()) {
 			t.Errorf("templates/%s does not document %s as the schema does:\n%s", page, a.name, a.line())
 		}

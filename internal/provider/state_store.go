@@ -21,7 +21,7 @@ import (
 )
 
 // The state store's defaults: the ephemeral lease's (it is held for one
-// Terraform command too), and the S3 backend's workspace key prefix.
+// Terraform command too).
 const (
 	defaultStateLeaseDuration = defaultEphemeralLeaseDuration
 	defaultStateWaitTimeout   = defaultWaitTimeout
@@ -128,7 +128,7 @@ func (s *stateStore) Initialize(ctx context.Context, req statestore.InitializeRe
 		return
 	}
 	tc := tfstate.Config{Bucket: bucket, Key: cfg.Key.ValueString(), WorkspaceKeyPrefix: cfg.WorkspaceKeyPrefix.ValueString(),
-		Objects: f.guardConfig.Objects, Who: lockWho(), Gone: terraformGone()}
+		Objects: f.guardConfig.Objects, ExpectedBucketOwner: f.guardConfig.ExpectedBucketOwner, Who: lockWho(), Gone: terraformGone()}
 	if tc.Lease, err = parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultStateLeaseDuration)); err == nil {
 		tc.Wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultStateWaitTimeout))
 	}
@@ -179,7 +179,7 @@ func (s *stateStore) DeleteState(ctx context.Context, req statestore.DeleteState
 		return
 	}
 	if err := s.store.Delete(ctx, req.StateID); err != nil {
-		resp.Diagnostics.Append(stateFailed("Cannot delete the workspace's state", s.store, req.StateID, err))
+		resp.Diagnostics.Append(stateDeleteFailed(s.store, req.StateID, err))
 	}
 }
 
@@ -254,7 +254,10 @@ func lockWho() string {
 // terraformGone returns a channel that closes once the process that
 // started the provider (Terraform) is gone: a SIGKILLed Terraform tells its
 // provider nothing (internal/runguard/TERRAFORM-PROCESSES.md), and the
-// provider is re-parented. One poll per process, started by the first call.
+// provider is re-parented. One poll per process, started by the first call,
+// for as long as the process lives. (Where the run guard follows the run,
+// main's own poll also makes the process exit then; this one is for the
+// processes without it: S3LOCK_RUN_GUARD=off, a debugger, Windows.)
 var terraformGone = sync.OnceValue(func() <-chan struct{} {
 	gone, ppid := make(chan struct{}), os.Getppid()
 	go func() {
@@ -270,13 +273,13 @@ var terraformGone = sync.OnceValue(func() <-chan struct{} {
 
 // stateKeyValidator checks a state key as the s3 backend does.
 func stateKeyValidator() validator.String {
-	return ruleValidator{description: "an S3 key without a leading or trailing \"/\"", rule: tfstate.ValidateKey, report: invalidSetting2}
+	return ruleValidator{description: "an S3 key without a leading or trailing \"/\"", rule: tfstate.ValidateKey, report: settingRejected}
 }
 
 // workspacePrefixValidator checks a workspace key prefix as the s3 backend does.
 func workspacePrefixValidator() validator.String {
-	return ruleValidator{description: "a key prefix without a leading or trailing \"/\"", rule: tfstate.ValidateWorkspaceKeyPrefix, report: invalidSetting2}
+	return ruleValidator{description: "a key prefix without a leading or trailing \"/\"", rule: tfstate.ValidateWorkspaceKeyPrefix, report: settingRejected}
 }
 
-// invalidSetting2 is invalidSetting as a ruleValidator's report.
-func invalidSetting2(p path.Path, _ string, err error) diag.Diagnostic { return invalidSetting(p, err) }
+// settingRejected is invalidSetting as a ruleValidator reports it.
+func settingRejected(p path.Path, _ string, err error) diag.Diagnostic { return invalidSetting(p, err) }

@@ -1,28 +1,71 @@
 package tfstate
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// StaleWriteError is a state write that was refused because its lease is
-// not the lock's newest any more, or the state changed since its holder
-// read it: nothing was written.
+// ErrAbandoned is the end of a lease that the store left to lapse because
+// Terraform went away (Config.Gone).
+var ErrAbandoned = errors.New("the lease was left to lapse: Terraform, which started the provider, is gone")
+
+// ErrLeaseRanOut is a lease whose trust deadline passed before a renewal
+// got through.
+var ErrLeaseRanOut = errors.New("the lease ran out")
+
+// StaleWriteError is a state write that was refused: nothing was written
+// (unless Fence says it may have been, see MayHaveWritten).
 type StaleWriteError struct {
 	Bucket, Key, Lock string
 	Epoch             uint64 // the writer's
-	Newer             uint64 // the epoch that sealed or wrote the state since (0: not known)
-	Err               error  // the lease's end (ErrLeaseLost, ErrReleased) or the fence's *s3lock.FenceError
+	// Err is why: the lease's end (ErrLeaseLost, ErrReleased,
+	// ErrLeaseRanOut, ErrAbandoned) or the fence's refusal (a
+	// *s3lock.FenceError, also in Fence).
+	Err   error
+	Fence *s3lock.FenceError
+}
+
+// Newer is the epoch that locked or wrote the state since, when the fence
+// saw one (ErrFenced); 0 otherwise.
+func (e *StaleWriteError) Newer() uint64 {
+	if e.Fence != nil && errors.Is(e.Fence.Err, s3lock.ErrFenced) {
+		return e.Fence.Current
+	}
+	return 0
+}
+
+// MayHaveWritten says that a PUT of this write went out before the state
+// was found changed: it may have landed under the change.
+func (e *StaleWriteError) MayHaveWritten() bool { return e.Fence != nil && e.Fence.MayHaveWritten }
+
+// Reason says in words why the write was refused.
+func (e *StaleWriteError) Reason() string {
+	switch {
+	case e.Newer() > 0:
+		return fmt.Sprintf("epoch %d, a newer lease of the lock, sealed or wrote the state since (the fence refused "+
+			"the write of epoch %d)", e.Newer(), e.Epoch)
+	case e.Fence != nil && errors.Is(e.Fence.Err, s3lock.ErrObjectChanged):
+		found := "it is gone (deleted)"
+		if e.Fence.Found != "" {
+			found = "someone else wrote it (a write without s3lock, or by hand)"
+		}
+		return fmt.Sprintf("the state changed since this run last read or wrote it: %s", found)
+	case errors.Is(e.Err, ErrAbandoned), errors.Is(e.Err, ErrLeaseRanOut):
+		return fmt.Sprintf("this run's lease (epoch %d) ended: %v", e.Epoch, e.Err)
+	}
+	return fmt.Sprintf("this run's lease (epoch %d) is no longer the lock's: %v", e.Epoch, e.Err)
 }
 
 func (e *StaleWriteError) Error() string {
-	who := "the lease is not the lock's newest any more"
-	if e.Newer > e.Epoch {
-		who = fmt.Sprintf("epoch %d, a newer lease, locked or wrote it since", e.Newer)
+	var b strings.Builder
+	fmt.Fprintf(&b, "the state s3://%s/%s was not written: %s", e.Bucket, e.Key, e.Reason())
+	if e.MayHaveWritten() {
+		b.WriteString(" (an attempt of this write went out before that was seen: it may have landed before the change)")
 	}
-	return fmt.Sprintf("the state s3://%s/%s was not written: this run's lease (epoch %d of lock %s) can no longer write it: %s: %v",
-		e.Bucket, e.Key, e.Epoch, e.Lock, who, e.Err)
+	return b.String()
 }
 
 func (e *StaleWriteError) Unwrap() error { return e.Err }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -243,7 +244,11 @@ func TestStore_LockWaitsAndTellsWhoHoldsIt(t *testing.T) {
 			held.Epoch, held.Holder, held.Metadata, id)
 	}
 	// With a wait, the second run gets the lock once the first unlocks.
-	waiting := newStore(t, ns, "run-c", nil, tfstate.Config{Wait: time.Minute})
+	waiting := newStore(t, ns, "run-c", nil, tfstate.Config{Wait: time.Minute, Order: s3lock.OrderFIFO})
+	observer, err := s3lock.New(ns.Client, ns.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan error, 1)
 	go func() {
 		id, err := waiting.Lock(t.Context(), "default", "OperationTypeApply")
@@ -252,7 +257,10 @@ func TestStore_LockWaitsAndTellsWhoHoldsIt(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testkit.Eventually(t, 30*time.Second, "the third run to queue", func() bool {
+		line, err := observer.Line(t.Context(), waiting.LockName("default"))
+		return err == nil && len(line) == 1
+	})
 	if err := a.Unlock(t.Context(), "default", id); err != nil {
 		t.Fatal(err)
 	}
@@ -353,3 +361,118 @@ func (g *putGate) wrap(next http.RoundTripper) http.RoundTripper {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// What the fence does not let through besides a stale lease: a write over
+// bytes someone else wrote since, a write of a lease that ran out or that
+// was left to lapse because Terraform went.
+func TestStore_RefusesWritesItCannotFence(t *testing.T) {
+	ctx := t.Context()
+	t.Run("over bytes written since without s3lock", func(t *testing.T) {
+		ns := s3test.New(t)
+		s := newStore(t, ns, "a", nil, tfstate.Config{})
+		lock(t, s, "default")
+		if _, err := ns.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(s.Key("default")),
+			Body: bytes.NewReader(stateJSON(`"by hand"`))}); err != nil {
+			t.Fatal(err)
+		}
+		// Reading them does not make them this holder's to overwrite.
+		if got, _ := s.Read(ctx, "default"); !bytes.Equal(got, stateJSON(`"by hand"`)) {
+			t.Fatalf("Read = %q", got)
+		}
+		var swe *tfstate.StaleWriteError
+		if err := s.Write(ctx, "default", stateJSON("2")); !errors.As(err, &swe) || !errors.Is(err, s3lock.ErrObjectChanged) {
+			t.Fatalf("Write over someone else's bytes: %v; want a *StaleWriteError matching ErrObjectChanged", err)
+		}
+		if got, _ := s.Read(ctx, "default"); !bytes.Equal(got, stateJSON(`"by hand"`)) {
+			t.Errorf("the state is %q; want the other writer's kept", got)
+		}
+	})
+	t.Run("of a stale lease, around writes without the lock (-lock=false)", func(t *testing.T) {
+		ns := s3test.New(t)
+		a := newStore(t, ns, "a", nil, tfstate.Config{})
+		b := newStore(t, ns, "b", nil, tfstate.Config{})
+		unlocked := newStore(t, ns, "u", nil, tfstate.Config{})
+		idA := lock(t, a, "default")
+		if err := unlocked.Write(ctx, "default", stateJSON(`"u"`)); err != nil {
+			t.Fatalf("a write without the lock: %v", err)
+		}
+		if got, _ := a.Read(ctx, "default"); !bytes.Equal(got, stateJSON(`"u"`)) {
+			t.Fatalf("Read = %q", got)
+		}
+		if err := b.Unlock(ctx, "default", idA); err != nil { // force-unlock
+			t.Fatal(err)
+		}
+		lock(t, b, "default")
+		if err := unlocked.Write(ctx, "default", stateJSON(`"u"`)); err != nil { // the same bytes again
+			t.Fatal(err)
+		}
+		if err := a.Write(ctx, "default", stateJSON(`"stale"`)); err == nil {
+			t.Fatal("the stale run's write landed")
+		}
+		if got, _ := b.Read(ctx, "default"); !bytes.Equal(got, stateJSON(`"u"`)) {
+			t.Errorf("the state is %q; want the last write without the lock kept", got)
+		}
+	})
+	t.Run("of a lease that ran out by the holder's clock", func(t *testing.T) {
+		ns := s3test.New(t)
+		var skew time.Duration
+		s := newStore(t, ns, "a", nil, tfstate.Config{Now: func() time.Time { return time.Now().Add(skew) }})
+		lock(t, s, "default")
+		skew = time.Hour
+		if err := s.Write(ctx, "default", stateJSON("1")); !errors.Is(err, tfstate.ErrLeaseRanOut) {
+			t.Fatalf("Write after the lease ran out: %v; want ErrLeaseRanOut", err)
+		}
+	})
+	t.Run("after Terraform went away", func(t *testing.T) {
+		ns := s3test.New(t)
+		gone := make(chan struct{})
+		s := newStore(t, ns, "a", nil, tfstate.Config{Gone: gone})
+		id := lock(t, s, "default")
+		close(gone)
+		// Writes may land until the store sees Terraform gone; none after.
+		testkit.Eventually(t, 10*time.Second, "the lease to be abandoned", func() bool {
+			return errors.Is(s.Write(ctx, "default", stateJSON("1")), tfstate.ErrAbandoned)
+		})
+		before, _ := s.Read(ctx, "default")
+		if err := s.Write(ctx, "default", stateJSON("2")); !errors.Is(err, tfstate.ErrAbandoned) {
+			t.Fatalf("a write after the abandon: %v; want ErrAbandoned", err)
+		}
+		// Left to lapse, not released: the lock is still held for now.
+		c, err := s3lock.New(ns.Client, ns.Bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := c.Current(ctx, s.LockName("default")); err != nil || st.Phase() != s3lock.PhaseHeld || tfstate.LockID(st.Epoch) != id {
+			t.Errorf("the abandoned lock is %+v (%v); want lock ID %s still held, to lapse", st, err, id)
+		}
+		if got, _ := s.Read(ctx, "default"); !bytes.Equal(got, before) {
+			t.Errorf("the state is %q; want it as it was before the refused write, %q", got, before)
+		}
+	})
+}
+
+func TestStore_DeleteTakesTheWorkspacesLock(t *testing.T) {
+	ns := s3test.New(t)
+	a := newStore(t, ns, "a", nil, tfstate.Config{})
+	b := newStore(t, ns, "b", nil, tfstate.Config{})
+	id := lock(t, a, "dev")
+	if err := a.Write(t.Context(), "dev", stateJSON("1")); err != nil {
+		t.Fatal(err)
+	}
+	var held *s3lock.HeldError
+	if err := b.Delete(t.Context(), "dev"); !errors.As(err, &held) {
+		t.Fatalf("deleting a workspace another run holds: %v; want a *s3lock.HeldError", err)
+	}
+	if got, _ := b.Read(t.Context(), "dev"); !bytes.Equal(got, stateJSON("1")) {
+		t.Fatalf("the held workspace's state is %q; want it kept", got)
+	}
+	if err := a.Unlock(t.Context(), "dev", id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(t.Context(), "dev"); err != nil {
+		t.Fatalf("deleting a free workspace: %v", err)
+	}
+	if got, _ := b.Workspaces(t.Context()); strings.Join(got, ",") != "default" {
+		t.Errorf("Workspaces = %v; want [default]", got)
+	}
+}

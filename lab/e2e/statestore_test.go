@@ -287,9 +287,14 @@ var lockIDLine = regexp.MustCompile(`ID:\s+(\d+)`)
 // force-unlocked with the ID Terraform showed, another run locks and writes
 // the state, and then the stopped run resumes and writes: its write is
 // refused with a clear error, and the newer run's state survives.
+//
+// The lease is long (10m), so that the resumed run's provider has not yet
+// found its lease force-released when Terraform writes: the write goes out,
+// and only the fence in S3 stops it (PROTOCOL.md §15). With a short lease
+// the provider's own check would refuse it first.
 func TestE2E_StateStore_StaleRunIsFenced(t *testing.T) {
 	t.Parallel()
-	e := newStateEnv(t, "6s")
+	e := newStateEnv(t, "10m")
 	first := e.module("first", e.storeBlock("first", "0s")+resources("base"))
 	e.run(first, "apply", "-auto-approve")
 
@@ -336,7 +341,8 @@ func TestE2E_StateStore_StaleRunIsFenced(t *testing.T) {
 		t.Fatal("the resumed run succeeded; want its state write refused")
 	}
 	resumed := strings.Join(strings.Fields(staleOut.String()), " ") // Terraform wraps lines
-	for _, want := range []string{"State write refused: this run no longer holds the state lock", "errored.tfstate"} {
+	for _, want := range []string{"State write refused: this run no longer holds the state lock", "errored.tfstate",
+		"a newer lease of the lock, sealed or wrote the state since (the fence refused the write"} {
 		if !strings.Contains(resumed, want) {
 			t.Errorf("the resumed run's output lacks %q", want)
 		}

@@ -187,7 +187,7 @@ var catalogue = []mutant{
 	{
 		ID:   "P",
 		Rule: "the state store's Lock does not seal the state under its new epoch: a stale run's write still lands after a newer run locked",
-		Sites: []site{{File: "internal/tfstate/store.go",
+		Sites: []site{{File: "internal/tfstate/lock.go",
 			Old: "\tetag, err := s.seal(ctx, s.Key(ws), lease.Epoch())\n",
 			New: "\t_, etag, err := s.get(ctx, s.Key(ws)) // mutant P\n"}},
 		Pkgs: []string{"./internal/tfstate/"}, Run: "^TestStore_AStaleRunsWriteNeverLandsAfterANewerRunLocked$",
@@ -197,9 +197,9 @@ var catalogue = []mutant{
 	{
 		ID:   "Q",
 		Rule: "the state store writes a locked state with a plain PUT, not fenced by its epoch",
-		Sites: []site{{File: "internal/tfstate/store.go",
-			Old: "\tout, err := s.client.FencedPut(ctx, epoch, in)\n\tif err != nil {\n\t\tif fe",
-			New: "\tin.IfMatch, in.IfNoneMatch = nil, nil // mutant Q\n\tout, err := s.api.PutObject(ctx, in)\n\tif err != nil {\n\t\tif fe"}},
+		Sites: []site{{File: "internal/tfstate/objects.go",
+			Old: "\tout, err := s.client.FencedPut(ctx, lease.Epoch(), in)\n",
+			New: "\tin.IfMatch = nil // mutant Q\n\tout, err := s.api.PutObject(ctx, in)\n"}},
 		Pkgs: []string{"./internal/tfstate/"}, Run: "^TestStore_AStaleRunsWriteNeverLandsAfterANewerRunLocked$",
 		Tests: []string{"TestStore_AStaleRunsWriteNeverLandsAfterANewerRunLocked"},
 		Bound: time.Minute, CI: true,

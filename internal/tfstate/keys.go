@@ -1,0 +1,105 @@
+package tfstate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// DefaultWorkspace is the workspace Terraform selects unless told otherwise;
+// its state is at the configured key itself.
+const DefaultWorkspace = "default"
+
+// DefaultWorkspaceKeyPrefix is where the S3 backend keeps the states of
+// the other workspaces: PREFIX/WORKSPACE/KEY.
+const DefaultWorkspaceKeyPrefix = "env:"
+
+// LockSuffix is appended to a state's key to name its lock: the lock of
+// s3://bucket/path/terraform.tfstate is the s3lock lock
+// "path/terraform.tfstate.s3lock" (its objects are under that prefix), as
+// the S3 backend's lock file is "path/terraform.tfstate.tflock".
+const LockSuffix = ".s3lock"
+
+// ValidateKey checks a state key as the S3 backend does: not empty, no
+// leading or trailing slash, no empty segment; and fit to name its lock.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: the state key is empty: give the object key of the state, e.g. \"path/terraform.tfstate\"", ErrInvalidConfig)
+	case strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/"):
+		return fmt.Errorf("%w: the state key %q must not begin or end with \"/\"", ErrInvalidConfig, key)
+	case strings.Contains(key, "//"):
+		return fmt.Errorf("%w: the state key %q has an empty path segment (\"//\")", ErrInvalidConfig, key)
+	}
+	if err := s3lock.ValidateName(key + LockSuffix); err != nil {
+		return fmt.Errorf("%w: the state key %q cannot name its lock %q: %w", ErrInvalidConfig, key, key+LockSuffix, err)
+	}
+	return nil
+}
+
+// ValidateWorkspaceKeyPrefix checks a workspace key prefix: as the S3
+// backend does, no leading or trailing slash and no empty segment; and not
+// empty (the S3 backend would then keep workspace WS at WS/KEY, which a
+// default key with a "/" in it cannot be told apart from).
+func ValidateWorkspaceKeyPrefix(prefix string) error {
+	switch {
+	case prefix == "":
+		return fmt.Errorf("%w: workspace_key_prefix is empty: the states of workspaces need a prefix of their own "+
+			"(the s3 backend's default is %q); leave it unset for that", ErrInvalidConfig, DefaultWorkspaceKeyPrefix)
+	case strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") || strings.Contains(prefix, "//"):
+		return fmt.Errorf("%w: workspace_key_prefix %q must not begin or end with \"/\" or contain \"//\"", ErrInvalidConfig, prefix)
+	}
+	return nil
+}
+
+// Key is the object key of a workspace's state, as the S3 backend lays
+// them out.
+func (s *Store) Key(ws string) string {
+	if ws == DefaultWorkspace {
+		return s.cfg.Key
+	}
+	return s.cfg.WorkspaceKeyPrefix + "/" + ws + "/" + s.cfg.Key
+}
+
+// LockName is the s3lock lock of a workspace's state.
+func (s *Store) LockName(ws string) string { return s.Key(ws) + LockSuffix }
+
+// Workspaces lists the workspaces that have a state, the default first
+// (always, as with the S3 backend: its state exists once written).
+func (s *Store) Workspaces(ctx context.Context) ([]string, error) {
+	prefix := s.cfg.WorkspaceKeyPrefix + "/"
+	names := []string{}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.cfg.Bucket), Prefix: aws.String(prefix), ExpectedBucketOwner: s.owner()}
+	for p := s3.NewListObjectsV2Paginator(s.api, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s.opError("listing the workspaces under", prefix, err)
+		}
+		for _, o := range page.Contents {
+			ws, rest, ok := strings.Cut(strings.TrimPrefix(aws.ToString(o.Key), prefix), "/")
+			if ok && rest == s.cfg.Key && ws != "" && ws != DefaultWorkspace {
+				names = append(names, ws)
+			}
+		}
+	}
+	slices.Sort(names)
+	return append([]string{DefaultWorkspace}, slices.Compact(names)...), nil
+}
+
+// owner is the ExpectedBucketOwner of the store's own requests.
+func (s *Store) owner() *string {
+	if s.cfg.ExpectedBucketOwner == "" {
+		return nil
+	}
+	return aws.String(s.cfg.ExpectedBucketOwner)
+}
+
+func (s *Store) opError(doing, key string, err error) error {
+	return fmt.Errorf("%s s3://%s/%s: %w", doing, s.cfg.Bucket, key, err)
+}
