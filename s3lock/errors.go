@@ -35,6 +35,11 @@ var (
 	// it cannot provide mutual exclusion.
 	ErrConditionalWritesUnsupported = errors.New("s3lock: store does not enforce conditional writes")
 
+	// ErrUnorderedListing means the store does not list keys in ascending
+	// order (or ignores StartAfter), as S3 directory buckets do: s3lock
+	// could miss a lock's holder on it (Verify).
+	ErrUnorderedListing = errors.New("s3lock: store does not list keys in order")
+
 	// ErrInvalidName means a lock name was rejected; the error is a
 	// *NameError.
 	ErrInvalidName = errors.New("s3lock: invalid lock name")

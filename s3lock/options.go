@@ -248,6 +248,10 @@ func WithProbePrefix(prefix string) Option {
 	}
 }
 
+// directoryBucketSuffix ends the name of every S3 directory bucket
+// (BASE--ZONE--x-s3); general purpose buckets may not end so.
+const directoryBucketSuffix = "--x-s3"
+
 // validateBucket checks a bucket name against S3's naming rules
 // (ValidateConfig(bucket) without options).
 func validateBucket(bucket string) error {
@@ -263,6 +267,10 @@ func validateBucket(bucket string) error {
 		return bad("contains \"..\"")
 	case net.ParseIP(bucket) != nil:
 		return bad("is formatted as an IP address")
+	case strings.HasSuffix(bucket, directoryBucketSuffix):
+		return invalid("bucket %q is an S3 directory bucket (S3 Express One Zone; its name ends in %q), which s3lock "+
+			"does not support: a directory bucket lists keys out of order, and s3lock finds a lock's current holder as "+
+			"the last key of an ordered listing, so it could miss the holder. Use a general purpose bucket", bucket, directoryBucketSuffix)
 	}
 	for i, r := range bucket {
 		lowerOrDigit := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')

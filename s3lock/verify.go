@@ -4,20 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Verify probes whether the store really enforces the conditional writes
 // the protocol depends on, with a throwaway object under the probe prefix
 // (WithProbePrefix): a second create with If-None-Match: * must be refused,
 // If-Match with a wrong ETag must be refused, If-Match with the right ETag
-// must succeed, and different bodies must get different ETags. It returns an
+// must succeed, and different bodies must get different ETags; then keys
+// must be listed in ascending order, honouring StartAfter. It returns an
 // error matching ErrConditionalWritesUnsupported if the store accepted a
-// write it should have refused, and other errors (ErrAccessDenied, ...) if
-// it could not run the probe. The probe object is deleted afterwards; that
-// needs s3:DeleteObject, which s3lock also needs to delete old epochs, so a
-// failure to delete it is reported too. ctx bounds the probe (five requests);
-// the probe object is deleted even if ctx has ended.
+// write it should have refused, ErrUnorderedListing if it lists out of
+// order, and other errors (ErrAccessDenied, ...) if it could not run the
+// probe. The probe objects are deleted afterwards; that needs
+// s3:DeleteObject, which s3lock also needs to delete old epochs, so a
+// failure to delete them is reported too. ctx bounds the probe (thirteen
+// requests); the probe objects are deleted even if ctx has ended.
 func (c *Client) Verify(ctx context.Context) (err error) {
 	key := c.cfg.probePrefix + "probe-" + randomHex(8) + ".json"
 	created := false
@@ -74,7 +81,71 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 	if etag2 == etag1 || etag2 == "" {
 		return unsupported(fmt.Sprintf("two different bodies got the same ETag %s", etag1))
 	}
+	return c.verifyListingOrder(ctx)
+}
+
+// verifyListingOrder probes whether the store lists keys in ascending
+// order and honours StartAfter, as finding a lock's newest epoch needs
+// (PROTOCOL.md §8): it writes three keys out of order, lists them two per
+// page and again after the first, and deletes them (eight requests, the
+// deletion even after ctx ended). A store that lists otherwise (S3
+// directory buckets list in no set order) fails with ErrUnorderedListing.
+func (c *Client) verifyListingOrder(ctx context.Context) (err error) {
+	dir := c.cfg.probePrefix + "order-" + randomHex(8) + "/"
+	keys := []string{dir + "1", dir + "2", dir + "3"}
+	var written []string
+	defer func() {
+		dctx, cancel := c.detached(ctx)
+		defer cancel()
+		if derr := c.deleteKeys(dctx, written); derr != nil && err == nil {
+			err = derr
+		}
+	}()
+	for _, i := range []int{2, 0, 1} { // not in key order
+		if _, err := c.putEpoch(ctx, keys[i], "", []byte(`{"s3lockProbe":"order"}`)); err != nil {
+			return err
+		}
+		written = append(written, keys[i])
+	}
+	var listed []string
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(dir), MaxKeys: aws.Int32(2), ExpectedBucketOwner: c.owner()}
+	for {
+		out, err := c.list(ctx, dir, in)
+		if err != nil {
+			return err
+		}
+		for _, o := range out.Contents {
+			listed = append(listed, aws.ToString(o.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil || len(listed) > len(keys) {
+			break
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+	after, err := c.list(ctx, dir, &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(dir),
+		StartAfter: aws.String(keys[0]), ExpectedBucketOwner: c.owner()})
+	if err != nil {
+		return err
+	}
+	var rest []string
+	for _, o := range after.Contents {
+		rest = append(rest, aws.ToString(o.Key))
+	}
+	if !slices.Equal(listed, keys) || !slices.Equal(rest, keys[1:]) {
+		return fmt.Errorf("%w: s3://%s/%s: keys written as 3, 1, 2 were listed as %s, and after %q as %s; "+
+			"s3lock finds a lock's holder as the last key of an ordered listing, so it could miss the holder on this store",
+			ErrUnorderedListing, c.bucket, dir, short(listed, dir), "1", short(rest, dir))
+	}
 	return nil
+}
+
+// short lists keys without their common prefix: "[3 1 2]".
+func short(keys []string, prefix string) string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strings.TrimPrefix(k, prefix)
+	}
+	return fmt.Sprint(out)
 }
 
 // CheckStatus is the outcome of one check of a Report.
@@ -92,7 +163,8 @@ const (
 // Check is one check of a Report: a property of the store, or a permission
 // of the credentials.
 type Check struct {
-	// Name is "conditional writes", "list", "get", "put" or "delete".
+	// Name is "conditional writes", "listing order", "list", "get", "put"
+	// or "delete".
 	Name string
 	// Permission is the IAM action the check needs; "" for the
 	// conditional-write probe.
@@ -150,20 +222,25 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 	rctx := context.WithValue(ctx, accessLogKey{}, log)
 
 	cond := Check{Name: "conditional writes", Status: CheckOK, Detail: "If-None-Match and If-Match are enforced"}
+	order := Check{Name: "listing order", Status: CheckOK, Detail: "keys are listed in ascending order, StartAfter honoured"}
 	var opErr *OpError
 	switch err := c.Verify(rctx); {
 	case err == nil:
-	case errors.As(err, &opErr) && opErr.Op == "DeleteObject":
+	case errors.As(err, &opErr) && (opErr.Op == "DeleteObject" || opErr.Op == "DeleteObjects"):
 		// The probe passed; only deleting it failed, which the delete
 		// check reports.
 	case ctx.Err() != nil:
 		return rep, err
 	case errors.Is(err, ErrConditionalWritesUnsupported):
 		cond.Status, cond.Detail, cond.Err = CheckFailed, causeText(err), err
+		order.Status, order.Detail = CheckNotChecked, "an earlier check failed"
+	case errors.Is(err, ErrUnorderedListing):
+		order.Status, order.Detail, order.Err = CheckFailed, causeText(err), err
 	default:
 		cond.Status, cond.Detail, cond.Err = CheckError, causeText(err), err
+		order.Status, order.Detail = CheckNotChecked, "an earlier check failed"
 	}
-	rep.Checks = append(rep.Checks, cond)
+	rep.Checks = append(rep.Checks, cond, order)
 
 	// One cycle of a real lock exercises list, get and put as the protocol
 	// uses them. Its outcome is read from the access log, not from the

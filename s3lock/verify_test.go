@@ -34,15 +34,18 @@ func (s ignoringStore) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
+	unordered := ns.NewClient(t, s3test.WithTransport((&s3test.UnorderedListings{}).Wrap))
 	cases := []struct {
 		name string
 		api  s3lock.S3API
-		ok   bool
+		want error // nil: Verify passes
 	}{
-		{"real store", ns.Client, true},
-		{"store ignoring If-None-Match", ignoringStore{S3API: ns.Client, dropIfNoneMatch: true}, false},
-		{"store ignoring If-Match", ignoringStore{S3API: ns.Client, dropIfMatch: true}, false},
-		{"store ignoring both", ignoringStore{S3API: ns.Client, dropIfNoneMatch: true, dropIfMatch: true}, false},
+		{"real store", ns.Client, nil},
+		{"store ignoring If-None-Match", ignoringStore{S3API: ns.Client, dropIfNoneMatch: true}, s3lock.ErrConditionalWritesUnsupported},
+		{"store ignoring If-Match", ignoringStore{S3API: ns.Client, dropIfMatch: true}, s3lock.ErrConditionalWritesUnsupported},
+		{"store ignoring both", ignoringStore{S3API: ns.Client, dropIfNoneMatch: true, dropIfMatch: true}, s3lock.ErrConditionalWritesUnsupported},
+		// As an S3 directory bucket lists.
+		{"store listing out of order", unordered, s3lock.ErrUnorderedListing},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,10 +55,10 @@ func TestVerify(t *testing.T) {
 			}
 			err = c.Verify(t.Context())
 			switch {
-			case tc.ok && err != nil:
+			case tc.want == nil && err != nil:
 				t.Fatalf("Verify = %v; want nil", err)
-			case !tc.ok && !errors.Is(err, s3lock.ErrConditionalWritesUnsupported):
-				t.Fatalf("Verify = %v; want ErrConditionalWritesUnsupported", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("Verify = %v; want %v", err, tc.want)
 			}
 			if keys := s3test.Keys(t, ns.Client, ns.Bucket, ns.Name("s3lock-probe/")); len(keys) != 0 {
 				t.Errorf("Verify left probe objects behind: %v", keys)
@@ -82,8 +85,8 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CheckStore: %v", err)
 		}
-		if rep.Bucket != ns.Bucket || rep.ProbePrefix != probe || len(rep.Checks) != 5 {
-			t.Fatalf("report = %+v; want five checks of bucket %s under %s", rep, ns.Bucket, probe)
+		if rep.Bucket != ns.Bucket || rep.ProbePrefix != probe || len(rep.Checks) != 6 {
+			t.Fatalf("report = %+v; want six checks of bucket %s under %s", rep, ns.Bucket, probe)
 		}
 		return rep
 	}
@@ -120,6 +123,14 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 			t.Errorf("conditional-write check = %+v; want failed with ErrConditionalWritesUnsupported", c)
 		}
 	})
+	t.Run("store listing out of order", func(t *testing.T) {
+		rep := check(t, ns.NewClient(t, s3test.WithTransport((&s3test.UnorderedListings{}).Wrap)))
+		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "listing order": s3lock.CheckFailed,
+			"list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckOK}
+		if got := statuses(rep); rep.OK || !maps.Equal(got, want) || !errors.Is(rep.Checks[1].Err, s3lock.ErrUnorderedListing) {
+			t.Errorf("statuses of a store listing out of order = %v (%+v); want %v, listing order failed with ErrUnorderedListing", got, rep.Checks[1], want)
+		}
+	})
 	t.Run("wrong secret", func(t *testing.T) {
 		if !ns.Target.Local {
 			t.Skip("needs the local server's credentials")
@@ -127,12 +138,12 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		tg := ns.Target
 		tg.SecretKey = "wrong-secret"
 		rep := check(t, s3test.NewClient(t, tg))
-		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckError, "list": s3lock.CheckDenied,
+		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckError, "listing order": s3lock.CheckNotChecked, "list": s3lock.CheckDenied,
 			"get": s3lock.CheckNotChecked, "put": s3lock.CheckDenied, "delete": s3lock.CheckNotChecked}
 		if got := statuses(rep); !maps.Equal(got, want) {
 			t.Errorf("statuses with a wrong secret = %v; want %v", got, want)
 		}
-		if err := rep.Checks[1].Err; !errors.Is(err, s3lock.ErrAccessDenied) {
+		if err := rep.Checks[2].Err; !errors.Is(err, s3lock.ErrAccessDenied) {
 			t.Errorf("list check's error = %v; want ErrAccessDenied", err)
 		}
 	})

@@ -40,14 +40,17 @@ const verifyLong = `Check the bucket before relying on it:
   conditional writes  the store refuses a second create with If-None-Match: *
                       and a write with If-Match on a wrong ETag (a store that
                       ignores them cannot provide mutual exclusion)
+  listing order       keys are listed in ascending order, honouring StartAfter
+                      (S3 directory buckets do not: s3lock could miss a
+                      lock's holder there)
   list, get, put, delete
                       the credentials have s3:ListBucket, s3:GetObject,
                       s3:PutObject and s3:DeleteObject (old epochs are deleted
                       so that acquiring stays cheap) under the lock prefix
 
 The probes write under PREFIX/s3lock-probe/ (give --prefix the prefix your
-locks live under when the credentials are limited to it): a throwaway object
-that is deleted again, and a lock named PREFIX/s3lock-probe/permissions
+locks live under when the credentials are limited to it): throwaway objects
+that are deleted again, and a lock named PREFIX/s3lock-probe/permissions
 that is acquired and released (its last few epochs stay, like any lock's).
 
 Exits 0 only if every check passes; the report goes to stdout (--output json

@@ -19,7 +19,7 @@ func TestVerify(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	r := c.mustRun("verify")
-	for _, check := range []string{"conditional writes", "list", "get", "put", "delete"} {
+	for _, check := range []string{"conditional writes", "listing order", "list", "get", "put", "delete"} {
 		found := false
 		for _, line := range strings.Split(r.stdout, "\n") {
 			f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), check))
@@ -40,7 +40,7 @@ func TestVerify(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
-	if !rep.OK || len(rep.Checks) != 5 || rep.ProbePrefix != c.name("locks/")+"s3lock-probe/" {
+	if !rep.OK || len(rep.Checks) != 6 || rep.ProbePrefix != c.name("locks/")+"s3lock-probe/" {
 		t.Fatalf("report %+v", rep)
 	}
 	// The probe lock was acquired once and left released. No lock call reads

@@ -55,10 +55,11 @@ func (a *verifyAction) Schema(_ context.Context, _ action.SchemaRequest, resp *a
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Checks a bucket before anyone relies on it, as `s3lock verify` does: that the store " +
 			"refuses a second create with `If-None-Match: *` and a write with `If-Match` on a wrong ETag (a store " +
-			"that ignores them cannot provide mutual exclusion), and that the provider's credentials may list, " +
+			"that ignores them cannot provide mutual exclusion), that it lists keys in ascending order (S3 directory " +
+			"buckets do not, and s3lock could miss a holder there), and that the provider's credentials may list, " +
 			"get, put and delete under the lock prefix (`s3:ListBucket`, `s3:GetObject`, `s3:PutObject`, " +
-			"`s3:DeleteObject`). The probes write under `<prefix>" + probeFolder + "`: a throwaway " +
-			"object that is deleted again, and a lock named `<prefix>" + probeFolder + "permissions` " +
+			"`s3:DeleteObject`). The probes write under `<prefix>" + probeFolder + "`: throwaway " +
+			"objects that are deleted again, and a lock named `<prefix>" + probeFolder + "permissions` " +
 			"that is acquired and released (its last few epochs stay, like any lock's). Each check is reported as " +
 			"a progress message; the action fails unless every check passes. Invoke it with " +
 			"`terraform apply -invoke=action.s3lock_verify.<name>`, or run it before a resource with an " +

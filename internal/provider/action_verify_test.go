@@ -66,8 +66,9 @@ func TestAccVerifyAction_Checks(t *testing.T) {
 	wantOutput(t, "verify", out,
 		fmt.Sprintf(`Checking bucket %q, with probes under s3://%s/%s.`, e.bucket, e.bucket, probes),
 		"conditional writes: ok: If-None-Match and If-Match are enforced",
+		"listing order: ok: keys are listed in ascending order, StartAfter honoured",
 		`list \(s3:ListBucket\): ok`, `get \(s3:GetObject\): ok`, `put \(s3:PutObject\): ok`, `delete \(s3:DeleteObject\): ok`,
-		fmt.Sprintf(`Bucket %q passed all 5 checks.`, e.bucket),
+		fmt.Sprintf(`Bucket %q passed all 6 checks.`, e.bucket),
 		"Action complete: "+action)
 	keys := e.keysUnder(t, e.name(""))
 	if len(keys) == 0 {
@@ -86,7 +87,7 @@ func TestAccVerifyAction_Checks(t *testing.T) {
 	}
 	wantOutput(t, "apply with the action as a trigger", out,
 		`Action started: `+action+` \(triggered by s3lock_lease.deploy\)`,
-		"passed all 5 checks", "s3lock_lease.deploy: Creation complete", "Actions: 1 invoked.")
+		"passed all 6 checks", "s3lock_lease.deploy: Creation complete", "Actions: 1 invoked.")
 	if st := e.current(t, guarded); !st.Held {
 		t.Errorf("after the apply, %q is %s; want held", guarded, st.Phase())
 	}

@@ -69,6 +69,9 @@ func hintFor(bucket, objects string, err error) string {
 			"max_retries times before giving up."
 	case errors.Is(err, s3lock.ErrConditionalWritesUnsupported):
 		return "This store does not enforce S3 conditional writes, so it cannot provide mutual exclusion."
+	case errors.Is(err, s3lock.ErrUnorderedListing):
+		return "This store does not list keys in order (S3 directory buckets do not), so s3lock could miss a " +
+			"lock's holder on it: use a general purpose bucket, or a store that passes s3lock verify."
 	case errors.Is(err, s3lock.ErrCorruptLease):
 		return "An object in the lock's key prefix is not an s3lock lease; remove it or use another lock name."
 	case errors.Is(err, s3lock.ErrNameCollision):

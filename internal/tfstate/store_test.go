@@ -476,3 +476,37 @@ func TestStore_DeleteTakesTheWorkspacesLock(t *testing.T) {
 		t.Errorf("Workspaces = %v; want [default]", got)
 	}
 }
+
+// A write that lands between Lock's read of the state and its seal (here,
+// one without the lock) makes the seal read again and seal what is there:
+// the lock is had, and the other write is kept, marked.
+func TestStore_SealReadsAgainWhenTheStateChangesUnderIt(t *testing.T) {
+	ns := s3test.New(t)
+	var once sync.Once
+	interloper := newStore(t, ns, "u", nil, tfstate.Config{})
+	var interloperErr error
+	hook := func(next http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "terraform.tfstate") {
+				once.Do(func() { interloperErr = interloper.Write(req.Context(), "default", stateJSON(`"between"`)) })
+			}
+			return resp, err
+		})
+	}
+	s := newStore(t, ns, "a", ns.NewClient(t, s3test.WithTransport(hook)), tfstate.Config{})
+	id := lock(t, s, "default")
+	if interloperErr != nil {
+		t.Fatal(interloperErr)
+	}
+	body := object(t, ns, s.Key("default"))
+	if !bytes.HasPrefix(body, bytes.TrimRight(stateJSON(`"between"`), "\n")) || bytes.Equal(body, stateJSON(`"between"`)) {
+		t.Errorf("after the lock the state object is %q; want the other write, sealed (marked)", body)
+	}
+	if err := s.Write(t.Context(), "default", stateJSON("2")); err != nil {
+		t.Fatalf("the holder's write after the re-read seal: %v", err)
+	}
+	if err := s.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+}
