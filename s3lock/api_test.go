@@ -16,8 +16,12 @@ import (
 // maxExports is the most exported declarations the package may have: every
 // exported name is a promise once the SDK is tagged, and a newcomer should
 // learn the package in an hour (issue 23 brought it from 207 to at most
-// 150). Raising it is a design decision, not a test fix.
-const maxExports = 150
+// 150). Raising it is a design decision, not a test fix: 151 since
+// ErrUnorderedListing (2026-12-05), the one refusal of a store for a property
+// other than conditional writes (the listing order, assumption A2'), which
+// callers must tell apart because the remedy differs (a general purpose
+// bucket, not another store).
+const maxExports = 151
 
 // The package's exported declarations are counted as `go doc` shows them:
 // functions, types, methods on exported types (Error, Is, Unwrap and String

@@ -17,15 +17,24 @@ import (
 // (WithProbePrefix): a second create with If-None-Match: * must be refused,
 // If-Match with a wrong ETag must be refused, If-Match with the right ETag
 // must succeed, and different bodies must get different ETags; then keys
-// must be listed in ascending order, honouring StartAfter. It returns an
+// must be listed in pages that are ranges of the ascending key order,
+// honouring StartAfter. It returns an
 // error matching ErrConditionalWritesUnsupported if the store accepted a
 // write it should have refused, ErrUnorderedListing if it lists out of
 // order, and other errors (ErrAccessDenied, ...) if it could not run the
 // probe. The probe objects are deleted afterwards; that needs
 // s3:DeleteObject, which s3lock also needs to delete old epochs, so a
-// failure to delete them is reported too. ctx bounds the probe (thirteen
+// failure to delete them is reported too. ctx bounds the probe (twelve
 // requests); the probe objects are deleted even if ctx has ended.
-func (c *Client) Verify(ctx context.Context) (err error) {
+func (c *Client) Verify(ctx context.Context) error {
+	if err := c.verifyConditional(ctx); err != nil {
+		return err
+	}
+	return c.verifyListingOrder(ctx)
+}
+
+// verifyConditional is Verify's conditional-write probe (five requests).
+func (c *Client) verifyConditional(ctx context.Context) (err error) {
 	key := c.cfg.probePrefix + "probe-" + randomHex(8) + ".json"
 	created := false
 	defer func() {
@@ -81,15 +90,17 @@ func (c *Client) Verify(ctx context.Context) (err error) {
 	if etag2 == etag1 || etag2 == "" {
 		return unsupported(fmt.Sprintf("two different bodies got the same ETag %s", etag1))
 	}
-	return c.verifyListingOrder(ctx)
+	return nil
 }
 
-// verifyListingOrder probes whether the store lists keys in ascending
-// order and honours StartAfter, as finding a lock's newest epoch needs
-// (PROTOCOL.md §8): it writes three keys out of order, lists them two per
-// page and again after the first, and deletes them (eight requests, the
-// deletion even after ctx ended). A store that lists otherwise (S3
-// directory buckets list in no set order) fails with ErrUnorderedListing.
+// verifyListingOrder probes whether the store lists keys as finding a
+// lock's newest epoch needs (PROTOCOL.md §8): pages that are ranges of the
+// ascending key order (their order within a page does not matter: s3lock
+// sorts each page), and StartAfter honoured. It writes three keys out of
+// order, lists them two per page and again after the first, and deletes
+// them: seven requests, the deletion even after ctx ended. A store that
+// lists otherwise (S3 directory buckets list in no set order and do not
+// support StartAfter) fails with ErrUnorderedListing.
 func (c *Client) verifyListingOrder(ctx context.Context) (err error) {
 	dir := c.cfg.probePrefix + "order-" + randomHex(8) + "/"
 	keys := []string{dir + "1", dir + "2", dir + "3"}
@@ -102,50 +113,87 @@ func (c *Client) verifyListingOrder(ctx context.Context) (err error) {
 		}
 	}()
 	for _, i := range []int{2, 0, 1} { // not in key order
+		written = append(written, keys[i]) // before the PUT: one whose answer was lost may have landed
 		if _, err := c.putEpoch(ctx, keys[i], "", []byte(`{"s3lockProbe":"order"}`)); err != nil {
 			return err
 		}
-		written = append(written, keys[i])
 	}
-	var listed []string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(dir), MaxKeys: aws.Int32(2), ExpectedBucketOwner: c.owner()}
-	for {
-		out, err := c.list(ctx, dir, in)
-		if err != nil {
-			return err
-		}
-		for _, o := range out.Contents {
-			listed = append(listed, aws.ToString(o.Key))
-		}
-		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil || len(listed) > len(keys) {
-			break
-		}
-		in.ContinuationToken = out.NextContinuationToken
-	}
-	after, err := c.list(ctx, dir, &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(dir),
-		StartAfter: aws.String(keys[0]), ExpectedBucketOwner: c.owner()})
+	pages, err := c.listPages(ctx, dir, 2, "")
 	if err != nil {
 		return err
 	}
-	var rest []string
-	for _, o := range after.Contents {
-		rest = append(rest, aws.ToString(o.Key))
+	after, err := c.listPages(ctx, dir, 0, keys[0])
+	if err != nil {
+		return err
 	}
-	if !slices.Equal(listed, keys) || !slices.Equal(rest, keys[1:]) {
-		return fmt.Errorf("%w: s3://%s/%s: keys written as 3, 1, 2 were listed as %s, and after %q as %s; "+
-			"s3lock finds a lock's holder as the last key of an ordered listing, so it could miss the holder on this store",
-			ErrUnorderedListing, c.bucket, dir, short(listed, dir), "1", short(rest, dir))
+	unordered := func(what string) error {
+		return fmt.Errorf("%w: s3://%s/%s: %s; s3lock finds a lock's holder in an ordered listing, so it could miss "+
+			"the holder on this store: use a general purpose S3 bucket, or a store that passes s3lock verify",
+			ErrUnorderedListing, c.bucket, dir, what)
+	}
+	want := [][]string{keys[:2], keys[2:]}
+	if len(pages) != len(want) || !sameKeys(pages[0], want[0]) || !sameKeys(pages[1], want[1]) {
+		return unordered(fmt.Sprintf("keys 1, 2, 3 listed two per page came as %s, not [1 2] then [3]", short(pages, dir)))
+	}
+	if len(after) != 1 || !sameKeys(after[0], keys[1:]) {
+		return unordered(fmt.Sprintf("listed after 1 (StartAfter), they came as %s, not [2 3]", short(after, dir)))
 	}
 	return nil
 }
 
-// short lists keys without their common prefix: "[3 1 2]".
-func short(keys []string, prefix string) string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = strings.TrimPrefix(k, prefix)
+// listPages lists prefix, maxKeys per page (0: the store's default),
+// after startAfter (if set), and returns the keys of each page. It stops
+// after probePages pages: a store that pages on without end is not one
+// s3lock can use either.
+func (c *Client) listPages(ctx context.Context, prefix string, maxKeys int32, startAfter string) ([][]string, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix), ExpectedBucketOwner: c.owner()}
+	if maxKeys > 0 {
+		in.MaxKeys = aws.Int32(maxKeys)
 	}
-	return fmt.Sprint(out)
+	if startAfter != "" {
+		in.StartAfter = aws.String(startAfter)
+	}
+	var pages [][]string
+	for range probePages {
+		out, err := c.list(ctx, prefix, in)
+		if err != nil {
+			return nil, err
+		}
+		var page []string
+		for _, o := range out.Contents {
+			page = append(page, aws.ToString(o.Key))
+		}
+		pages = append(pages, page)
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			return pages, nil
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+	return pages, nil
+}
+
+// probePages bounds the pages of a listing probe (three keys, two per page).
+const probePages = 4
+
+// sameKeys reports whether a page holds exactly keys, in any order.
+func sameKeys(page, keys []string) bool {
+	return len(page) == len(keys) && !slices.ContainsFunc(keys, func(k string) bool { return !slices.Contains(page, k) })
+}
+
+// short shows pages of keys without their common prefix: "[3 2] [1]".
+func short(pages [][]string, prefix string) string {
+	if len(pages) == 0 {
+		return "nothing"
+	}
+	out := make([]string, len(pages))
+	for i, page := range pages {
+		keys := make([]string, len(page))
+		for j, k := range page {
+			keys[j] = strings.TrimPrefix(k, prefix)
+		}
+		out[i] = fmt.Sprint(keys)
+	}
+	return strings.Join(out, " ")
 }
 
 // CheckStatus is the outcome of one check of a Report.
@@ -166,8 +214,8 @@ type Check struct {
 	// Name is "conditional writes", "listing order", "list", "get", "put"
 	// or "delete".
 	Name string
-	// Permission is the IAM action the check needs; "" for the
-	// conditional-write probe.
+	// Permission is the IAM action the check needs; "" for the probes of
+	// the store's behaviour (conditional writes, listing order).
 	Permission string
 	Status     CheckStatus
 	// Detail says what was found, for people; "" when there is nothing
@@ -209,7 +257,8 @@ func checkOfOp(op string) string {
 }
 
 // CheckStore checks the bucket before anyone relies on it: the
-// conditional-write probe of Verify, and whether the credentials may list,
+// conditional-write and listing-order probes of Verify (each its own check;
+// the second is not run when the first fails), and whether the credentials may list,
 // get, put and delete under the probe prefix, as observed on the requests
 // that Verify and one acquire-read-release cycle of a probe lock (named
 // "permissions" under the probe prefix; its last epochs stay, like any
@@ -222,22 +271,31 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 	rctx := context.WithValue(ctx, accessLogKey{}, log)
 
 	cond := Check{Name: "conditional writes", Status: CheckOK, Detail: "If-None-Match and If-Match are enforced"}
-	order := Check{Name: "listing order", Status: CheckOK, Detail: "keys are listed in ascending order, StartAfter honoured"}
-	var opErr *OpError
-	switch err := c.Verify(rctx); {
-	case err == nil:
-	case errors.As(err, &opErr) && (opErr.Op == "DeleteObject" || opErr.Op == "DeleteObjects"):
-		// The probe passed; only deleting it failed, which the delete
-		// check reports.
-	case ctx.Err() != nil:
-		return rep, err
-	case errors.Is(err, ErrConditionalWritesUnsupported):
-		cond.Status, cond.Detail, cond.Err = CheckFailed, causeText(err), err
-		order.Status, order.Detail = CheckNotChecked, "an earlier check failed"
-	case errors.Is(err, ErrUnorderedListing):
-		order.Status, order.Detail, order.Err = CheckFailed, causeText(err), err
-	default:
-		cond.Status, cond.Detail, cond.Err = CheckError, causeText(err), err
+	order := Check{Name: "listing order", Status: CheckOK, Detail: "pages follow the key order, StartAfter honoured"}
+	record := func(ch *Check, err error, unsupported error) (stop bool) {
+		var opErr *OpError
+		switch {
+		case err == nil:
+		case errors.As(err, &opErr) && (opErr.Op == "DeleteObject" || opErr.Op == "DeleteObjects"):
+			// The probe passed; only deleting it failed, which the
+			// delete check reports.
+		case ctx.Err() != nil:
+			return true
+		case errors.Is(err, unsupported):
+			ch.Status, ch.Detail, ch.Err = CheckFailed, causeText(err), err
+		default:
+			ch.Status, ch.Detail, ch.Err = CheckError, causeText(err), err
+		}
+		return false
+	}
+	if record(&cond, c.verifyConditional(rctx), ErrConditionalWritesUnsupported) {
+		return rep, ctx.Err()
+	}
+	if cond.Status == CheckOK {
+		if record(&order, c.verifyListingOrder(rctx), ErrUnorderedListing) {
+			return rep, ctx.Err()
+		}
+	} else {
 		order.Status, order.Detail = CheckNotChecked, "an earlier check failed"
 	}
 	rep.Checks = append(rep.Checks, cond, order)

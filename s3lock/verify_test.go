@@ -34,7 +34,7 @@ func (s ignoringStore) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
-	unordered := ns.NewClient(t, s3test.WithTransport((&s3test.UnorderedListings{}).Wrap))
+	unordered := s3test.UnorderedListings{Client: ns.Client}
 	cases := []struct {
 		name string
 		api  s3lock.S3API
@@ -124,7 +124,7 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		}
 	})
 	t.Run("store listing out of order", func(t *testing.T) {
-		rep := check(t, ns.NewClient(t, s3test.WithTransport((&s3test.UnorderedListings{}).Wrap)))
+		rep := check(t, s3test.UnorderedListings{Client: ns.Client})
 		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "listing order": s3lock.CheckFailed,
 			"list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckOK}
 		if got := statuses(rep); rep.OK || !maps.Equal(got, want) || !errors.Is(rep.Checks[1].Err, s3lock.ErrUnorderedListing) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -62,7 +63,7 @@ func (a *app) verifyCommand() *cobra.Command {
 	var prefix, output string
 	cmd := &cobra.Command{
 		Use:   "verify [--prefix PREFIX]",
-		Short: "Check that the store enforces conditional writes and the credentials may lock",
+		Short: "Check that the store enforces conditional writes, lists in order, and the credentials may lock",
 		Long:  verifyLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,13 +108,17 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 	}
 	if !out.OK {
 		var failed []string
-		for _, c := range out.Checks {
+		for _, c := range rep.Checks {
 			if c.Status == s3lock.CheckOK {
 				continue
 			}
 			name := c.Name
-			if c.Status == s3lock.CheckFailed && c.Permission == "" {
+			switch {
+			case c.Status != s3lock.CheckFailed:
+			case errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported):
 				name += " (this store does not enforce S3 conditional writes, so s3lock cannot provide mutual exclusion on it)"
+			case errors.Is(c.Err, s3lock.ErrUnorderedListing):
+				name += " (this store does not list keys in order, as S3 directory buckets do not, so s3lock could miss a lock's holder on it)"
 			}
 			failed = append(failed, name)
 		}

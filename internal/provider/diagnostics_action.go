@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -52,21 +53,23 @@ func forceReleaseFailed(l leaseRef, err error, current string) diag.Diagnostic {
 // storeCheckFailed is an s3lock_verify action whose checks did not all pass.
 func storeCheckFailed(rep s3lock.Report) diag.Diagnostic {
 	var b strings.Builder
-	failed, conditional, denied := 0, false, false
+	failed, denied := 0, false
+	var hints []string
 	for _, c := range rep.Checks {
 		if c.Status == s3lock.CheckOK {
 			continue
 		}
 		failed++
-		conditional = conditional || c.Status == s3lock.CheckFailed
 		denied = denied || c.Status == s3lock.CheckDenied
+		if h := hintFor(rep.Bucket, rep.ProbePrefix+"*", c.Err); c.Status == s3lock.CheckFailed && h != "" && !slices.Contains(hints, h) {
+			hints = append(hints, h)
+		}
 		fmt.Fprintf(&b, "\n  - %s", checkLine(c))
 	}
 	detail := fmt.Sprintf("Bucket %q (probes under s3://%s/%s): %d of %d checks did not pass:%s",
 		rep.Bucket, rep.Bucket, rep.ProbePrefix, failed, len(rep.Checks), b.String())
-	if conditional {
-		detail += "\n\nThis store does not enforce S3 conditional writes (If-None-Match, If-Match), so s3lock cannot " +
-			"provide mutual exclusion on it: use a store that does (AWS S3, MinIO, versitygw, ...)."
+	for _, h := range hints {
+		detail += "\n\n" + h
 	}
 	if denied {
 		detail += fmt.Sprintf("\n\nThe provider's credentials lack a permission that s3lock needs: allow s3:ListBucket "+

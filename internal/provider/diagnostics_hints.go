@@ -68,7 +68,8 @@ func hintFor(bucket, objects string, err error) string {
 		return "Check the provider's endpoints.s3, region and the network. Each request was retried " +
 			"max_retries times before giving up."
 	case errors.Is(err, s3lock.ErrConditionalWritesUnsupported):
-		return "This store does not enforce S3 conditional writes, so it cannot provide mutual exclusion."
+		return "This store does not enforce S3 conditional writes (If-None-Match, If-Match), so s3lock cannot " +
+			"provide mutual exclusion on it: use a store that does (AWS S3, MinIO, versitygw, ...)."
 	case errors.Is(err, s3lock.ErrUnorderedListing):
 		return "This store does not list keys in order (S3 directory buckets do not), so s3lock could miss a " +
 			"lock's holder on it: use a general purpose bucket, or a store that passes s3lock verify."

@@ -37,7 +37,7 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 	key := s.Key(ws)
 	h := &held{} // reserves the workspace while its lock is taken
 	s.mu.Lock()
-	if prev := s.held[ws]; prev != nil && !prev.abandoned {
+	if prev := s.held[ws]; prev != nil && !prev.abandoned { // an abandoned lock's entry gives way to a new lock
 		s.mu.Unlock()
 		return "", fmt.Errorf("locking the state s3://%s/%s: %w", s.cfg.Bucket, key, ErrLockedHere)
 	}
@@ -120,17 +120,17 @@ func (s *Store) seal(ctx context.Context, key string, epoch uint64) (string, err
 func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	s.mu.Lock()
 	h := s.held[ws]
-	if h != nil && h.lease != nil && LockID(h.lease.Epoch()) == id {
-		delete(s.held, ws)
-	} else {
-		h = nil
+	mine := h != nil && h.lease != nil && LockID(h.lease.Epoch()) == id
+	abandoned := mine && h.abandoned
+	if mine && !abandoned {
+		delete(s.held, ws) // an abandoned entry stays: its late writes are refused
 	}
 	s.mu.Unlock()
-	if h == nil {
+	switch {
+	case !mine:
 		return s.forceUnlock(ctx, ws, id)
-	}
-	if h.abandoned {
-		return fmt.Errorf("unlocking the state s3://%s/%s: lock ID %s was left to lapse when Terraform went away", s.cfg.Bucket, s.Key(ws), id)
+	case abandoned:
+		return fmt.Errorf("unlocking the state s3://%s/%s: %w (lock ID %s lapses by itself)", s.cfg.Bucket, s.Key(ws), ErrAbandoned, id)
 	}
 	return h.lease.Release(ctx)
 }

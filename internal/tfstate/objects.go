@@ -19,18 +19,31 @@ import (
 // backend writes them.
 const stateContentType = "application/json"
 
+// ErrLocking is a write while this process is still taking the
+// workspace's lock: neither locked nor unlocked, so refused.
+var ErrLocking = errors.New("this process is taking the state's lock; a write must wait for it")
+
 // Read returns a workspace's state without its fence mark; nil when it has
 // none (no object, or a lock's placeholder). Under this process's lock,
 // reading the holder's own bytes (marked with its epoch) confirms what its
 // next write must find; other bytes (written since by someone else) are not
 // adopted, so that the next write fails rather than overwrite them.
 func (s *Store) Read(ctx context.Context, ws string) ([]byte, error) {
+	s.mu.Lock()
+	h := s.held[ws]
+	var before string
+	if h != nil {
+		before = h.etag
+	}
+	s.mu.Unlock()
 	body, etag, err := s.get(ctx, s.Key(ws))
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	if h := s.held[ws]; h != nil && h.lease != nil {
+	// Only the holder's own bytes, and only if no write of its own moved
+	// on meanwhile.
+	if h != nil && h.lease != nil && s.held[ws] == h && h.etag == before {
 		if e, ok := markEpoch(body); ok && e == h.lease.Epoch() {
 			h.etag = etag
 		}
@@ -58,8 +71,11 @@ func (s *Store) Write(ctx context.Context, ws string, state []byte) error {
 		lease, etag, abandoned = h.lease, h.etag, h.abandoned
 	}
 	s.mu.Unlock()
-	if lease == nil {
+	switch {
+	case h == nil:
 		return s.putUnlocked(ctx, key, state)
+	case lease == nil:
+		return fmt.Errorf("writing the state s3://%s/%s: %w", s.cfg.Bucket, key, ErrLocking)
 	}
 	stale := &StaleWriteError{Bucket: s.cfg.Bucket, Key: key, Lock: s.LockName(ws), Epoch: lease.Epoch()}
 	switch {
@@ -90,7 +106,9 @@ func (s *Store) Write(ctx context.Context, ws string, state []byte) error {
 		return err
 	}
 	s.mu.Lock()
-	h.etag = aws.ToString(out.ETag)
+	if s.held[ws] == h {
+		h.etag = aws.ToString(out.ETag)
+	}
 	s.mu.Unlock()
 	return nil
 }

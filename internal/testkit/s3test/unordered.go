@@ -1,60 +1,68 @@
 package s3test
 
 import (
-	"bytes"
-	"io"
-	"net/http"
-	"regexp"
+	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// UnorderedListings is an http.RoundTripper that makes a store list keys
-// out of order, as S3 directory buckets do ("ListObjectsV2 does not return
-// objects in lexicographical order"): it reverses the keys of every
-// ListObjectsV2 page. Each page still holds the keys the store chose for
-// it; only their order within the page changes. (AWS documents no order at
-// all; reversing is the order a test can rely on to be wrong.)
+// UnorderedListings is an S3 client (an s3lock.S3API) that lists as an S3 directory bucket
+// may: AWS documents that directory buckets do not return keys in
+// lexicographical order and do not support StartAfter. It lists the whole
+// prefix from the store behind it, reverses the keys (the order a test can
+// rely on to be wrong), ignores StartAfter, and cuts pages of MaxKeys with
+// continuation tokens of its own. Listings with a delimiter pass through
+// unchanged (an emulation of the listing order only, not of a directory
+// bucket's delimiter rules).
 type UnorderedListings struct {
-	Next http.RoundTripper
+	*s3.Client
 }
 
-// Wrap makes u reorder the listings that pass through next.
-func (u *UnorderedListings) Wrap(next http.RoundTripper) http.RoundTripper {
-	u.Next = next
-	return u
-}
+const unorderedToken = "unordered-"
 
-// contentsElem is one key of a ListObjectsV2 answer.
-var contentsElem = regexp.MustCompile(`(?s)<Contents>.*?</Contents>`)
-
-// RoundTrip implements http.RoundTripper.
-func (u *UnorderedListings) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := u.Next.RoundTrip(req)
-	if err != nil || Operation(req) != "ListObjectsV2" || resp.StatusCode != http.StatusOK {
-		return resp, err
+// ListObjectsV2 lists as described on UnorderedListings.
+func (u UnorderedListings) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	if aws.ToString(in.Delimiter) != "" {
+		return u.Client.ListObjectsV2(ctx, in, opts...)
 	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
+	offset := 0
+	if tok := aws.ToString(in.ContinuationToken); tok != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(tok, unorderedToken))
+		if err != nil || !strings.HasPrefix(tok, unorderedToken) {
+			return nil, fmt.Errorf("s3test: UnorderedListings: continuation token %q is not one of its own", tok)
+		}
+		offset = n
 	}
-	spans := contentsElem.FindAllIndex(body, -1)
-	elems := make([][]byte, len(spans))
-	for i, s := range spans {
-		elems[i] = body[s[0]:s[1]]
+	var all []types.Object
+	up := &s3.ListObjectsV2Input{Bucket: in.Bucket, Prefix: in.Prefix, ExpectedBucketOwner: in.ExpectedBucketOwner}
+	for {
+		out, err := u.Client.ListObjectsV2(ctx, up, opts...)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.Contents...)
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			break
+		}
+		up.ContinuationToken = out.NextContinuationToken
 	}
-	slices.Reverse(elems)
-	var out bytes.Buffer
-	last := 0
-	for i, s := range spans {
-		out.Write(body[last:s[0]])
-		out.Write(elems[i])
-		last = s[1]
+	slices.Reverse(all)
+	size := int(aws.ToInt32(in.MaxKeys))
+	if size <= 0 {
+		size = 1000
 	}
-	out.Write(body[last:])
-	resp.Body = io.NopCloser(&out)
-	resp.ContentLength = int64(out.Len())
-	resp.Header.Set("Content-Length", strconv.Itoa(out.Len()))
-	return resp, nil
+	offset = min(offset, len(all))
+	end := min(offset+size, len(all))
+	out := &s3.ListObjectsV2Output{Name: in.Bucket, Prefix: in.Prefix, MaxKeys: aws.Int32(int32(size)),
+		Contents: all[offset:end], KeyCount: aws.Int32(int32(end - offset)), IsTruncated: aws.Bool(end < len(all))}
+	if end < len(all) {
+		out.NextContinuationToken = aws.String(unorderedToken + strconv.Itoa(end))
+	}
+	return out, nil
 }
