@@ -66,7 +66,7 @@ func TestAccVerifyAction_Checks(t *testing.T) {
 	wantOutput(t, "verify", out,
 		fmt.Sprintf(`Checking bucket %q, with probes under s3://%s/%s.`, e.bucket, e.bucket, probes),
 		"conditional writes: ok: If-None-Match and If-Match are enforced",
-		"listing order: ok: keys are listed in ascending order, StartAfter honoured",
+		"listing order: ok: pages follow the key order, StartAfter honoured",
 		`list \(s3:ListBucket\): ok`, `get \(s3:GetObject\): ok`, `put \(s3:PutObject\): ok`, `delete \(s3:DeleteObject\): ok`,
 		fmt.Sprintf(`Bucket %q passed all 6 checks.`, e.bucket),
 		"Action complete: "+action)
