@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +63,7 @@ var unknownKeyCodes = map[string]bool{
 // unknownAccessKey reports whether the store refused err's request because
 // it does not know its access key.
 func unknownAccessKey(err error) bool {
-	code, _ := errorCode(err)
+	code, _ := answerCode(err)
 	return unknownKeyCodes[code]
 }
 
@@ -73,13 +75,16 @@ func classify(err error) failure {
 	if errors.As(err, &timeout) {
 		return failTransient
 	}
-	if credentialsFailure(err) {
+	code, status := answerCode(err)
+	if status == 0 && credentialsFailure(err) {
+		if _, _, asked := sessionAnswer(err); asked {
+			return failTransient // the CreateSession got no answer: the store is unreachable
+		}
 		return failCredentials
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return failCanceled // the caller's context ended
 	}
-	code, status := errorCode(err)
 	switch {
 	case collisionCodes[code]:
 		return failCollision
@@ -127,13 +132,48 @@ func classify(err error) failure {
 	return failOther
 }
 
+// sessionAnswerText is how the SDK reports a directory bucket's refused
+// CreateSession: as text ("get credentials: %v"), not as a wrapped error.
+var sessionAnswerText = regexp.MustCompile(`StatusCode: (\d+)(?:, RequestID: [^,]*, HostID: [^,]*, (?:api error )?([A-Za-z]+):)?`)
+
+// sessionAnswer returns the status and code of the store's answer to the
+// CreateSession request the SDK makes before a directory bucket's requests,
+// when that request failed: the answer is the store's (a 503, a refused
+// signature), not a lack of credentials. ok with status 0: the request got
+// no answer (the store is unreachable).
+func sessionAnswer(err error) (code string, status int, ok bool) {
+	if !credentialsFailure(err) {
+		return "", 0, false
+	}
+	text := sdkError(err).Error()
+	i := strings.Index(text, "CreateSession, ")
+	if i < 0 || strings.Contains(text[i:], "get identity: ") {
+		return "", 0, false // no session asked for, or it lacked credentials itself
+	}
+	if m := sessionAnswerText.FindStringSubmatch(text[i:]); m != nil {
+		status, _ = strconv.Atoi(m[1])
+		return m[2], status, true
+	}
+	return "", 0, true // no answer (the SDK's retry quota ran out, say)
+}
+
 // credentialsFailure reports whether the SDK failed to obtain credentials for
 // a request (so it was never sent). The SDK has no type for this; it wraps
 // the credential provider's error as "get identity: ..." or, in older code
 // paths, in a *v4.SigningError.
 func credentialsFailure(err error) bool {
 	var signing *v4.SigningError
-	return errors.As(err, &signing) || strings.Contains(err.Error(), "get identity: ")
+	return errors.As(err, &signing) || strings.Contains(sdkError(err).Error(), "get identity: ")
+}
+
+// sdkError is the SDK's error inside an *OpError, whose own message
+// describes it in other words.
+func sdkError(err error) error {
+	var op *OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
 }
 
 // refused reports whether a failed write certainly did not happen, and will
@@ -147,6 +187,15 @@ func (f failure) refused() bool {
 }
 
 // errorCode returns the S3 error code and HTTP status of err, if it has them.
+// answerCode is errorCode, or the code and status of the store's answer to
+// the CreateSession that failed before the request (sessionAnswer).
+func answerCode(err error) (code string, status int) {
+	if code, status, ok := sessionAnswer(err); ok {
+		return code, status
+	}
+	return errorCode(err)
+}
+
 func errorCode(err error) (code string, status int) {
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
@@ -200,6 +249,7 @@ func describeCause(err error) string {
 		msg = fmt.Sprintf("no answer within %s", timeout.after)
 	case errors.As(err, &netErr):
 		msg = netErr.Error()
+	case sessionFailed(err, &msg):
 	case credentialsFailure(err):
 		msg = err.Error()
 		if i := strings.LastIndex(msg, "get credentials: "); i >= 0 {
@@ -210,7 +260,7 @@ func describeCause(err error) string {
 		msg = err.Error()
 	}
 	var quota ratelimit.QuotaExceededError
-	if errors.As(err, &quota) {
+	if errors.As(err, &quota) || strings.Contains(sdkError(err).Error(), "retry quota exceeded") {
 		msg += "; the SDK's retry quota exceeded, so it stopped retrying"
 	}
 	var attempts *retry.MaxAttemptsError
@@ -218,6 +268,23 @@ func describeCause(err error) string {
 		msg += fmt.Sprintf(" (after %d attempts)", attempts.Attempt)
 	}
 	return msg
+}
+
+// sessionFailed sets msg to the store's answer to a failed CreateSession
+// (sessionAnswer), if err is one.
+func sessionFailed(err error, msg *string) bool {
+	code, status, ok := sessionAnswer(err)
+	switch {
+	case !ok:
+	case status == 0:
+		*msg = "CreateSession: no answer from the store"
+	default:
+		*msg = "CreateSession: " + http.StatusText(status)
+		if code != "" {
+			*msg += " (" + code + ")"
+		}
+	}
+	return ok
 }
 
 // causeText is err's message without the "s3lock: " that starts the

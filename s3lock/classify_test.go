@@ -54,3 +54,35 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// TestClassify_ARefusedSessionIsTheStoresAnswer: on a directory bucket the
+// SDK asks for a session before each client's first request and reports its
+// failure as text inside a credentials error; s3lock classifies it by the
+// store's answer (a 503 is an outage, a 403 a refusal, a 404 a missing
+// bucket), not as missing credentials — which a failure without an answer
+// still is.
+func TestClassify_ARefusedSessionIsTheStoresAnswer(t *testing.T) {
+	session := func(answer string) error {
+		return fmt.Errorf("operation error S3: PutObject, get identity: get credentials: operation error S3: CreateSession, %s", answer)
+	}
+	for _, tc := range []struct {
+		err  error
+		want failure
+	}{
+		{session("exceeded maximum number of attempts, 3, https response error StatusCode: 503, RequestID: x, HostID: y, api error ServiceUnavailable: down"), failTransient},
+		{session("https response error StatusCode: 403, RequestID: , HostID: , api error SignatureDoesNotMatch: no"), failAccessDenied},
+		{session("https response error StatusCode: 404, RequestID: , HostID: , NoSuchBucket: The specified bucket does not exist"), failNoSuchBucket},
+		{session("https response error StatusCode: 403, RequestID: , HostID: , api error InvalidAccessKeyId: unknown"), failAccessDenied},
+		{session("exceeded maximum number of attempts, 3, https response error StatusCode: 0, RequestID: , HostID: , request send failed, dial tcp 127.0.0.1:1: connect: connection refused"), failTransient},
+		{session("retry quota exceeded, 0 available, 5 requested"), failTransient},
+		{session("get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"), failCredentials},
+		{fmt.Errorf("operation error S3: PutObject, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"), failCredentials},
+	} {
+		if got := classify(tc.err); got != tc.want {
+			t.Errorf("classify(%q) = %v; want %v", tc.err, got, tc.want)
+		}
+		if got := classify(&OpError{Op: "PutObject", Err: tc.err}); got != tc.want {
+			t.Errorf("classify of an *OpError around %q = %v; want %v", tc.err, got, tc.want)
+		}
+	}
+}

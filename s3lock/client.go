@@ -17,6 +17,9 @@ type Client struct {
 	api    S3API
 	bucket string
 	cfg    config
+	// directory is set for an S3 directory bucket: its listings are read
+	// whole, in no assumed order (listEpochs).
+	directory bool
 
 	cleanups sync.WaitGroup // background history cleanups in flight
 }
@@ -35,7 +38,7 @@ func New(api S3API, bucket string, opts ...Option) (*Client, error) {
 	if cfg.holder == "" {
 		cfg.holder = defaultHolder()
 	}
-	return &Client{api: api, bucket: bucket, cfg: cfg}, nil
+	return &Client{api: api, bucket: bucket, cfg: cfg, directory: isDirectoryBucket(bucket)}, nil
 }
 
 // ValidateConfig checks the bucket name and the options exactly as New

@@ -3,6 +3,7 @@ package s3lock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -145,6 +147,10 @@ func (cfg contention) run(t *testing.T) []span {
 			continue // a served waiter's ticket, deleted in the background or lapsing
 		}
 		out, err := ns.Client.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
+		var gone *types.NoSuchKey
+		if errors.As(err, &gone) {
+			continue // deleted since the LIST by a last acquisition's history cleanup: no longer in the bucket
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

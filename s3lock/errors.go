@@ -395,7 +395,7 @@ func (e *OpError) Error() string {
 
 func (e *OpError) hint() string {
 	switch {
-	case credentialsFailure(e.Err):
+	case classify(e.Err) == failCredentials:
 		return "the AWS SDK found no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run with a role"
 	case unknownAccessKey(e.Err):
 		return "the store does not know this access key: check the credentials the client uses " +

@@ -41,7 +41,7 @@ func TestAccessDeniedAndMissingBucket(t *testing.T) {
 	if !errors.Is(err, s3lock.ErrAccessDenied) || !errors.As(err, &oe) {
 		t.Fatalf("TryAcquire with a wrong secret = %v; want ErrAccessDenied", err)
 	}
-	for _, part := range []string{ns.Bucket, name + "/lock-", "s3:ListBucket", "Forbidden"} {
+	for _, part := range []string{ns.Bucket, name + "/", "s3:ListBucket", "Forbidden"} {
 		if !strings.Contains(err.Error(), part) {
 			t.Errorf("error %q does not mention %q", err, part)
 		}
@@ -52,7 +52,11 @@ func TestAccessDeniedAndMissingBucket(t *testing.T) {
 		t.Errorf("Acquire with a wrong secret = %v; want ErrAccessDenied at once, not a wait", err)
 	}
 
-	missing, err := s3lock.New(ns.Client, "no-such-bucket-"+s3test.RandomHex(4))
+	absent := "no-such-bucket-" + s3test.RandomHex(4)
+	if ns.Target.Directory {
+		absent += s3test.DirectoryBucketSuffix
+	}
+	missing, err := s3lock.New(ns.Client, absent)
 	if err != nil {
 		t.Fatal(err)
 	}

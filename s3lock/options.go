@@ -252,6 +252,12 @@ func WithProbePrefix(prefix string) Option {
 // (BASE--ZONE--x-s3); general purpose buckets may not end so.
 const directoryBucketSuffix = "--x-s3"
 
+// isDirectoryBucket reports whether bucket is named as an S3 directory
+// bucket (S3 Express One Zone), which lists keys in no set order, does not
+// support StartAfter, and lists only prefixes that end in "/": s3lock lists
+// such a bucket whole (PROTOCOL.md §8).
+func isDirectoryBucket(bucket string) bool { return strings.HasSuffix(bucket, directoryBucketSuffix) }
+
 // validateBucket checks a bucket name against S3's naming rules
 // (ValidateConfig(bucket) without options).
 func validateBucket(bucket string) error {
@@ -267,10 +273,6 @@ func validateBucket(bucket string) error {
 		return bad("contains \"..\"")
 	case net.ParseIP(bucket) != nil:
 		return bad("is formatted as an IP address")
-	case strings.HasSuffix(bucket, directoryBucketSuffix):
-		return invalid("bucket %q is an S3 directory bucket (S3 Express One Zone; its name ends in %q), which s3lock "+
-			"does not support: a directory bucket lists keys out of order, and s3lock finds a lock's current holder as "+
-			"the last key of an ordered listing, so it could miss the holder. Use a general purpose bucket", bucket, directoryBucketSuffix)
 	}
 	for i, r := range bucket {
 		lowerOrDigit := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')

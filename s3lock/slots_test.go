@@ -795,6 +795,9 @@ func TestSlots_HiddenListingIsDetected(t *testing.T) {
 		t.Errorf("%d requests (%s); want a few", n, counter)
 	}
 
+	if ns.Target.Directory {
+		return // a directory bucket lists a lock's epochs and its slots' directory in one listing: none hides one but not the other
+	}
 	// A lock never held, whose own epochs the listing hides but not its
 	// slots' (MinIO, with an object at the lock's name): the marker the
 	// first acquirer writes would be seen by nobody after it. It is

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -210,8 +211,12 @@ func (l *listed) newest() (listedEpoch, bool) {
 }
 
 // listEpochs lists up to one page of epoch objects of the lock name with keys
-// after startAfter ("" for the first).
+// after startAfter ("" for the first). On a directory bucket it lists them
+// all (listEpochsWhole).
 func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*listed, error) {
+	if c.directory {
+		return c.listEpochsWhole(ctx, name, startAfter)
+	}
 	prefix := epochPrefix(name)
 	in := &s3.ListObjectsV2Input{
 		Bucket: aws.String(c.bucket),
@@ -230,6 +235,50 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 		return nil, err
 	}
 	l := &listed{truncated: aws.ToBool(out.IsTruncated), date: responseDate(out.ResultMetadata)}
+	l.add(name, "", out)
+	// Stores return keys in ascending order, and zero-padded epochs sort
+	// like numbers; sort anyway in case a store does not.
+	sortEpochs(l.epochs)
+	return l, nil
+}
+
+// listEpochsWhole is listEpochs on a store whose listing follows no key
+// order and ignores StartAfter (an S3 directory bucket, which also lists
+// only prefixes that end in "/"): it lists the lock's directory "<name>/"
+// page by page with continuation tokens, keeps the epochs after startAfter,
+// and returns them as one page that is not truncated, so that the newest is
+// found without trusting any order. Its cost is one LIST per thousand keys
+// and common prefixes directly under "<name>/" (epochs, the line, the
+// slots, each nested lock's directory): with history cleanup, one.
+func (c *Client) listEpochsWhole(ctx context.Context, name, startAfter string) (*listed, error) {
+	prefix := name + "/"
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/"),
+		MaxKeys: aws.Int32(pageSize), ExpectedBucketOwner: c.owner()}
+	l := &listed{}
+	for page := 0; ; page++ {
+		out, err := c.list(ctx, prefix, in)
+		if err != nil {
+			return nil, err
+		}
+		if page == 0 {
+			l.date = responseDate(out.ResultMetadata)
+		}
+		l.add(name, startAfter, out)
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			break
+		}
+		next := *in
+		next.ContinuationToken = out.NextContinuationToken
+		in = &next
+	}
+	sortEpochs(l.epochs)
+	return l, nil
+}
+
+// add adds a listing page of the lock name's keys to l: its epochs after
+// startAfter ("" for all), whether it shows the line, and how many other
+// keys and common prefixes it holds.
+func (l *listed) add(name, startAfter string, out *s3.ListObjectsV2Output) {
 	for _, cp := range out.CommonPrefixes {
 		// A nested lock's keys, or the line's tickets: skip past all of
 		// them when paging on.
@@ -248,12 +297,11 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 			l.foreign++
 			continue
 		}
+		if key <= startAfter {
+			continue
+		}
 		l.epochs = append(l.epochs, listedEpoch{key: key, epoch: epoch, etag: aws.ToString(obj.ETag), lastModified: aws.ToTime(obj.LastModified)})
 	}
-	// Stores return keys in ascending order, and zero-padded epochs sort
-	// like numbers; sort anyway in case a store does not.
-	sortEpochs(l.epochs)
-	return l, nil
 }
 
 // listLine lists every ticket in the line of the lock name, in key order (the
@@ -331,20 +379,28 @@ type listedKey struct {
 	date         time.Time
 }
 
-// listKeys calls fn with every key under prefix, page by page.
+// listKeys calls fn with every key under prefix, page by page. A directory
+// bucket lists only prefixes that end in "/": there it lists the directory
+// the prefix is in and leaves out the keys outside the prefix.
 func (c *Client) listKeys(ctx context.Context, prefix string, fn func(listedKey)) error {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), ExpectedBucketOwner: c.owner()}
-	if prefix != "" {
-		in.Prefix = aws.String(prefix)
+	asked := prefix
+	if c.directory {
+		asked = prefix[:strings.LastIndex(prefix, "/")+1]
+	}
+	if asked != "" {
+		in.Prefix = aws.String(asked)
 	}
 	for {
-		out, err := c.list(ctx, prefix, in)
+		out, err := c.list(ctx, asked, in)
 		if err != nil {
 			return err
 		}
 		date := responseDate(out.ResultMetadata)
 		for _, o := range out.Contents {
-			fn(listedKey{key: aws.ToString(o.Key), lastModified: aws.ToTime(o.LastModified), date: date})
+			if key := aws.ToString(o.Key); strings.HasPrefix(key, prefix) {
+				fn(listedKey{key: key, lastModified: aws.ToTime(o.LastModified), date: date})
+			}
 		}
 		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
 			return nil

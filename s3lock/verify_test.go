@@ -49,6 +49,9 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.api == unordered && ns.Target.Directory {
+				t.Skip("a directory bucket lists out of order, and s3lock lists it whole: TestDirectoryBuckets_VerifyReportsTheListingOrder")
+			}
 			c, err := s3lock.New(tc.api, ns.Bucket, s3lock.WithProbePrefix(ns.Prefix))
 			if err != nil {
 				t.Fatal(err)
@@ -124,6 +127,9 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		}
 	})
 	t.Run("store listing out of order", func(t *testing.T) {
+		if ns.Target.Directory {
+			t.Skip("a directory bucket lists out of order, and s3lock lists it whole: TestDirectoryBuckets_VerifyReportsTheListingOrder")
+		}
 		rep := check(t, s3test.UnorderedListings{Client: ns.Client})
 		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "listing order": s3lock.CheckFailed,
 			"list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckOK}
@@ -141,7 +147,7 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckError, "listing order": s3lock.CheckNotChecked, "list": s3lock.CheckDenied,
 			"get": s3lock.CheckNotChecked, "put": s3lock.CheckDenied, "delete": s3lock.CheckNotChecked}
 		if got := statuses(rep); !maps.Equal(got, want) {
-			t.Errorf("statuses with a wrong secret = %v; want %v", got, want)
+			t.Errorf("statuses with a wrong secret = %v; want %v (%+v)", got, want, rep.Checks)
 		}
 		if err := rep.Checks[2].Err; !errors.Is(err, s3lock.ErrAccessDenied) {
 			t.Errorf("list check's error = %v; want ErrAccessDenied", err)

@@ -41,9 +41,10 @@ const verifyLong = `Check the bucket before relying on it:
   conditional writes  the store refuses a second create with If-None-Match: *
                       and a write with If-Match on a wrong ETag (a store that
                       ignores them cannot provide mutual exclusion)
-  listing order       keys are listed in ascending order, honouring StartAfter
-                      (S3 directory buckets do not: s3lock could miss a
-                      lock's holder there)
+  listing order       keys are listed in ascending order, honouring StartAfter;
+                      on an S3 directory bucket (BASE--ZONE--x-s3), which
+                      lists in no order and which s3lock reads whole, that
+                      paging shows every key once
   list, get, put, delete
                       the credentials have s3:ListBucket, s3:GetObject,
                       s3:PutObject and s3:DeleteObject (old epochs are deleted
@@ -118,7 +119,7 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 			case errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported):
 				name += " (this store does not enforce S3 conditional writes, so s3lock cannot provide mutual exclusion on it)"
 			case errors.Is(c.Err, s3lock.ErrUnorderedListing):
-				name += " (this store does not list keys in order, as S3 directory buckets do not, so s3lock could miss a lock's holder on it)"
+				name += " (this store does not list keys in order, so s3lock could miss a lock's holder on it)"
 			}
 			failed = append(failed, name)
 		}

@@ -71,8 +71,9 @@ func hintFor(bucket, objects string, err error) string {
 		return "This store does not enforce S3 conditional writes (If-None-Match, If-Match), so s3lock cannot " +
 			"provide mutual exclusion on it: use a store that does (AWS S3, MinIO, versitygw, ...)."
 	case errors.Is(err, s3lock.ErrUnorderedListing):
-		return "This store does not list keys in order (S3 directory buckets do not), so s3lock could miss a " +
-			"lock's holder on it: use a general purpose bucket, or a store that passes s3lock verify."
+		return "This store does not list keys in order, so s3lock could miss a lock's holder on it: use a general " +
+			"purpose bucket, an S3 directory bucket (named BASE--ZONE--x-s3, whose listings s3lock reads whole), " +
+			"or a store that passes s3lock verify."
 	case errors.Is(err, s3lock.ErrCorruptLease):
 		return "An object in the lock's key prefix is not an s3lock lease; remove it or use another lock name."
 	case errors.Is(err, s3lock.ErrNameCollision):

@@ -24,6 +24,9 @@ const (
 	// longLeaseDuration is the long-lease run's: a few pauses and kills of
 	// a holder, each taken over after a 12 s lease lapses.
 	longLeaseDuration = 90 * time.Second
+	// directoryDuration is the directory bucket run's: TestChaos's cast,
+	// shorter, for the listing that differs, not for the faults.
+	directoryDuration = 60 * time.Second
 )
 
 var duration = flag.Duration("chaos.duration", envDuration("S3LOCK_CHAOS_DURATION", defaultDuration),
@@ -123,6 +126,34 @@ func TestChaos_LongLease(t *testing.T) {
 	}
 	if f.claims == 0 {
 		t.Error("no trust deadline was recorded: the run proves nothing about how long a holder trusts its lease")
+	}
+}
+
+// TestChaos_DirectoryBucket is TestChaos's cast, shorter, on a bucket named
+// as an S3 directory bucket behind the s3test.DirectoryBuckets emulation
+// (listings in no key order, no StartAfter, prefixes that end in "/",
+// sessions): every SDK worker and `s3lock run` lists the lock whole
+// (PROTOCOL.md §8), under the same pauses, kills, partitions, store
+// restarts and skewed clocks, and the same checks of the history and of
+// the store's record.
+func TestChaos_DirectoryBucket(t *testing.T) {
+	requireChaos(t)
+	sc := scenario{
+		duration:  directoryDuration,
+		seed:      seed(t),
+		faults:    true,
+		directory: true,
+		workers: []workerSpec{
+			{slot: "w1", proxied: true, clockOffset: 3 * time.Hour},
+			{slot: "w2", proxied: true, jumps: true},
+			{slot: "w3", clockOffset: -5 * time.Hour},
+			{slot: "w4"},
+		},
+		runners: []runnerSpec{{slot: "run1"}, {slot: "run2", proxied: true}},
+	}
+	f := runChecked(t, sc)
+	if f.acquisitions == 0 || f.witnessed == 0 {
+		t.Errorf("%d acquisitions, %d writes witnessed: the run did not use the directory bucket", f.acquisitions, f.witnessed)
 	}
 }
 

@@ -200,7 +200,7 @@ func (l *lab) finalRead(ctx context.Context) Op {
 	var lastErr error
 	for range 10 {
 		call := record.Now()
-		out, err := l.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(registerKey)})
+		out, err := l.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(l.bucket), Key: aws.String(registerKey)})
 		if err != nil {
 			lastErr = err
 			sleep(ctx, pollEvery)

@@ -36,6 +36,7 @@ type lab struct {
 	logs    string // the processes' output
 	bins    binaries
 	store   *store
+	bucket  string // scenario.bucketName
 	// witness records every write to the lock's epoch objects, in front
 	// of the store (every client's requests pass it, the suite's too).
 	witness *witness.Witness
@@ -62,8 +63,21 @@ func newLab(t *testing.T, sc scenario) *lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.teardown)
-	l.witness = witness.New(bucket, record.Now)
-	if l.front, err = l.witness.NewProxy(l.store.Endpoint); err != nil {
+	l.bucket = sc.bucketName()
+	storeURL := l.store.Endpoint
+	if sc.directory {
+		d, err := s3test.StartDirectoryBuckets(l.store.Endpoint, s3server.Region, s3server.AccessKeyID, s3server.SecretAccessKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Close)
+		if err := d.CreateBucket(t.Context(), l.bucket); err != nil {
+			t.Fatal(err)
+		}
+		storeURL = d.URL
+	}
+	l.witness = witness.New(l.bucket, record.Now)
+	if l.front, err = l.witness.NewProxy(storeURL); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.front.Close)
@@ -72,10 +86,12 @@ func newLab(t *testing.T, sc scenario) *lab {
 	if l.s3, err = s3test.BuildClient(t.Context(), tg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.s3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
+	if !sc.directory {
+		if _, err := l.s3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(l.bucket)}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if l.lock, err = s3lock.New(l.s3, bucket, s3lock.WithHolder("chaos-suite"), s3lock.WithRequestTimeout(2*time.Second)); err != nil {
+	if l.lock, err = s3lock.New(l.s3, l.bucket, s3lock.WithHolder("chaos-suite"), s3lock.WithRequestTimeout(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	l.startProxies()
@@ -161,7 +177,7 @@ func (l *lab) env(slot string) []string {
 		"AWS_CONFIG_FILE=/dev/null",
 		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 		"AWS_EC2_METADATA_DISABLED=true",
-		"S3LOCK_BUCKET=" + bucket,
+		"S3LOCK_BUCKET=" + l.bucket,
 		"S3LOCK_ENDPOINT=" + l.endpoint(slot),
 		"S3LOCK_USE_PATH_STYLE=true",
 	}
@@ -170,7 +186,7 @@ func (l *lab) env(slot string) []string {
 // workerArgs are the worker's flags common to both kinds of slot.
 func (l *lab) workerArgs(slot, name string) []string {
 	return []string{
-		"-endpoint", l.endpoint(slot), "-bucket", bucket, "-lock", lockName, "-register", registerKey,
+		"-endpoint", l.endpoint(slot), "-bucket", l.bucket, "-lock", lockName, "-register", registerKey,
 		"-name", name, "-history", filepath.Join(l.history, name+".jsonl"),
 		"-lease", l.sc.leaseDuration().String(), "-work", workMax.String(),
 		"-seed", strconv.FormatUint(l.sc.seed+uint64(len(l.procs.snapshot()))+1, 10),

@@ -72,7 +72,7 @@ func (m *monitor) loop(ctx context.Context) {
 
 // classify reads epoch e, which a later epoch has followed.
 func (m *monitor) classify(ctx context.Context, e uint64) {
-	out, err := m.l.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(s3lock.Token{Name: lockName, Epoch: e}.Key())})
+	out, err := m.l.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(m.l.bucket), Key: aws.String(s3lock.Token{Name: lockName, Epoch: e}.Key())})
 	if err != nil {
 		m.note(func() { m.unknown++ })
 		return

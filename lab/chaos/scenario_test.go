@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
 // Timings of a run. Each says why it is what it is; none is an assertion on
@@ -80,6 +82,18 @@ type scenario struct {
 	runners  []runnerSpec
 	faults   bool // inject faults (pauses, kills, proxies, store restarts)
 	seed     uint64
+	// directory puts the s3test.DirectoryBuckets emulation between the
+	// witness and the store, and names the bucket as a directory bucket:
+	// every process lists it as s3lock lists S3 directory buckets.
+	directory bool
+}
+
+// bucketName is the run's bucket.
+func (sc scenario) bucketName() string {
+	if sc.directory {
+		return bucket + s3test.DirectoryBucketSuffix
+	}
+	return bucket
 }
 
 // leaseDuration is every holder's lease.

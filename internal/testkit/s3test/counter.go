@@ -9,13 +9,17 @@ import (
 )
 
 // Counter is an http.RoundTripper that counts the requests that reach the
-// wire, by S3 operation. Counts include the SDK's own retries.
+// wire, by S3 operation. Counts include the SDK's own retries. They leave
+// out CreateSession: on a directory bucket the SDK asks for a session
+// before a client's first request and again when it runs out (every five
+// minutes), whatever s3lock does; Sessions counts them.
 type Counter struct {
 	Next http.RoundTripper
 
 	mu       sync.Mutex
 	counts   map[string]int
 	statuses map[string]int // "op status", e.g. "GetObject 304"
+	sessions int
 }
 
 // Wrap makes c count the requests sent through next.
@@ -27,6 +31,12 @@ func (c *Counter) Wrap(next http.RoundTripper) http.RoundTripper {
 // RoundTrip implements http.RoundTripper.
 func (c *Counter) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := Operation(req)
+	if op == "CreateSession" {
+		c.mu.Lock()
+		c.sessions++
+		c.mu.Unlock()
+		return c.Next.RoundTrip(req)
+	}
 	c.mu.Lock()
 	if c.counts == nil {
 		c.counts = map[string]int{}
@@ -53,6 +63,14 @@ func (c *Counter) CountStatus(op string, status int) int {
 	return c.statuses[op+" "+strconv.Itoa(status)]
 }
 
+// Sessions returns the number of CreateSession requests since the last
+// Reset.
+func (c *Counter) Sessions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions
+}
+
 // Total returns the number of requests counted since the last Reset.
 func (c *Counter) Total() int {
 	c.mu.Lock()
@@ -77,6 +95,7 @@ func (c *Counter) Reset() {
 	defer c.mu.Unlock()
 	c.counts = nil
 	c.statuses = nil
+	c.sessions = 0
 }
 
 // String lists the counts, e.g. "GetObject=1 ListObjectsV2=1 PutObject=1".
@@ -99,6 +118,8 @@ func Operation(req *http.Request) string {
 		return id
 	}
 	switch {
+	case q.Has("session") && req.Method == http.MethodGet:
+		return "CreateSession"
 	case q.Get("list-type") == "2":
 		return "ListObjectsV2"
 	case q.Has("delete") && req.Method == http.MethodPost:

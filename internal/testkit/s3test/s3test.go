@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,16 @@ const (
 	// finds the first run's bucket and objects; without it the data goes
 	// to a temporary directory that is removed.
 	EnvStoreDir = "S3LOCK_TEST_STORE_DIR"
+	// EnvDirectoryBuckets, set to 1, runs the suite "as on an S3 directory
+	// bucket": each namespace is a bucket named as a directory bucket
+	// (BASE--use1-az4--x-s3) on the local versitygw, reached through the
+	// DirectoryBuckets emulation.
+	EnvDirectoryBuckets = "S3LOCK_TEST_DIRECTORY_BUCKETS"
 )
+
+// DirectoryBucketSuffix ends the name of each namespace's bucket under
+// EnvDirectoryBuckets: an S3 directory bucket's zone and "--x-s3".
+const DirectoryBucketSuffix = "--use1-az4--x-s3"
 
 // StoreBucket is the shared bucket of an EnvStore run.
 const StoreBucket = "s3lock-shared"
@@ -88,6 +98,9 @@ type Target struct {
 	// CAFile, when set, is a PEM bundle of the certificates clients trust
 	// (a TLSStore's self-signed one) instead of the system's.
 	CAFile string
+	// Directory is set when Endpoint is the DirectoryBuckets emulation
+	// (EnvDirectoryBuckets): buckets are named as directory buckets.
+	Directory bool
 }
 
 var (
@@ -95,11 +108,15 @@ var (
 	server     s3server.Store
 	serverTemp bool // server's data directory is temporary
 	serverErr  error
+	directory  *DirectoryBuckets // the emulation, under EnvDirectoryBuckets
 )
 
 // Main runs m and stops the local store, if one was started.
 func Main(m *testing.M) int {
 	code := m.Run()
+	if directory != nil {
+		directory.Close()
+	}
 	if server != nil {
 		server.Stop()
 		if serverTemp {
@@ -161,6 +178,9 @@ func LoadTarget() (Target, error) {
 	if os.Getenv(EnvStore) != "" {
 		tg.Bucket = StoreBucket
 	}
+	if directory != nil {
+		tg.Endpoint, tg.Directory = directory.URL, true
+	}
 	return tg, nil
 }
 
@@ -190,6 +210,15 @@ func startServer() error {
 		return err
 	}
 	server, serverTemp = st, dir == ""
+	if os.Getenv(EnvDirectoryBuckets) == "1" {
+		if shared {
+			return fmt.Errorf("%s and %s are both set: the directory bucket emulation runs on the default versitygw", EnvDirectoryBuckets, EnvStore)
+		}
+		creds := st.Credentials()
+		if directory, err = StartDirectoryBuckets(st.URL(), s3server.Region, creds.AccessKeyID, creds.SecretAccessKey); err != nil {
+			return err
+		}
+	}
 	if shared {
 		return EnsureBucket(ctx, s3server.NewClient(st, nil), StoreBucket)
 	}
@@ -254,7 +283,15 @@ func Open(ctx context.Context, opts ...Option) (*Namespace, error) {
 	ns := &Namespace{Client: client, Target: tg}
 	if tg.Bucket == "" {
 		ns.Bucket = "s3lock-" + RandomHex(6)
-		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)}); err != nil {
+		create := func() error {
+			_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(ns.Bucket)})
+			return err
+		}
+		if tg.Directory {
+			ns.Bucket += DirectoryBucketSuffix
+			create = func() error { return directory.CreateBucket(ctx, ns.Bucket) }
+		}
+		if err := create(); err != nil {
 			return nil, fmt.Errorf("creating bucket %s: %w", ns.Bucket, err)
 		}
 	} else {
@@ -348,16 +385,22 @@ func envOr(k, def string) string {
 func Keys(tb testing.TB, client *s3.Client, bucket, prefix string) []string {
 	tb.Helper()
 	var keys []string
-	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	// The directory the prefix is in, as a directory bucket lists only
+	// prefixes that end in "/"; keys outside the prefix are left out.
+	dir := prefix[:strings.LastIndex(prefix, "/")+1]
+	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(dir)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(tb.Context())
 		if err != nil {
 			tb.Fatalf("listing s3://%s/%s: %v", bucket, prefix, err)
 		}
 		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
+			if key := aws.ToString(o.Key); strings.HasPrefix(key, prefix) {
+				keys = append(keys, key)
+			}
 		}
 	}
+	slices.Sort(keys)
 	return keys
 }
 

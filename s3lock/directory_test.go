@@ -1,0 +1,193 @@
+package s3lock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+)
+
+// emulatedDirectoryBucket starts the directory bucket emulation in front of
+// the local store, makes a bucket named as a directory bucket on it, and
+// returns the emulation, the bucket and a client (with the AWS SDK's
+// sessions, as for a real directory bucket) whose requests counter counts.
+func emulatedDirectoryBucket(t *testing.T, counter *s3test.Counter) (*s3test.DirectoryBuckets, string, *s3.Client) {
+	t.Helper()
+	d, tg, bucket := s3test.NewDirectoryBucket(t)
+	return d, bucket, s3test.NewClient(t, tg, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return counter.Wrap(next) }))
+}
+
+// putKeys writes each key (32 at a time), with the body body gives it.
+func putKeys(t *testing.T, api *s3.Client, bucket string, keys []string, body func(key string) []byte) {
+	t.Helper()
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range 32 {
+		wg.Go(func() {
+			for k := range work {
+				if _, err := api.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(k),
+					Body: bytes.NewReader(body(k))}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+}
+
+// TestDirectoryBuckets_TheHolderIsFoundInAnUnorderedListing: on a store
+// that lists as AWS documents directory buckets to (no key order, no
+// StartAfter, prefixes that end in "/"), a lock whose 2,345 epochs span
+// three LIST pages is taken at the right epoch and then found held, in a
+// LIST per thousand keys. The key-order reading of the listing that
+// general purpose buckets get (PROTOCOL.md §8) fails there: the store
+// refuses its prefix, and a store that accepted it and ignored StartAfter
+// would keep it searching without ever finding the holder.
+func TestDirectoryBuckets_TheHolderIsFoundInAnUnorderedListing(t *testing.T) {
+	t.Parallel()
+	counter := &s3test.Counter{}
+	d, bucket, api := emulatedDirectoryBucket(t, counter)
+	name := "team/app"
+	const prior = 2344
+	keys := []string{name + "/notes.txt", name + "/sub/lock-0000000001.json"} // a foreign key, a nested lock
+	for e := uint64(1); e <= prior; e++ {
+		if e%7 != 0 || e == prior { // gaps, as partial cleanups leave
+			keys = append(keys, epochKey(name, e))
+		}
+	}
+	putKeys(t, api, bucket, keys, func(k string) []byte {
+		if k == epochKey(name, prior) {
+			return EncodeReleasedForTest("earlier", prior, time.Minute)
+		}
+		return []byte("{}")
+	})
+
+	holder, err := New(api, bucket, WithHolder("holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	l, err := holder.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatalf("TryAcquire on the directory bucket: %v", err)
+	}
+	// Counted before the acquisition's history cleanup (in the background,
+	// from the listing it has) deletes what it may.
+	lists, gets := counter.Count("ListObjectsV2"), counter.Count("GetObject")
+	defer func() { _ = l.Release(context.Background()) }()
+	if l.Epoch() != prior+1 {
+		t.Fatalf("the holder took epoch %d; want %d, after the newest listed", l.Epoch(), prior+1)
+	}
+	if want := (len(keys) + 999) / 1000; lists != want || gets != 1 {
+		t.Errorf("the TryAcquire made %d LISTs and %d GETs; want %d LISTs (one per thousand keys) and one GET", lists, gets, want)
+	}
+
+	other, err := New(api, bucket, WithHolder("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.TryAcquire(t.Context(), name)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Epoch != prior+1 || held.Holder != "holder" {
+		t.Fatalf("a second TryAcquire = %v; want a *HeldError naming holder at epoch %d", err, prior+1)
+	}
+
+	// Today's reading of the listing for general purpose buckets, on the
+	// same store.
+	keyOrder, err := New(api, bucket, WithHolder("key-order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyOrder.directory = false
+	if _, err := keyOrder.TryAcquire(t.Context(), name); err == nil || errors.As(err, &held) || !strings.Contains(err.Error(), "InvalidArgument") {
+		t.Errorf("a key-order TryAcquire on the directory bucket = %v; want the store's refusal of its prefix", err)
+	}
+	d.Lenient()
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	counter.Reset()
+	var spun int
+	spin := &stopAfter{next: counter, lists: &spun, limit: 50, stop: stop}
+	spinning, err := New(s3.New(api.Options(), func(o *s3.Options) { o.HTTPClient = &http.Client{Transport: spin} }), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spinning.directory = false
+	newest, found, _, err := spinning.findNewest(ctx, name)
+	if err == nil || found && newest.epoch == prior+1 {
+		t.Errorf("the key-order search on a lenient store = epoch %d (found %v), %v; want it still searching after 50 LISTs", newest.epoch, found, err)
+	}
+	t.Logf("key-order search: stopped after %d LISTs without an answer; the holder is at %d", spun, prior+1)
+}
+
+// stopAfter is a transport that ends a search (stop) once it has made
+// limit LISTs.
+type stopAfter struct {
+	next  http.RoundTripper
+	lists *int
+	limit int
+	stop  context.CancelFunc
+	mu    sync.Mutex
+}
+
+func (s *stopAfter) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	if s3test.Operation(r) == "ListObjectsV2" {
+		if *s.lists++; *s.lists >= s.limit {
+			s.stop()
+		}
+	}
+	s.mu.Unlock()
+	return s.next.RoundTrip(r)
+}
+
+// TestDirectoryBuckets_VerifyReportsTheListingOrder: Verify and CheckStore
+// pass a directory bucket, saying that it lists in no key order and that
+// s3lock reads it whole; the same store under a general purpose bucket's
+// reading fails with ErrUnorderedListing.
+func TestDirectoryBuckets_VerifyReportsTheListingOrder(t *testing.T) {
+	t.Parallel()
+	_, bucket, api := emulatedDirectoryBucket(t, &s3test.Counter{})
+	c, err := New(api, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Verify(t.Context()); err != nil {
+		t.Errorf("Verify of a directory bucket = %v; want nil", err)
+	}
+	rep, err := c.CheckStore(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order Check
+	for _, ch := range rep.Checks {
+		if ch.Name == "listing order" {
+			order = ch
+		}
+	}
+	if !rep.OK || order.Status != CheckOK || !strings.Contains(order.Detail, "directory bucket") {
+		t.Errorf("CheckStore of a directory bucket: OK %v, listing order %+v; want OK, the check saying it is a directory bucket", rep.OK, order)
+	}
+	c.directory = false
+	if err := c.Verify(t.Context()); !errors.Is(err, ErrUnorderedListing) {
+		t.Errorf("Verify with the key-order reading = %v; want ErrUnorderedListing", err)
+	}
+	for _, probes := range []string{"s3lock-probe/probe-", "s3lock-probe/order-"} {
+		if keys := s3test.Keys(t, api, bucket, probes); len(keys) != 0 {
+			t.Errorf("the probes left %v behind", keys)
+		}
+	}
+}
