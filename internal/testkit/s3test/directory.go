@@ -287,13 +287,13 @@ func (d *DirectoryBuckets) list(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case lenient:
 	case prefix != "" && !strings.HasSuffix(prefix, "/"):
-		writeError(w, "InvalidArgument", "directory buckets: only prefixes that end in a delimiter (/) are supported, not "+strconv.Quote(prefix))
+		refuse(w, "directory buckets: only prefixes that end in a delimiter (/) are supported, not "+strconv.Quote(prefix))
 		return
 	case delimiter != "" && delimiter != "/":
-		writeError(w, "InvalidArgument", "directory buckets: only / can be specified as the delimiter, not "+strconv.Quote(delimiter))
+		refuse(w, "directory buckets: only / can be specified as the delimiter, not "+strconv.Quote(delimiter))
 		return
 	case q.Has("start-after"):
-		writeError(w, "InvalidArgument", "directory buckets: StartAfter is not supported")
+		refuse(w, "directory buckets: StartAfter is not supported")
 		return
 	}
 	all, err := d.listAll(r.Context(), bucket, prefix, delimiter)
@@ -310,7 +310,7 @@ func (d *DirectoryBuckets) list(w http.ResponseWriter, r *http.Request) {
 	if tok := q.Get("continuation-token"); tok != "" {
 		after, err := base64.RawURLEncoding.DecodeString(tok)
 		if err != nil {
-			writeError(w, "InvalidArgument", "the continuation token is not one of this store's")
+			refuse(w, "the continuation token is not one of this store's")
 			return
 		}
 		last := entry{Key: string(after), order: hashOrder(string(after))}
@@ -399,8 +399,10 @@ func compareEntries(a, b entry) int {
 	return strings.Compare(a.name(), b.name())
 }
 
-func writeError(w http.ResponseWriter, code, msg string) {
-	writeErrorStatus(w, http.StatusBadRequest, code, msg)
+// refuse answers 400 InvalidArgument, as S3 answers a request it does not
+// support.
+func refuse(w http.ResponseWriter, msg string) {
+	writeErrorStatus(w, http.StatusBadRequest, "InvalidArgument", msg)
 }
 
 func writeErrorStatus(w http.ResponseWriter, status int, code, msg string) {
