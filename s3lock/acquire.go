@@ -109,6 +109,10 @@ type hints struct {
 	// it takes a free lock although the line is not empty (its own ticket
 	// is in it).
 	head bool
+	// free is the newest epoch object as a listing showed it, judged free
+	// from its size code (judgeListed): if the attempt's listing shows the
+	// same key and ETag, the GET can be skipped.
+	free *listedEpoch
 }
 
 // attempt makes one acquisition attempt: find the newest epoch, establish
@@ -122,15 +126,26 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	if err != nil {
 		return nil, err
 	}
+	return c.attemptListed(ctx, name, a, h, start, newest, found, page)
+}
+
+// attemptListed is an attempt from step 3 on, after a listing made at start
+// found the newest epoch (found false: none) in page.
+func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig, h *hints, start time.Time,
+	newest listedEpoch, found bool, page *listed) (*Lease, error) {
 	if err := c.stillListed(ctx, name, newest, found, h); err != nil {
 		return nil, err
 	}
 	next := uint64(1)
 	if found {
 		var prev *observed
-		if r := h.released; r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag {
+		var err error
+		switch r, f := h.released, h.free; {
+		case r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag:
 			prev = r // unchanged since it was read released (the LIST shows its ETag)
-		} else {
+		case f != nil && f.key == newest.key && f.etag != "" && f.etag == newest.etag:
+			prev = &observed{key: f.key, epoch: f.epoch, etag: f.etag, body: &payload{Released: true}} // free by its size code
+		default:
 			prev, err = c.getEpoch(ctx, newest.key, newest.epoch, "")
 		}
 		switch {

@@ -2,6 +2,9 @@ package s3lock_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -320,4 +323,74 @@ func listsEmptyPrefix(t *testing.T, ns *s3test.Namespace, prefix, sub string) bo
 		}
 	}
 	return false
+}
+
+// TestRequestCounts_Slots: a TryAcquire of a slot lock costs at most four
+// requests whatever its number of slots (PROTOCOL.md §14): on a full lock
+// the LIST of the lock, the GET of its marker, one LIST of every slot's
+// epochs, and a GET of the slot that may lapse first (to name its holder);
+// on a lock with a released slot the same three and the PUT that takes it.
+// A waiter on a full lock lists the slots once per poll interval, as a
+// mutex's waiter reads the holder's epoch once per poll interval.
+func TestRequestCounts_Slots(t *testing.T) {
+	for _, n := range []int{1, 8, 64} {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			t.Parallel()
+			ns := s3test.New(t)
+			name := ns.Name("pool")
+			holders := newLockClient(t, ns, "holders", []s3lock.Option{s3lock.WithLeaseDuration(time.Minute)})
+			leases := make([]*s3lock.Lease, n)
+			for i := range leases {
+				l, err := holders.TryAcquire(t.Context(), name, s3lock.Slots(n))
+				if err != nil {
+					t.Fatalf("taking slot %d of %d: %v", i+1, n, err)
+				}
+				leases[i] = l
+				mustRelease(t, l)
+			}
+
+			counter, withCounter := counting()
+			cold := newLockClient(t, ns, "cold", nil, withCounter)
+			_, err := cold.TryAcquire(t.Context(), name, s3lock.Slots(n))
+			var held *s3lock.HeldError
+			if !errors.As(err, &held) || held.Holder != "holders" {
+				t.Fatalf("TryAcquire of a full lock = %v; want a *HeldError naming a holder", err)
+			}
+			if got := counter.Total(); got > 4 {
+				t.Errorf("TryAcquire of a full %d-slot lock made %d requests (%s); want at most 4", n, got, counter)
+			}
+			t.Logf("full, %d slots: %s", n, counter)
+
+			if err := leases[n/2].Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			counter.Reset()
+			fresh := newLockClient(t, ns, "fresh", nil, withCounter)
+			l, err := fresh.TryAcquire(t.Context(), name, s3lock.Slots(n))
+			if err != nil {
+				t.Fatalf("TryAcquire with slot %d released = %v; want the slot", n/2+1, err)
+			}
+			mustRelease(t, l)
+			if got := counter.Total(); got > 4 {
+				t.Errorf("TryAcquire of a released slot of %d made %d requests (%s); want at most 4", n, got, counter)
+			}
+			t.Logf("a released slot, %d slots: %s", n, counter)
+
+			// The lock is full again: a waiter's requests over a while.
+			counter.Reset()
+			const poll, window = 100 * time.Millisecond, 2 * time.Second
+			waiter := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(poll)}, withCounter)
+			ctx, cancel := context.WithTimeout(t.Context(), window)
+			defer cancel()
+			if _, err := waiter.Acquire(ctx, name, s3lock.Slots(n)); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire of a full lock for %s = %v; want it still waiting", window, err)
+			}
+			// One request per poll interval (±20 % jitter), after the
+			// first attempt's four.
+			if got, most := counter.Total(), 4+int(window/(poll*8/10))+1; got > most {
+				t.Errorf("a waiter on a full %d-slot lock made %d requests in %s (%s); want at most %d, one per poll interval", n, got, window, counter, most)
+			}
+			t.Logf("waiting on %d slots for %s: %s", n, window, counter)
+		})
+	}
 }

@@ -65,14 +65,16 @@ func (p *payload) validity() time.Duration {
 	return time.Duration(p.ValidityMs) * time.Millisecond
 }
 
-// encode returns the JSON body. Every write of a lease changes at least the
-// renewal counter, so two writes never have the same body (and so never the
-// same MD5 ETag).
+// encode returns the JSON body, padded with spaces to its size code
+// (sizecode.go). Every write of a lease changes at least the renewal
+// counter, so two writes never have the same body (and so never the same
+// MD5 ETag).
 func (p *payload) encode() ([]byte, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("s3lock: encoding lease payload: %w", err)
 	}
+	b = padToSizeCode(b, p)
 	if len(b) > maxPayloadBytes {
 		return nil, fmt.Errorf("%w: the lease payload would be %d bytes; the limit is %d (reduce the metadata)",
 			ErrInvalidConfig, len(b), maxPayloadBytes)

@@ -36,9 +36,17 @@ type slotWatch struct {
 	i int    // 1-based
 	w waiter // the slot's name, hints and seen ETag
 	// held is the slot's lease as last read, nil while the slot is worth an
-	// attempt; deadline is when that lease may lapse (waiter.deadline).
-	held     *HeldError
-	deadline time.Time
+	// attempt or known only from a listing; deadline is when that lease may
+	// lapse (waiter.deadline), or, for one judged held from a listing
+	// (listedHeld), the earliest it may.
+	held       *HeldError
+	listedHeld bool
+	deadline   time.Time
+	// newest is the slot's newest epoch as the last listing of the slots
+	// showed it, in page (found false: none).
+	newest listedEpoch
+	found  bool
+	page   *listed
 }
 
 func newSlotSet(c *Client, name string, n int) *slotSet {
@@ -53,7 +61,7 @@ func newSlotSet(c *Client, name string, n int) *slotSet {
 // them is old: it waited in line meanwhile).
 func (s *slotSet) reset() {
 	for _, sl := range s.slots {
-		sl.held = nil
+		sl.held, sl.listedHeld = nil, false
 	}
 }
 
@@ -119,34 +127,36 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 	return nil, errRetry // the next attempt reads the marker and takes a slot
 }
 
-// trySlots attempts every slot that may be free, starting at a rotating
-// slot, and returns the first lease it gets. When every slot is held it
-// returns a *HeldError for the slot whose lease runs out first.
+// trySlots lists the slots' epochs (one LIST of "<name>/lock-slots/") and
+// judges each slot from its newest epoch's size code (judgeListed): it
+// creates the next epoch of a slot judged free without reading it, reads a
+// slot the listing cannot judge, and passes over a slot judged held,
+// starting at a rotating slot, until it gets a lease. When every slot is
+// held it reads the slot that may lapse first and returns a *HeldError for
+// it: four requests for a full lock, the LIST and GET of the marker
+// included, whatever the number of slots (PROTOCOL.md §14).
 func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 	s := w.slots
-	sub := w.a
-	sub.order, sub.slots = OrderNone, 0 // the line is the lock's, not a slot's
+	start := w.c.cfg.clock.Now()
+	if err := w.listSlots(ctx); err != nil {
+		return nil, err
+	}
 	retry := false
 	var failed error // a slot that could not be attempted; the others may be free
 	for k := range s.n {
 		sl := s.slots[(s.next+k)%s.n]
-		if sl.held != nil {
-			continue
+		if sl.listedHeld || sl.held != nil {
+			continue // held, as listed now or as read before with the ETag listed now
 		}
-		sub.slot = slotRef{lock: w.name, slot: sl.i, slots: s.n}
-		lease, err := w.c.attempt(ctx, sl.w.name, sub, &sl.w.hints)
-		var held *HeldError
+		lease, err := w.attemptSlot(ctx, sl, start)
 		switch {
 		case err == nil:
 			return lease, nil
-		case errors.As(err, &held):
-			sl.held, sl.w.hints = held, hints{}
-			sl.deadline = sl.w.deadline(held.obs)
 		case errors.Is(err, errRetry):
 			retry = true
 		case ctx.Err() != nil:
 			return nil, err
-		default:
+		case sl.held == nil:
 			failed = err
 		}
 	}
@@ -157,14 +167,110 @@ func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 	case failed != nil || s.soonest() == nil:
 		return nil, failed // no slot was free, and one could not be tried
 	}
-	return nil, w.slotsHeld(s.soonest())
+	if first := s.soonest(); first.held == nil {
+		// Judged held from the listing: read it, to say who holds it and
+		// until when (or take it, if it was freed meanwhile).
+		first.listedHeld = false
+		lease, err := w.attemptSlot(ctx, first, start)
+		switch {
+		case err == nil:
+			return lease, nil
+		case first.held == nil:
+			return nil, err
+		}
+	}
+	return nil, w.slotsHeld(s.shown())
+}
+
+// listSlots lists the epochs of every slot (one LIST of the slots' prefix,
+// one per thousand keys) and judges each slot's newest epoch from it.
+func (w *waiter) listSlots(ctx context.Context) error {
+	pages, err := w.c.slotPages(ctx, w.name)
+	if err != nil {
+		return err
+	}
+	now := w.c.cfg.clock.Now()
+	for _, sl := range w.slots.slots {
+		sl.page = pages[sl.i]
+		if sl.page == nil {
+			sl.page = &listed{}
+		}
+		prev := sl.newest
+		sl.newest, sl.found = sl.page.newest()
+		if sl.held != nil && sl.found && sl.newest.key == prev.key && sl.newest.etag == prev.etag {
+			continue // unchanged since it was read held: its deadline stands
+		}
+		sl.held, sl.listedHeld = nil, false
+		if !sl.found {
+			continue
+		}
+		v, soonest := judgeListed(sl.newest, sl.page.date)
+		sl.w.hints.free = nil
+		switch v {
+		case sizeHeld:
+			sl.listedHeld, sl.deadline = true, now.Add(soonest.Sub(sl.page.date))
+		case sizeFree:
+			sl.w.hints.free = &sl.newest
+		}
+	}
+	return nil
+}
+
+// attemptSlot attempts slot sl from the last listing of the slots (made at
+// start); a *HeldError leaves sl held, with its deadline.
+func (w *waiter) attemptSlot(ctx context.Context, sl *slotWatch, start time.Time) (*Lease, error) {
+	sub := w.a
+	sub.order, sub.slots = OrderNone, 0 // the line is the lock's, not a slot's
+	sub.slot = slotRef{lock: w.name, slot: sl.i, slots: w.slots.n}
+	lease, err := w.c.attemptListed(ctx, sl.w.name, sub, &sl.w.hints, start, sl.newest, sl.found, sl.page)
+	sl.w.hints.free = nil
+	var held *HeldError
+	if errors.As(err, &held) {
+		sl.held, sl.w.hints = held, hints{}
+		sl.deadline = sl.w.deadline(held.obs)
+	}
+	return lease, err
+}
+
+// slotPages lists the epochs of every slot of the slot lock name, each
+// slot's as a page of its own (sorted, not truncated, with the listing's
+// Date): one LIST of "<name>/lock-slots/", one per thousand keys.
+func (c *Client) slotPages(ctx context.Context, name string) (map[int]*listed, error) {
+	pages := map[int]*listed{}
+	err := c.listKeys(ctx, slotPrefix(name), func(k listedKey) {
+		lock, i, epoch, ok := slotOwner(k.key)
+		if !ok || lock != name {
+			return
+		}
+		p := pages[i]
+		if p == nil {
+			p = &listed{date: k.date}
+			pages[i] = p
+		}
+		p.epochs = append(p.epochs, listedEpoch{key: k.key, epoch: epoch, etag: k.etag, lastModified: k.lastModified, size: k.size})
+	})
+	for _, p := range pages {
+		sortEpochs(p.epochs)
+	}
+	return pages, err
 }
 
 // soonest returns the held slot whose lease may lapse first.
 func (s *slotSet) soonest() *slotWatch {
+	return s.first(func(sl *slotWatch) bool { return sl.held != nil || sl.listedHeld })
+}
+
+// shown returns the held slot to describe while waiting: of those read, the
+// one that may lapse first.
+func (s *slotSet) shown() *slotWatch {
+	return s.first(func(sl *slotWatch) bool { return sl.held != nil })
+}
+
+// first returns the slot with the earliest deadline of those that match.
+func (s *slotSet) first(match func(*slotWatch) bool) *slotWatch {
 	var out *slotWatch
 	for _, sl := range s.slots {
-		if sl.held != nil && (out == nil || sl.deadline.Before(out.deadline)) {
+		if match(sl) && (out == nil || sl.deadline.Before(out.deadline)) {
 			out = sl
 		}
 	}
@@ -180,11 +286,12 @@ func (w *waiter) slotsHeld(sl *slotWatch) *HeldError {
 	return &he
 }
 
-// watchSlots waits until a slot may have become free: a held slot's object
-// changed to released or vanished, or its lease's time ran out. It polls
-// the held slots in turn, one conditional GET per poll interval, so that a
-// waiter costs the same few requests a second whatever n is. It returns nil
-// to make the caller attempt again, or an error to give up with.
+// watchSlots waits until a slot may have become free: its newest epoch
+// changed to one not judged held, or its lease's time may have run out. It
+// lists the slots once per poll interval, so that a waiter costs what a
+// mutex's waiter costs, one request per poll interval, whatever n is, and
+// sees a released slot within one poll interval. It returns nil to make the
+// caller attempt again, or an error to give up with.
 func (w *waiter) watchSlots(ctx context.Context) error {
 	c, s := w.c, w.slots
 	clk := c.cfg.clock
@@ -193,7 +300,9 @@ func (w *waiter) watchSlots(ctx context.Context) error {
 		if first == nil {
 			return nil
 		}
-		w.notify(w.slotsHeld(first), first.deadline)
+		if shown := s.shown(); shown != nil {
+			w.notify(w.slotsHeld(shown), first.deadline)
+		}
 		wait := min(jitter(c.cfg.pollInterval), max(0, first.deadline.Sub(clk.Now())), w.untilLineDuty())
 		select {
 		case <-ctx.Done():
@@ -204,27 +313,23 @@ func (w *waiter) watchSlots(ctx context.Context) error {
 			return err
 		}
 		if !clk.Now().Before(first.deadline) {
-			if _, ok := remaining(first.held.obs); !ok {
-				first.w.hints.lapsed = first.held.obs
+			if first.held != nil {
+				if _, ok := remaining(first.held.obs); !ok {
+					first.w.hints.lapsed = first.held.obs
+				}
 			}
-			first.held = nil
-			return nil // its time is up: the attempt judges by the store's clock
+			first.held, first.listedHeld = nil, false
+			return nil // its time may be up: the attempt judges by the store's clock
 		}
-		sl := s.pollNext()
-		obs := sl.held.obs
-		o, err := c.getEpoch(ctx, obs.key, obs.epoch, obs.etag)
-		switch f := classify(err); {
-		case err == nil && o.body.Released:
-			sl.w.hints.released, sl.held = o, nil
-			return nil // released
-		case err == nil: // renewed
-			sl.held = c.heldError(sl.w.name, o)
-			sl.deadline = sl.w.deadline(o)
-		case f == failNotModified:
-		case f == failNotFound:
-			sl.held = nil
-			return nil
-		case errors.Is(err, ErrUnavailable), f == failCanceled && ctx.Err() == nil:
+		err := w.listSlots(ctx)
+		switch {
+		case err == nil:
+			for _, sl := range s.slots {
+				if sl.held == nil && !sl.listedHeld {
+					return nil // freed, or changed so that the listing cannot tell
+				}
+			}
+		case errors.Is(err, ErrUnavailable), classify(err) == failCanceled && ctx.Err() == nil:
 			w.last = err
 		case ctx.Err() != nil:
 			return w.gaveUp(ctx)
@@ -232,18 +337,6 @@ func (w *waiter) watchSlots(ctx context.Context) error {
 			return err
 		}
 	}
-}
-
-// pollNext returns the next held slot to poll, in turn.
-func (s *slotSet) pollNext() *slotWatch {
-	for range s.n {
-		sl := s.slots[s.next]
-		s.next = (s.next + 1) % s.n
-		if sl.held != nil {
-			return sl
-		}
-	}
-	return s.soonest()
 }
 
 // createMarker makes the lock name a slot lock of n slots: it creates epoch

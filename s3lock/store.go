@@ -201,6 +201,7 @@ type listedEpoch struct {
 	epoch        uint64
 	etag         string
 	lastModified time.Time
+	size         int64 // its size code says what it is (judgeListed)
 }
 
 func (l *listed) newest() (listedEpoch, bool) {
@@ -300,7 +301,8 @@ func (l *listed) add(name, startAfter string, out *s3.ListObjectsV2Output) {
 		if key <= startAfter {
 			continue
 		}
-		l.epochs = append(l.epochs, listedEpoch{key: key, epoch: epoch, etag: aws.ToString(obj.ETag), lastModified: aws.ToTime(obj.LastModified)})
+		l.epochs = append(l.epochs, listedEpoch{key: key, epoch: epoch, etag: aws.ToString(obj.ETag),
+			lastModified: aws.ToTime(obj.LastModified), size: aws.ToInt64(obj.Size)})
 	}
 }
 
@@ -375,6 +377,8 @@ func (c *Client) list(ctx context.Context, prefix string, in *s3.ListObjectsV2In
 // sent none).
 type listedKey struct {
 	key          string
+	etag         string
+	size         int64
 	lastModified time.Time
 	date         time.Time
 }
@@ -399,7 +403,7 @@ func (c *Client) listKeys(ctx context.Context, prefix string, fn func(listedKey)
 		date := responseDate(out.ResultMetadata)
 		for _, o := range out.Contents {
 			if key := aws.ToString(o.Key); strings.HasPrefix(key, prefix) {
-				fn(listedKey{key: key, lastModified: aws.ToTime(o.LastModified), date: date})
+				fn(listedKey{key: key, etag: aws.ToString(o.ETag), size: aws.ToInt64(o.Size), lastModified: aws.ToTime(o.LastModified), date: date})
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
