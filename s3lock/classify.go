@@ -278,6 +278,9 @@ func sessionFailed(err error, msg *string) bool {
 	case !ok:
 	case status == 0:
 		*msg = "CreateSession: no answer from the store"
+		if i := strings.Index(sdkError(err).Error(), "dial tcp"); i >= 0 {
+			*msg += " (" + sdkError(err).Error()[i:] + ")"
+		}
 	default:
 		*msg = "CreateSession: " + http.StatusText(status)
 		if code != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -84,5 +85,25 @@ func TestClassify_ARefusedSessionIsTheStoresAnswer(t *testing.T) {
 		if got := classify(&OpError{Op: "PutObject", Err: tc.err}); got != tc.want {
 			t.Errorf("classify of an *OpError around %q = %v; want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestOpError_ADirectoryBucketOutOfReachSaysSo: a directory bucket's zonal
+// endpoint that cannot be reached (a wrong region or zone in the bucket's
+// name, no network) is reported as unreachable, with the SDK's dial error.
+func TestOpError_ADirectoryBucketOutOfReachSaysSo(t *testing.T) {
+	err := &OpError{Op: "ListObjectsV2", Bucket: "locks--use1-az4--x-s3", Key: "a/", Kind: ErrUnavailable,
+		Err: fmt.Errorf("operation error S3: ListObjectsV2, get identity: get credentials: operation error S3: CreateSession, " +
+			"https response error StatusCode: 0, RequestID: , HostID: , request send failed, Get \"https://locks--use1-az4--x-s3." +
+			"s3express-use1-az4.us-east-1.amazonaws.com/?session=\": dial tcp: lookup locks--use1-az4--x-s3.s3express-use1-az4." +
+			"us-east-1.amazonaws.com: no such host")}
+	msg := err.Error()
+	for _, want := range []string{"CreateSession: no answer", "no such host", "the store is unreachable: check the endpoint, the region"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q does not say %q", msg, want)
+		}
+	}
+	if classify(err) != failTransient {
+		t.Errorf("classify = %v; want transient", classify(err))
 	}
 }

@@ -425,7 +425,13 @@ func (e *OpError) hint() string {
 func unreachable(err error) bool {
 	var opErr *net.OpError
 	var dnsErr *net.DNSError
-	return (errors.As(err, &opErr) && opErr.Op == "dial") || errors.As(err, &dnsErr)
+	if (errors.As(err, &opErr) && opErr.Op == "dial") || errors.As(err, &dnsErr) {
+		return true
+	}
+	// A directory bucket's CreateSession that could not connect: the SDK
+	// reports it as text only.
+	_, status, asked := sessionAnswer(err)
+	return asked && status == 0 && strings.Contains(sdkError(err).Error(), "dial tcp")
 }
 
 // Unwrap returns the class sentinel and the underlying error.
