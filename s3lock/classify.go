@@ -77,6 +77,9 @@ func classify(err error) failure {
 	}
 	code, status := answerCode(err)
 	if status == 0 && credentialsFailure(err) {
+		if strings.Contains(sdkError(err).Error(), "retrieve credentials canceled") {
+			return failCanceled // waiting for another request's CreateSession, the caller's context ended
+		}
 		if _, _, asked := sessionAnswer(err); asked {
 			return failTransient // the CreateSession got no answer: the store is unreachable
 		}

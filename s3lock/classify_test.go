@@ -76,6 +76,7 @@ func TestClassify_ARefusedSessionIsTheStoresAnswer(t *testing.T) {
 		{session("https response error StatusCode: 403, RequestID: , HostID: , api error InvalidAccessKeyId: unknown"), failAccessDenied},
 		{session("exceeded maximum number of attempts, 3, https response error StatusCode: 0, RequestID: , HostID: , request send failed, dial tcp 127.0.0.1:1: connect: connection refused"), failTransient},
 		{session("retry quota exceeded, 0 available, 5 requested"), failTransient},
+		{fmt.Errorf("operation error S3: PutObject, get identity: get credentials: s3express retrieve credentials canceled"), failCanceled},
 		{session("get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"), failCredentials},
 		{fmt.Errorf("operation error S3: PutObject, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"), failCredentials},
 	} {

@@ -69,8 +69,8 @@ func TestDirectoryBuckets_TheHolderIsFoundInAnUnorderedListing(t *testing.T) {
 		}
 	}
 	putKeys(t, api, bucket, keys, func(k string) []byte {
-		if k == epochKey(name, prior) {
-			return EncodeReleasedForTest("earlier", prior, time.Minute)
+		if _, e, ok := parseKey(k); ok {
+			return EncodeReleasedForTest("earlier", e, time.Minute) // every earlier holder released
 		}
 		return []byte("{}")
 	})

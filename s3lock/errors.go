@@ -35,9 +35,12 @@ var (
 	// it cannot provide mutual exclusion.
 	ErrConditionalWritesUnsupported = errors.New("s3lock: store does not enforce conditional writes")
 
-	// ErrUnorderedListing means the store does not list keys in ascending
-	// order (or ignores StartAfter), as S3 directory buckets do: s3lock
-	// could miss a lock's holder on it (Verify).
+	// ErrUnorderedListing means the store's listings are not what s3lock
+	// reads them as (Verify): on a general purpose bucket, keys in
+	// ascending order with StartAfter honoured; on a directory bucket,
+	// every key once across pages; on both, each object's size as written
+	// (slot locks read it, PROTOCOL.md §14). s3lock could misjudge a lock's
+	// holder on such a store.
 	ErrUnorderedListing = errors.New("s3lock: store does not list keys in order")
 
 	// ErrInvalidName means a lock name was rejected; the error is a

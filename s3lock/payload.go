@@ -28,7 +28,19 @@ const formatVersion = 1
 // markerFormat is the format of a slot lock's marker (PROTOCOL.md §14): a
 // newer format than a lease's, so that an s3lock that predates Slots reads
 // the marker as unreadable and refuses the lock rather than taking it.
-const markerFormat = 2
+//
+// Format 3 (markerFormat) says that every epoch of the lock's slots carries
+// its size code (sizecode.go), so that the slots may be judged from a
+// listing; a format 2 marker (written before size codes) makes every slot
+// be read, and an s3lock that reads only format 2 refuses a format 3 marker.
+const markerFormat = 3
+
+// sizeCodedMarkers is the first marker format whose slots carry size codes;
+// oldMarkerFormat the marker format before it.
+const (
+	oldMarkerFormat  = 2
+	sizeCodedMarkers = 3
+)
 
 // readFormat is the newest format this package reads.
 const readFormat = markerFormat
@@ -120,8 +132,8 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 		return nil, corrupt("it claims epoch %d but its key is epoch %d", p.Epoch, epoch)
 	case p.Format > readFormat:
 		return nil, corrupt("it was written by a newer s3lock (format %d; this one reads %d)", p.Format, readFormat)
-	case (p.Slots != 0 || p.Format == markerFormat) && (p.Slots < 2 || p.Slots > MaxSlots || p.Format != markerFormat):
-		return nil, corrupt("slots %d is not a marker this s3lock writes (format %d, slots 2 to %d)", p.Slots, p.Format, MaxSlots)
+	case (p.Slots != 0 || p.Format >= oldMarkerFormat) && (p.Slots < 2 || p.Slots > MaxSlots || p.Format < oldMarkerFormat):
+		return nil, corrupt("slots %d is not a marker this s3lock writes (format %d or %d, slots 2 to %d)", p.Slots, oldMarkerFormat, markerFormat, MaxSlots)
 	}
 	return &p, nil
 }

@@ -1,9 +1,19 @@
 package s3lock
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
 // TestSizeCode_ListingNeverFreesALiveLease: what a listing's size says of an
@@ -63,5 +73,56 @@ func TestSizeCode_ListingNeverFreesALiveLease(t *testing.T) {
 		if v, _ := judgeListed(listedEpoch{size: size, lastModified: date.Add(-time.Hour)}, date); v != sizeUnknown {
 			t.Errorf("an object of size %d judged %d from the listing; want unknown", size, v)
 		}
+	}
+}
+
+// TestSlots_AnOldMarkersSlotsAreRead: under a marker written before size
+// codes (format 2), the slots' sizes say nothing, and each slot is read
+// (one GET each) instead of judged from the listing: a full lock is still
+// reported held, a released slot still taken.
+func TestSlots_AnOldMarkersSlotsAreRead(t *testing.T) {
+	t.Parallel()
+	counter := &s3test.Counter{}
+	ns := s3test.New(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return counter.Wrap(next) }))
+	name := ns.Name("old-pool")
+	const n = 4
+	marker := payload{Holder: "old", Format: oldMarkerFormat, Epoch: 1, Nonce: "n", Write: "w", Slots: n}
+	body, err := json.Marshal(marker) // as an s3lock before size codes wrote it: no padding
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(epochKey(name, 1)),
+		Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	holders, err := New(ns.Client, ns.Bucket, WithHolder("holders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leases []*Lease
+	for range n {
+		l, err := holders.TryAcquire(t.Context(), name, Slots(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	defer func() {
+		for _, l := range leases {
+			_ = l.Release(context.Background())
+		}
+	}()
+	cold, err := New(ns.Client, ns.Bucket, WithHolder("cold"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	_, err = cold.TryAcquire(t.Context(), name, Slots(n))
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("TryAcquire of a full lock under an old marker = %v; want a *HeldError", err)
+	}
+	if got, want := counter.Count("GetObject"), 1+n; got != want {
+		t.Errorf("TryAcquire under an old marker made %s; want %d GETs (the marker's, and each slot's)", counter, want)
 	}
 }

@@ -25,7 +25,10 @@ type slotSet struct {
 	// marker is the lock's marker as last read: while the LIST shows its
 	// ETag unchanged, the GET is skipped.
 	marker *observed
-	slots  []*slotWatch
+	// sizeCoded is set when the marker says that the slots' epochs carry
+	// size codes (format 3): only then are slots judged from a listing.
+	sizeCoded bool
+	slots     []*slotWatch
 	// next is where the next round of attempts and polls starts: a random
 	// slot at first, so that acquirers spread over the slots.
 	next int
@@ -99,7 +102,7 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 		case m.body.marker() && m.body.Slots != s.n:
 			return nil, c.slotsError(w.name, m, s.n)
 		case m.body.marker():
-			s.marker = m
+			s.marker, s.sizeCoded = m, m.body.Format >= sizeCodedMarkers
 			if err := c.leaveToLine(ctx, w.name, w.a, &w.hints, page); err != nil {
 				return nil, err
 			}
@@ -195,22 +198,29 @@ func (w *waiter) listSlots(ctx context.Context) error {
 		if sl.page == nil {
 			sl.page = &listed{}
 		}
-		prev := sl.newest
+		prev, wasRead := sl.newest, sl.held != nil && !sl.listedHeld
 		sl.newest, sl.found = sl.page.newest()
-		if sl.held != nil && sl.found && sl.newest.key == prev.key && sl.newest.etag == prev.etag {
+		sameEpoch := sl.found && sl.newest.key == prev.key
+		if wasRead && sameEpoch && sl.newest.etag == prev.etag {
 			continue // unchanged since it was read held: its deadline stands
 		}
-		sl.held, sl.listedHeld = nil, false
-		if !sl.found {
-			continue
+		sl.listedHeld, sl.w.hints.free = false, nil
+		v, soonest := sizeUnknown, time.Time{}
+		if sl.found && w.slots.sizeCoded {
+			v, soonest = judgeListed(sl.newest, sl.page.date)
 		}
-		v, soonest := judgeListed(sl.newest, sl.page.date)
-		sl.w.hints.free = nil
 		switch v {
 		case sizeHeld:
+			// Renewed, or taken by someone else: held either way. The
+			// lease last read of the same epoch goes on describing it.
 			sl.listedHeld, sl.deadline = true, now.Add(soonest.Sub(sl.page.date))
+			if !sameEpoch {
+				sl.held = nil
+			}
 		case sizeFree:
-			sl.w.hints.free = &sl.newest
+			sl.held, sl.w.hints.free = nil, &sl.newest
+		default:
+			sl.held = nil
 		}
 	}
 	return nil
@@ -237,19 +247,24 @@ func (w *waiter) attemptSlot(ctx context.Context, sl *slotWatch, start time.Time
 // Date): one LIST of "<name>/lock-slots/", one per thousand keys.
 func (c *Client) slotPages(ctx context.Context, name string) (map[int]*listed, error) {
 	pages := map[int]*listed{}
+	var date time.Time // the earliest page's: no key is judged older than its own page says
 	err := c.listKeys(ctx, slotPrefix(name), func(k listedKey) {
 		lock, i, epoch, ok := slotOwner(k.key)
 		if !ok || lock != name {
 			return
 		}
+		if date.IsZero() || k.date.Before(date) {
+			date = k.date
+		}
 		p := pages[i]
 		if p == nil {
-			p = &listed{date: k.date}
+			p = &listed{}
 			pages[i] = p
 		}
 		p.epochs = append(p.epochs, listedEpoch{key: k.key, epoch: epoch, etag: k.etag, lastModified: k.lastModified, size: k.size})
 	})
 	for _, p := range pages {
+		p.date = date
 		sortEpochs(p.epochs)
 	}
 	return pages, err

@@ -342,8 +342,8 @@ func TestSlots_MutexHolderIsWaitedForThenTheLockBecomesASlotLock(t *testing.T) {
 		Format int `json:"s3lock"`
 		Slots  int `json:"slots"`
 	}
-	if err := json.Unmarshal(raw, &m); err != nil || m.Format != 2 || m.Slots != 2 {
-		t.Errorf("marker %s = %s; want format 2 with slots 2", s3lock.Token{Name: name, Epoch: 2}.Key(), raw)
+	if err := json.Unmarshal(raw, &m); err != nil || m.Format != 3 || m.Slots != 2 {
+		t.Errorf("marker %s = %s; want format 3 (slots with size codes) with slots 2", s3lock.Token{Name: name, Epoch: 2}.Key(), raw)
 	}
 	if _, err := newLockClient(t, ns, "late", nil).TryAcquire(t.Context(), name); !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("a mutex TryAcquire of the slot lock: %v; want ErrSlotsMismatch", err)

@@ -265,8 +265,11 @@ func (c *Client) listEpochsWhole(ctx context.Context, name, startAfter string) (
 			l.date = responseDate(out.ResultMetadata)
 		}
 		l.add(name, startAfter, out)
-		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+		if !aws.ToBool(out.IsTruncated) {
 			break
+		}
+		if err := c.checkContinuation(prefix, in, out); err != nil {
+			return nil, err
 		}
 		next := *in
 		next.ContinuationToken = out.NextContinuationToken
@@ -274,6 +277,19 @@ func (c *Client) listEpochsWhole(ctx context.Context, name, startAfter string) (
 	}
 	sortEpochs(l.epochs)
 	return l, nil
+}
+
+// checkContinuation refuses a truncated page of a whole listing (a directory
+// bucket's, which no key order can complete) that gives no new
+// continuation token: the rest of the listing, perhaps the newest epoch,
+// could not be read.
+func (c *Client) checkContinuation(prefix string, in *s3.ListObjectsV2Input, out *s3.ListObjectsV2Output) error {
+	next := aws.ToString(out.NextContinuationToken)
+	if next != "" && next != aws.ToString(in.ContinuationToken) {
+		return nil
+	}
+	return &OpError{Op: "ListObjectsV2", Bucket: c.bucket, Key: prefix, Kind: ErrUnavailable,
+		Err: fmt.Errorf("the store cut the listing short without a new continuation token (%q), so the rest of it cannot be read", next)}
 }
 
 // add adds a listing page of the lock name's keys to l: its epochs after
@@ -406,8 +422,14 @@ func (c *Client) listKeys(ctx context.Context, prefix string, fn func(listedKey)
 				fn(listedKey{key: key, etag: aws.ToString(o.ETag), size: aws.ToInt64(o.Size), lastModified: aws.ToTime(o.LastModified), date: date})
 			}
 		}
-		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+		if !aws.ToBool(out.IsTruncated) {
 			return nil
+		}
+		if !c.directory && aws.ToString(out.NextContinuationToken) == "" {
+			return nil // as before; a directory bucket's listing must be whole
+		}
+		if err := c.checkContinuation(asked, in, out); err != nil {
+			return err
 		}
 		next := *in
 		next.ContinuationToken = out.NextContinuationToken

@@ -113,15 +113,24 @@ func (c *Client) verifyListingOrder(ctx context.Context) (err error) {
 			err = derr
 		}
 	}()
+	body := []byte(`{"s3lockProbe":"order"}`)
 	for _, i := range []int{2, 0, 1} { // not in key order
 		written = append(written, keys[i]) // before the PUT: one whose answer was lost may have landed
-		if _, err := c.putEpoch(ctx, keys[i], "", []byte(`{"s3lockProbe":"order"}`)); err != nil {
+		if _, err := c.putEpoch(ctx, keys[i], "", body); err != nil {
 			return err
 		}
 	}
-	pages, err := c.listPages(ctx, dir, 2, "")
+	sizes := map[string]int64{}
+	pages, err := c.listPages(ctx, dir, 2, "", sizes)
 	if err != nil {
 		return err
+	}
+	for _, k := range keys {
+		if n, ok := sizes[k]; ok && n != int64(len(body)) {
+			return fmt.Errorf("%w: s3://%s/%s: the listing gives a size of %d bytes to an object of %d; slot locks read "+
+				"what their epochs' sizes say (PROTOCOL.md §14), so s3lock could take a held slot on this store",
+				ErrUnorderedListing, c.bucket, k, n, len(body))
+		}
 	}
 	if c.directory {
 		return c.checkWholeListing(dir, keys, pages)
@@ -135,7 +144,7 @@ func (c *Client) verifyListingOrder(ctx context.Context) (err error) {
 	if len(pages) != len(want) || !sameKeys(pages[0], want[0]) || !sameKeys(pages[1], want[1]) {
 		return unordered(fmt.Sprintf("keys 1, 2, 3 listed two per page came as %s, not [1 2] then [3]", short(pages, dir)))
 	}
-	after, err := c.listPages(ctx, dir, 0, keys[0])
+	after, err := c.listPages(ctx, dir, 0, keys[0], nil)
 	if _, status := errorCode(err); status == http.StatusBadRequest {
 		return unordered("it refused a listing with StartAfter (" + describeCause(err) + ")")
 	}
@@ -166,7 +175,7 @@ func (c *Client) checkWholeListing(dir string, keys []string, pages [][]string) 
 // after startAfter (if set), and returns the keys of each page. It stops
 // after probePages pages: a store that pages on without end is not one
 // s3lock can use either.
-func (c *Client) listPages(ctx context.Context, prefix string, maxKeys int32, startAfter string) ([][]string, error) {
+func (c *Client) listPages(ctx context.Context, prefix string, maxKeys int32, startAfter string, sizes map[string]int64) ([][]string, error) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix), ExpectedBucketOwner: c.owner()}
 	if maxKeys > 0 {
 		in.MaxKeys = aws.Int32(maxKeys)
@@ -183,6 +192,9 @@ func (c *Client) listPages(ctx context.Context, prefix string, maxKeys int32, st
 		var page []string
 		for _, o := range out.Contents {
 			page = append(page, aws.ToString(o.Key))
+			if sizes != nil {
+				sizes[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+			}
 		}
 		pages = append(pages, page)
 		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
@@ -31,6 +32,22 @@ func (s ignoringStore) PutObject(ctx context.Context, in *s3.PutObjectInput, opt
 	return s.S3API.PutObject(ctx, &cp, opts...)
 }
 
+// sizeSkewing lists every object as add bytes larger than it is.
+type sizeSkewing struct {
+	s3lock.S3API
+	add int64
+}
+
+func (s sizeSkewing) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	out, err := s.S3API.ListObjectsV2(ctx, in, opts...)
+	if err == nil {
+		for i := range out.Contents {
+			out.Contents[i].Size = aws.Int64(aws.ToInt64(out.Contents[i].Size) + s.add)
+		}
+	}
+	return out, err
+}
+
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
@@ -46,6 +63,8 @@ func TestVerify(t *testing.T) {
 		{"store ignoring both", ignoringStore{S3API: ns.Client, dropIfNoneMatch: true, dropIfMatch: true}, s3lock.ErrConditionalWritesUnsupported},
 		// As an S3 directory bucket lists.
 		{"store listing out of order", unordered, s3lock.ErrUnorderedListing},
+		// As a store that lists the size it stores (encrypted) would.
+		{"store listing other sizes", sizeSkewing{S3API: ns.Client, add: 32}, s3lock.ErrUnorderedListing},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

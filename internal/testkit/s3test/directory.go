@@ -33,8 +33,8 @@ import (
 // One Zone) to answer, so that clients can be tested "as on a directory
 // bucket" without AWS:
 //
-//   - ListObjectsV2 lists in no key order: the whole listing, ordered by a
-//     hash of each key (fixed per server), cut into pages of MaxKeys with
+//   - ListObjectsV2 lists in no key order: the whole listing, ordered by an
+//     unseeded hash of each key (the same in every run), cut into pages of MaxKeys with
 //     continuation tokens of its own; a prefix that does not end in "/", a
 //     delimiter other than "/" and StartAfter are refused with 400
 //     InvalidArgument, as the API reference says they are not supported
