@@ -112,25 +112,26 @@ func analyze(ops lockOps, holder, waiter []event, letGo, gaveUp time.Time) (hand
 
 // measureS3lockHandoffs measures s3lock's handoff after a release at every
 // hold time, and after a crash.
-func (l *lab) measureS3lockHandoffs(ctx context.Context, res *results) error {
-	for rep := 1; rep <= l.cfg.reps; rep++ {
+func (l *lab) measureS3lockHandoffs(ctx context.Context, pr *profileResult) error {
+	for rep := 1; rep <= pr.reps; rep++ {
 		for _, hold := range l.cfg.holds {
-			h, err := l.s3lockHandoff(ctx, fmt.Sprintf("handoff/release-%s-%d", hold, rep), hold, s3lock.DefaultLeaseDuration, false)
+			name := fmt.Sprintf("%s/handoff/release-%s-%d", l.profile.name, hold, rep)
+			h, err := l.s3lockHandoff(ctx, name, hold, s3lock.DefaultLeaseDuration, false)
 			if err != nil {
 				return fmt.Errorf("s3lock handoff after a %s hold: %w", hold, err)
 			}
-			logf("s3lock, %s hold: handoff %s, waiter %.1f requests/s", hold, h.gap.Round(time.Millisecond), h.rate())
-			res.release = append(res.release, h)
+			l.logf("s3lock, %s hold: handoff %s, waiter %.1f requests/s", hold, h.gap.Round(time.Millisecond), h.rate())
+			pr.release = append(pr.release, h)
 		}
 	}
-	h, err := l.s3lockHandoff(ctx, "handoff/crash", l.cfg.crashHold, l.cfg.crashLease, true)
+	h, err := l.s3lockHandoff(ctx, l.profile.name+"/handoff/crash", l.cfg.crashHold, l.cfg.crashLease, true)
 	if err != nil {
 		return fmt.Errorf("s3lock handoff after a crash: %w", err)
 	}
-	logf("s3lock, crash after %s (%s after its last write): next holder after %s", l.cfg.crashHold,
+	l.logf("s3lock, crash after %s (%s after its last write): next holder after %s", l.cfg.crashHold,
 		h.sinceWrite.Round(time.Millisecond), h.gap.Round(time.Millisecond))
-	res.crash = append(res.crash, h)
-	res.renewal = h.renewals.per(float64(h.nRenewals))
+	pr.crash = append(pr.crash, h)
+	pr.renewal = h.renewals.per(float64(h.nRenewals))
 	return nil
 }
 
@@ -138,12 +139,12 @@ func (l *lab) measureS3lockHandoffs(ctx context.Context, res *results) error {
 // with the given lease; a waiting Acquire of this process starts; after hold
 // the holder releases the lock (or is SIGKILLed, if crash).
 func (l *lab) s3lockHandoff(ctx context.Context, name string, hold, lease time.Duration, crash bool) (handoff, error) {
-	htap, err := startTap(l.endpoint)
+	htap, err := l.newTap()
 	if err != nil {
 		return handoff{}, err
 	}
 	defer htap.close()
-	wtap, err := startTap(l.endpoint)
+	wtap, err := l.newTap()
 	if err != nil {
 		return handoff{}, err
 	}
@@ -167,7 +168,7 @@ func (l *lab) s3lockHandoff(ctx context.Context, name string, hold, lease time.D
 	} else if releaseErr = holder.release(); releaseErr != nil {
 		// Measured, not hidden: the waiter gets the lock when the lease
 		// lapses, counted from the holder's failed release.
-		logf("s3lock, %s hold: the holder's release failed; waiting for the lease to lapse: %v", hold, releaseErr)
+		l.logf("s3lock, %s hold: the holder's release failed; waiting for the lease to lapse: %v", hold, releaseErr)
 		letGo = lastPut(htap.rec.take())
 	}
 	if err := waiter.wait(); err != nil {

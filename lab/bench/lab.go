@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,11 +38,37 @@ type lab struct {
 	endpoint string
 	scratch  string
 	self     string // this binary, for `bench holder`
+	// profile is how the taps the lab starts delay requests, and times
+	// where they note every answered request's time.
+	profile *latencyProfile
+	times   *opTimes
+	tapSeq  *atomic.Uint64 // taps started in the run: each draws from its own stream
+}
+
+// under returns a copy of the lab whose taps delay requests as p says and
+// note their times in times.
+func (l *lab) under(p *latencyProfile, times *opTimes) *lab {
+	pl := *l
+	pl.profile, pl.times = p, times
+	return &pl
+}
+
+// newTap starts a tap in front of the store for one participant.
+func (l *lab) newTap() (*tap, error) {
+	return startTap(l.endpoint, newSampler(l.profile, l.cfg.seed, l.tapSeq.Add(1)), l.times)
+}
+
+// logf reports progress under the lab's profile.
+func (l *lab) logf(format string, args ...any) {
+	logf("%s: "+format, append([]any{l.profile.name}, args...)...)
 }
 
 // results is everything one run measured.
 type results struct {
-	machine     machine
+	machine machine
+	// profiles are the measurements under each latency profile, in the
+	// order run; release, crash and renewal are the loopback profile's.
+	profiles    []*profileResult
 	release     []handoff // s3lock and terraform, every hold time and rep
 	crash       []handoff
 	waiters     []waitersResult
@@ -75,18 +102,17 @@ func measure(ctx context.Context, cfg config) (*results, error) {
 		return nil, err
 	}
 	defer front.Close()
-	l := &lab{cfg: cfg, srv: srv, endpoint: front.URL, scratch: scratch, self: self}
+	l := &lab{cfg: cfg, srv: srv, endpoint: front.URL, scratch: scratch, self: self, tapSeq: &atomic.Uint64{}}
 	res := &results{}
 	if res.machine, err = describeMachine(ctx, cfg.terraform); err != nil {
 		return nil, err
 	}
-	for _, step := range []func(context.Context, *results) error{
-		l.createBuckets, l.measureTerraform, l.measureS3lockHandoffs, l.measureScale,
-	} {
+	for _, step := range []func(context.Context, *results) error{l.createBuckets, l.measureProfiles} {
 		if err := step(ctx, res); err != nil {
 			return nil, err
 		}
 	}
+	res.machine.loadEnd = loadAverage()
 	if err := wit.Check(); err != nil {
 		return nil, fmt.Errorf("the store's record of the run breaks the protocol's rules:\n%w", err)
 	}
@@ -142,10 +168,13 @@ type machine struct {
 	goVersion string
 	terraform string
 	date      time.Time
+	// loadStart and loadEnd are the load averages when the run started and
+	// ended: whatever else ran on the machine meanwhile shows there.
+	loadStart, loadEnd string
 }
 
 func describeMachine(ctx context.Context, withTerraform bool) (machine, error) {
-	m := machine{cpu: cpuModel(), goVersion: runtime.Version(), date: time.Now().UTC(), terraform: "not run"}
+	m := machine{cpu: cpuModel(), goVersion: runtime.Version(), date: time.Now().UTC(), terraform: "not run", loadStart: loadAverage()}
 	if out, err := exec.CommandContext(ctx, "nproc").Output(); err == nil {
 		m.nproc = strings.TrimSpace(string(out))
 	} else {
@@ -179,4 +208,14 @@ func cpuModel() string {
 		}
 	}
 	return "unknown (" + runtime.GOARCH + ")"
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages of
+// /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown (no /proc/loadavg)"
 }

@@ -8,12 +8,16 @@
 //   - how s3lock scales: many waiters on one lock, 10,000 locks under a
 //     prefix, acquisitions per second on one contended lock;
 //   - what it costs at AWS S3 Standard list prices, from the request counts
-//     it measured.
+//     it measured;
+//   - the handoffs, the takeover after a crash and slot acquisition again
+//     under latency profiles of AWS S3 Standard and S3 Express One Zone
+//     (profile.go): every request delayed as such a store would answer it.
 //
 // It writes a Markdown report (docs/benchmarks.md by default) and a chart
 // of handoff time against hold time next to it. Every request is counted on
 // the wire: each participant talks to the store through a recording proxy
-// on loopback (tap.go) or a recording HTTP client (record.go).
+// on loopback (tap.go), which also injects the profile's delays, or a
+// recording HTTP client (record.go).
 //
 // `bench holder` is the s3lock holder process that the handoff measurements
 // start, release and SIGKILL.
@@ -31,6 +35,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 // config is what the flags set.
@@ -50,6 +56,13 @@ type config struct {
 	contendFor   time.Duration   // how long they do
 	terraform    bool            // run the Terraform measurements
 	prices       prices
+	profiles     []*latencyProfile // the latency profiles to measure under (profile.go)
+	seed         uint64            // seeds every draw of the profiles' delays and the series' schedules
+	profileReps  int               // runs per hold time under a profile with delays
+	series       int               // s3lock handoffs of the series, per profile
+	seriesPairs  int               // pairs of handles that run the series at once
+	slots        int               // n of the slot acquisition measurement
+	slotRounds   int               // times it fills the lock and finds it full
 }
 
 func main() {
@@ -72,6 +85,9 @@ func runBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if dir := filepath.Dir(cfg.out); !isDir(dir) {
+		return fmt.Errorf("-out %s: there is no directory %s to write the report in", cfg.out, dir)
+	}
 	start := time.Now()
 	res, err := measure(ctx, cfg)
 	if err != nil {
@@ -79,14 +95,19 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	res.wall = time.Since(start)
 	chart := strings.TrimSuffix(cfg.out, filepath.Ext(cfg.out)) + "-handoff.png"
-	if err := drawHandoffChart(chart, cfg.holds, res.release); err != nil {
-		return err
+	if res.loopbackResult() != nil {
+		if err := drawHandoffChart(chart, cfg.holds, res.release); err != nil {
+			return err
+		}
+		logf("%s", strings.ReplaceAll(verdict(cfg.holds, res.release), "**", ""))
 	}
 	if err := os.WriteFile(cfg.out, []byte(report(cfg, res, filepath.Base(chart))), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", cfg.out, err)
 	}
-	logf("wrote %s and %s in %s", cfg.out, chart, res.wall.Round(time.Second))
-	logf("%s", strings.ReplaceAll(verdict(cfg.holds, res.release), "**", ""))
+	logf("wrote %s in %s", cfg.out, res.wall.Round(time.Second))
+	for _, pr := range res.profiles {
+		logf("%s", strings.ReplaceAll(goalVerdict(pr), "**", ""))
+	}
 	return nil
 }
 
@@ -111,6 +132,15 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.contenders, "contenders", 8, "handles acquiring and releasing one lock in a loop")
 	fs.DurationVar(&cfg.contendFor, "contend-for", 10*time.Second, "how long they do")
 	fs.BoolVar(&cfg.terraform, "terraform", true, "run the Terraform measurements (false: s3lock only)")
+	cfg.profiles = profiles
+	fs.Func("profiles", "comma-separated latency profiles to measure under: "+strings.Join(profileNames(), ", ")+" (default all)",
+		func(s string) (err error) { cfg.profiles, err = parseProfiles(s); return err })
+	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the profiles' delays and of the series' holds and arrivals: the same seed draws the same delays")
+	fs.IntVar(&cfg.profileReps, "profile-reps", 1, "runs per hold time under the profiles with delays, for s3lock and for terraform (loopback: -reps)")
+	fs.IntVar(&cfg.series, "series", 200, "s3lock handoffs of the handoff series under each profile (0: none)")
+	fs.IntVar(&cfg.seriesPairs, "series-pairs", 4, "pairs of handles that run the series at once, each on a lock of its own")
+	fs.IntVar(&cfg.slots, "slots", 8, "slots of the slot acquisition measurement (s3lock.Slots)")
+	fs.IntVar(&cfg.slotRounds, "slot-rounds", 3, "times the slot measurement fills the lock and tries it full (0: none)")
 	fs.Float64Var(&cfg.prices.write, "price-put", listPrices.write, "USD per 1,000 PUT, COPY, POST and LIST requests")
 	fs.Float64Var(&cfg.prices.read, "price-get", listPrices.read, "USD per 1,000 GET and other requests")
 	if err := fs.Parse(args); err != nil {
@@ -125,6 +155,10 @@ func (c config) validate() error {
 		return errors.New("-holds and -waiters need at least one value")
 	case c.reps < 1 || c.locks < 1 || c.setupWorkers < 1 || c.contenders < 2:
 		return errors.New("-reps, -locks and -setup-workers must be at least 1, -contenders at least 2")
+	case c.profileReps < 1 || c.seriesPairs < 1 || c.series < 0 || c.slotRounds < 0:
+		return errors.New("-profile-reps and -series-pairs must be at least 1, -series and -slot-rounds at least 0")
+	case c.slots < 2 || c.slots > s3lock.MaxSlots:
+		return fmt.Errorf("-slots %d is out of range: a slot lock has 2 to %d slots", c.slots, s3lock.MaxSlots)
 	case c.crashHold <= c.crashLease/3:
 		// The renewal cost is read off the crashed holder's renewals.
 		return fmt.Errorf("-crash-hold %s must exceed a third of -crash-lease %s, so that the holder renews before it is killed", c.crashHold, c.crashLease)
@@ -165,6 +199,11 @@ func intList(dst *[]int) func(string) error {
 		*dst = out
 		return nil
 	}
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // logf reports progress on stderr.

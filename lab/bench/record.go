@@ -132,3 +132,28 @@ func filter(evs []event, keep func(event) bool) []event {
 func sentBetween(evs []event, from, to time.Time) []event {
 	return filter(evs, func(e event) bool { return !e.sent.Before(from) && e.sent.Before(to) })
 }
+
+// opTimes collects how long answered requests took at the taps, by request
+// class: what the store and the latency profile made of them together.
+type opTimes struct {
+	mu    sync.Mutex
+	byCls [nClasses][]time.Duration
+}
+
+// add notes e's time; a nil opTimes notes nothing.
+func (o *opTimes) add(e event) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := classOf(e.op)
+	o.byCls[c] = append(o.byCls[c], e.done.Sub(e.sent))
+}
+
+// of returns the times noted for class c.
+func (o *opTimes) of(c requestClass) []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.byCls[c])
+}

@@ -164,12 +164,13 @@ func usd(v float64) string {
 	return fmt.Sprintf("$%.*f", digits, v)
 }
 
-func writeMethods(d *doc, cfg config) {
+func writeMethods(d *doc, cfg config, res *results) {
 	d.p("## Methods")
 	for _, m := range []string{
 		"**One store, one run.** Every measurement runs against one versitygw process started for the run " +
-			"(buckets `" + lockBucket + "` and `" + stateBucket + "`), in the order Terraform, s3lock handoffs, scale; " +
-			"nothing else runs on the machine's behalf meanwhile. Every client reaches the store through the " +
+			"(buckets `" + lockBucket + "` and `" + stateBucket + "`), profile by profile in the order " + profileList(res) +
+			"; under each, Terraform, the s3lock handoffs, the series, slots, and after `loopback`'s, scale. " +
+			"Nothing else runs on the run's behalf meanwhile. Every client reaches the store through the " +
 			"store's witness (`internal/witness`, one more reverse proxy on loopback, for both systems alike), " +
 			"whose record of every write to s3lock's epoch objects is checked at the end by the store's clock " +
 			"(PROTOCOL.md §6): a run that breaks the protocol's rules writes no report.",
@@ -180,7 +181,7 @@ func writeMethods(d *doc, cfg config) {
 		"**Handoff**, for both systems the same: from the holder's release being answered to the waiter's " +
 			"acquiring write being answered, both at the proxies (same clock). s3lock: the PUT that marks the " +
 			"epoch released → the `If-None-Match: *` PUT creating the next epoch. Terraform: the DELETE of " +
-			"`bench/terraform.tfstate.tflock` → the waiter's `If-None-Match: *` PUT of it answered 200. " +
+			"`" + tfStateKey("PROFILE") + ".tflock` → the waiter's `If-None-Match: *` PUT of it answered 200. " +
 			"**Lock held** is from the holder's acquiring write to its release (or the kill): Terraform's includes " +
 			"its plan, apply and state upload around the sleep.",
 		"**Waiter requests per second:** the waiter's requests from its first attempt (s3lock: its first request; " +
@@ -190,7 +191,7 @@ func writeMethods(d *doc, cfg config) {
 			"SIGKILL of that process. The waiter is a waiting `Acquire` in the bench process, started at a random " +
 			"moment within 200 ms after the holder took the lock (its polls are then not in step with the hold). Both use the CLI's S3 client (`internal/awsclient`) and the SDK's defaults " +
 			"(200 ms poll ± 20 %).",
-		"**Terraform:** " + `two working directories of one state (bucket ` + "`" + stateBucket + "`" + `, key ` + "`" + tfStateKey + "`" +
+		"**Terraform:** " + `two working directories of one state per profile (bucket ` + "`" + stateBucket + "`" + `, key ` + "`" + tfStateKey("PROFILE") + "`" +
 			`), S3 backend with ` + "`use_lockfile = true`" + ` and no DynamoDB, ` + "`endpoints = { s3 = … }`, `use_path_style`, " +
 			"`skip_credentials_validation`, `skip_region_validation`, `skip_requesting_account_id`, `skip_metadata_api_check`, " +
 			"`skip_s3_checksum`" + ` and versitygw's key, each directory through its own proxy. The first ` + "`terraform apply -lock-timeout=5m`" +
@@ -201,8 +202,24 @@ func writeMethods(d *doc, cfg config) {
 				seconds(cfg.crashHold), cfg.crashHold+cfg.tfCrashWait),
 		"**Computed, not measured:** the DynamoDB-style row of section 2 (its assumptions are stated there) and the " +
 			"hourly rows of section 4 (measured requests per renewal, poll or attempt, times the rate at which they occur).",
-		fmt.Sprintf("**Repetitions:** each hold time ran %s per system (`-reps`); the crash and the scale measurements once. "+
-			"`go -C lab run ./bench -h` lists every flag; `make bench BENCHARGS='-reps 3'` passes them through.", times(cfg.reps)),
+		"**Latency profiles:** each tap draws a delay for every request from the profile's log-normal distribution for " +
+			"the request's class (read: GET, HEAD; list: ListObjectsV2; write: everything else), capped at the ceiling, " +
+			"and holds the request for it before passing it to the store; the store acts on it at the end of its delay and " +
+			"its answer comes straight back, so a write takes effect and a read sees the store as it is at the end of its " +
+			"round trip. A request whose client gives up during the delay is not passed on. Each tap draws from its own " +
+			fmt.Sprintf("stream of one seeded generator (`-seed %d`): the same seed draws the same delays in the same order per tap, ", cfg.seed) +
+			"while which request meets which delay still follows the run's own timing. The profiles and their sources are " +
+			"in section 5; the scale measurements (section 3) ran on `loopback` only.",
+		fmt.Sprintf("**The series:** under each profile, %d s3lock handoffs after a release, by %d pairs of handles at once, "+
+			"each pair on a lock of its own and each handle through its own tap: one holds for a time drawn from %s to %s, "+
+			"the other starts a waiting `Acquire` at a drawn moment within 200 ms after the holder took the lock, the holder "+
+			"releases, the waiter acquires and holds in turn. Each handoff is read off the wire as in section 1.",
+			cfg.series, cfg.seriesPairs, seconds(seriesHoldMin), seconds(seriesHoldMax)),
+		fmt.Sprintf("**Repetitions:** on `loopback` each hold time ran %s per system (`-reps`); under the profiles with delays "+
+			"%s (`-profile-reps`); the crash once per profile and system; the series %d handoffs per profile (`-series`); "+
+			"the slot measurement %s per profile (`-slot-rounds`); the scale measurements once. "+
+			"`go -C lab run ./bench -h` lists every flag; `make bench BENCHARGS='-reps 3'` passes them through.",
+			times(cfg.reps), times(cfg.profileReps), cfg.series, times(cfg.slotRounds)),
 	} {
 		d.WriteString("- " + m + "\n")
 	}

@@ -20,15 +20,24 @@ import (
 // of processes they do not control (terraform, `bench holder`), and it
 // times both systems at the same place. Each participant of a handoff gets
 // its own tap, so whose request is whose is never a guess.
+//
+// A tap also plays the network and the cloud store: it holds each request
+// for a delay drawn from its latency profile (profile.go) before it passes
+// it on, so the store acts on the request at the end of its delay and its
+// answer comes straight back. A request whose client gives up during the
+// delay is never passed on (recorded with status 0).
 type tap struct {
 	// URL is the endpoint to give the participant.
-	URL string
-	rec *recorder
-	srv *http.Server
+	URL   string
+	rec   *recorder
+	lat   *sampler
+	times *opTimes // where every answered request's time is also noted
+	srv   *http.Server
 }
 
-// startTap starts a tap in front of the store at target (an http:// URL).
-func startTap(target string) (*tap, error) {
+// startTap starts a tap in front of the store at target (an http:// URL)
+// that delays requests as lat draws and notes their times in times.
+func startTap(target string, lat *sampler, times *opTimes) (*tap, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, err
@@ -37,7 +46,7 @@ func startTap(target string) (*tap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting a tap: %w", err)
 	}
-	t := &tap{URL: "http://" + ln.Addr().String(), rec: &recorder{}}
+	t := &tap{URL: "http://" + ln.Addr().String(), rec: &recorder{}, lat: lat, times: times}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -55,10 +64,32 @@ func (t *tap) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e := event{sent: time.Now(), op: s3test.Operation(r), key: objectKey(r.URL.Path)}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
+		if delayed(r.Context(), t.lat.draw(e.op)) {
+			next.ServeHTTP(sw, r)
+		} else {
+			sw.status = 0
+		}
 		e.done, e.status = time.Now(), sw.status
 		t.rec.add(e)
+		if e.status != 0 {
+			t.times.add(e)
+		}
 	})
+}
+
+// delayed sleeps for d and reports whether ctx was still live at its end.
+func delayed(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 // close stops the tap.

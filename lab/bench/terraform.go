@@ -17,9 +17,10 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 )
 
-// tfStateKey is the one state both terraform runs apply; its lock file is
-// tfStateKey + ".tflock".
-const tfStateKey = "bench/terraform.tfstate"
+// tfStateKey returns the one state both terraform runs of a latency profile
+// apply; its lock file is that key + ".tflock". Each profile has its own:
+// the crash measurement leaves its lock file behind for good.
+func tfStateKey(profile string) string { return "bench/" + profile + "/terraform.tfstate" }
 
 // tfConfig is the configuration both runs apply: one terraform_data whose
 // local-exec provisioner sleeps while the state lock is held (built-in
@@ -101,7 +102,7 @@ type tfLab struct {
 
 // measureTerraform measures Terraform's native lock after a release at every
 // hold time, and after a crash.
-func (l *lab) measureTerraform(ctx context.Context, res *results) error {
+func (l *lab) measureTerraform(ctx context.Context, pr *profileResult) error {
 	if !l.cfg.terraform {
 		return nil
 	}
@@ -111,26 +112,28 @@ func (l *lab) measureTerraform(ctx context.Context, res *results) error {
 	}
 	defer t.htap.close()
 	defer t.wtap.close()
-	for rep := 1; rep <= l.cfg.reps; rep++ {
+	for rep := 1; rep <= pr.reps; rep++ {
 		for _, hold := range l.cfg.holds {
-			h, err := t.run(ctx, fmt.Sprintf("release-%s-%d", hold, rep), hold, 0, tfLockTimeout)
+			h, err := t.run(ctx, fmt.Sprintf("%s-release-%s-%d", l.profile.name, hold, rep), hold, 0, tfLockTimeout)
 			if err != nil {
 				return fmt.Errorf("terraform handoff after a %s hold: %w", hold, err)
 			}
-			logf("terraform, %s hold: handoff %s, waiter %.2f requests/s", hold, h.gap.Round(time.Millisecond), h.rate())
-			res.release = append(res.release, h)
+			l.logf("terraform, %s hold: handoff %s, waiter %.2f requests/s", hold, h.gap.Round(time.Millisecond), h.rate())
+			pr.release = append(pr.release, h)
 		}
 	}
-	h, err := t.run(ctx, "crash", tfCrashHold, l.cfg.crashHold, l.cfg.crashHold+l.cfg.tfCrashWait)
+	h, err := t.run(ctx, l.profile.name+"-crash", tfCrashHold, l.cfg.crashHold, l.cfg.crashHold+l.cfg.tfCrashWait)
 	if err != nil {
 		return fmt.Errorf("terraform after a crash: %w", err)
 	}
 	h.hold = l.cfg.crashHold
-	logf("terraform, crash after %s: the waiter gave up after %s", l.cfg.crashHold, h.waited.Round(time.Second))
-	res.crash = append(res.crash, h)
+	l.logf("terraform, crash after %s: the waiter gave up after %s", l.cfg.crashHold, h.waited.Round(time.Second))
+	pr.crash = append(pr.crash, h)
 	return nil
 }
 
+// newTFLab makes the two working directories of the lab's profile, each
+// initialized through its own tap.
 func (l *lab) newTFLab(ctx context.Context) (*tfLab, error) {
 	path, err := tfharness.CLIPath()
 	if err != nil {
@@ -141,15 +144,16 @@ func (l *lab) newTFLab(ctx context.Context) (*tfLab, error) {
 		return nil, err
 	}
 	t := &tfLab{h: &tfharness.Harness{Terraform: path, CLIConfig: rc}}
-	if t.htap, err = startTap(l.endpoint); err != nil {
+	if t.htap, err = l.newTap(); err != nil {
 		return nil, err
 	}
-	if t.wtap, err = startTap(l.endpoint); err != nil {
+	if t.wtap, err = l.newTap(); err != nil {
 		return nil, err
 	}
-	t.holderDir, t.waiterDir = filepath.Join(l.scratch, "tf-holder"), filepath.Join(l.scratch, "tf-waiter")
+	t.holderDir = filepath.Join(l.scratch, l.profile.name, "tf-holder")
+	t.waiterDir = filepath.Join(l.scratch, l.profile.name, "tf-waiter")
 	for dir, tp := range map[string]*tap{t.holderDir: t.htap, t.waiterDir: t.wtap} {
-		cfg := fmt.Sprintf(tfConfig, stateBucket, tfStateKey, s3server.Region, tp.URL, s3server.AccessKeyID, s3server.SecretAccessKey)
+		cfg := fmt.Sprintf(tfConfig, stateBucket, tfStateKey(l.profile.name), s3server.Region, tp.URL, s3server.AccessKeyID, s3server.SecretAccessKey)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
