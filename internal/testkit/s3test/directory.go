@@ -62,11 +62,11 @@ type DirectoryBuckets struct {
 	lenient  atomic.Bool
 }
 
-// Lenient makes the emulation accept what AWS documents directory buckets
+// Lenient (on) makes the emulation accept what AWS documents directory buckets
 // not to support, the worst way: any prefix, and StartAfter ignored. It
 // shows what a client that relies on them would do on a store that does
 // not refuse them.
-func (d *DirectoryBuckets) Lenient() { d.lenient.Store(true) }
+func (d *DirectoryBuckets) Lenient(on bool) { d.lenient.Store(on) }
 
 // StartDirectoryBuckets starts the emulation in front of the store at
 // endpoint, whose credentials it signs with.
