@@ -84,14 +84,8 @@ func TestChaos(t *testing.T) {
 		duration: *duration,
 		seed:     seed(t),
 		faults:   true,
-		workers: []workerSpec{
-			{slot: "w1", proxied: true, clockOffset: 3 * time.Hour},
-			{slot: "w2", proxied: true, jumps: true},
-			{slot: "w3", clockOffset: -5 * time.Hour},
-			{slot: "w4"},
-		},
-		runners: []runnerSpec{{slot: "run1"}, {slot: "run2", proxied: true}},
 	}
+	sc.workers, sc.runners = chaosCast()
 	f := runChecked(t, sc)
 	if m := f.missing(); len(m) > 0 {
 		t.Errorf("faults injected zero times, so the run proves nothing about them: %s", strings.Join(m, "; "))
@@ -143,18 +137,25 @@ func TestChaos_DirectoryBucket(t *testing.T) {
 		seed:      seed(t),
 		faults:    true,
 		directory: true,
-		workers: []workerSpec{
+	}
+	sc.workers, sc.runners = chaosCast()
+	f := runChecked(t, sc)
+	if f.acquisitions == 0 || f.witnessed == 0 {
+		t.Errorf("%d acquisitions, %d writes witnessed: the run did not use the directory bucket", f.acquisitions, f.witnessed)
+	}
+}
+
+// chaosCast is TestChaos's processes: four SDK workers (two behind fault
+// proxies; clocks 3 h ahead, 5 h behind, and one that jumps) and two
+// `s3lock run` slots (one behind a proxy).
+func chaosCast() ([]workerSpec, []runnerSpec) {
+	return []workerSpec{
 			{slot: "w1", proxied: true, clockOffset: 3 * time.Hour},
 			{slot: "w2", proxied: true, jumps: true},
 			{slot: "w3", clockOffset: -5 * time.Hour},
 			{slot: "w4"},
 		},
-		runners: []runnerSpec{{slot: "run1"}, {slot: "run2", proxied: true}},
-	}
-	f := runChecked(t, sc)
-	if f.acquisitions == 0 || f.witnessed == 0 {
-		t.Errorf("%d acquisitions, %d writes witnessed: the run did not use the directory bucket", f.acquisitions, f.witnessed)
-	}
+		[]runnerSpec{{slot: "run1"}, {slot: "run2", proxied: true}}
 }
 
 // runChecked runs sc, prints its figures and fails t on every check of the
