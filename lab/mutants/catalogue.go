@@ -221,7 +221,7 @@ var catalogue = []mutant{
 			Old: "func isDirectoryBucket(bucket string) bool { return strings.HasSuffix(bucket, directoryBucketSuffix) }",
 			New: "func isDirectoryBucket(bucket string) bool { return bucket == directoryBucketSuffix }"}},
 		Pkgs: []string{"./s3lock/"}, Run: "^TestDirectoryBuckets_",
-		Tests: []string{"TestDirectoryBuckets_TheHolderIsFoundInAnUnorderedListing", "TestDirectoryBuckets_VerifyReportsTheListingOrder"},
+		Tests: []string{"TestDirectoryBuckets_TheHolderIsFoundInAnUnorderedListing", "TestDirectoryBuckets_VerifyReportsTheListingOrder", "TestDirectoryBuckets_KeyOrderWouldMissTheHolder"},
 		Bound: time.Minute, CI: true,
 	},
 	{

@@ -39,7 +39,8 @@ import (
 //     delimiter other than "/" and StartAfter are refused with 400
 //     InvalidArgument, as the API reference says they are not supported
 //     (whether AWS refuses or ignores them is not documented: refusing
-//     makes a client that depends on them fail here);
+//     makes a client that depends on them fail here; SetLeniency makes
+//     the emulation ignore or follow them instead);
 //   - CreateSession (GET /BUCKET?session) hands out session credentials,
 //     as the AWS SDKs ask for before they sign a directory bucket's
 //     requests with the "s3express" service name; the server re-signs
@@ -59,14 +60,33 @@ type DirectoryBuckets struct {
 	creds    aws.Credentials
 	region   string
 	srv      *http.Server
-	lenient  atomic.Bool
+	leniency atomic.Int32 // a Leniency
 }
 
-// Lenient (on) makes the emulation accept what AWS documents directory buckets
-// not to support, the worst way: any prefix, and StartAfter ignored. It
-// shows what a client that relies on them would do on a store that does
-// not refuse them.
-func (d *DirectoryBuckets) Lenient(on bool) { d.lenient.Store(on) }
+// Leniency is what the emulation makes of the listing parameters AWS
+// documents directory buckets not to support (a prefix that does not end
+// in "/", another delimiter, StartAfter). AWS does not document whether a
+// directory bucket refuses or ignores them; the lenient modes show what a
+// client that relies on them would do on a store that does not refuse
+// them.
+type Leniency int32
+
+const (
+	// Strict refuses them with 400 InvalidArgument (the default).
+	Strict Leniency = iota
+	// IgnoringStartAfter accepts any prefix and delimiter and ignores
+	// StartAfter: every listing starts at the beginning.
+	IgnoringStartAfter
+	// StartAfterInListingOrder accepts any prefix and delimiter and takes
+	// StartAfter as a position in the listing's own (hash) order, as a
+	// continuation token is: the page holds the keys that follow that key
+	// in the store's order, not the keys greater than it.
+	StartAfterInListingOrder
+)
+
+// SetLeniency sets what the emulation makes of the listing parameters
+// directory buckets do not support.
+func (d *DirectoryBuckets) SetLeniency(l Leniency) { d.leniency.Store(int32(l)) }
 
 // StartDirectoryBuckets starts the emulation in front of the store at
 // endpoint, whose credentials it signs with.
@@ -283,9 +303,9 @@ func (d *DirectoryBuckets) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	bucket := strings.Trim(r.URL.Path, "/")
 	prefix, delimiter := q.Get("prefix"), q.Get("delimiter")
-	lenient := d.lenient.Load()
+	lenient := Leniency(d.leniency.Load())
 	switch {
-	case lenient:
+	case lenient != Strict:
 	case prefix != "" && !strings.HasSuffix(prefix, "/"):
 		refuse(w, "directory buckets: only prefixes that end in a delimiter (/) are supported, not "+strconv.Quote(prefix))
 		return
@@ -313,11 +333,9 @@ func (d *DirectoryBuckets) list(w http.ResponseWriter, r *http.Request) {
 			refuse(w, "the continuation token is not one of this store's")
 			return
 		}
-		last := entry{Key: string(after), order: hashOrder(string(after))}
-		start, _ = slices.BinarySearchFunc(all, last, compareEntries)
-		if start < len(all) && all[start].name() == last.Key {
-			start++
-		}
+		start = following(all, string(after))
+	} else if after := q.Get("start-after"); after != "" && lenient == StartAfterInListingOrder {
+		start = following(all, after)
 	}
 	end := min(start+size, len(all))
 	res := listResult{Name: bucket, Prefix: prefix, Delimiter: delimiter, MaxKeys: size, KeyCount: end - start,
@@ -371,6 +389,17 @@ func (d *DirectoryBuckets) listAll(ctx context.Context, bucket, prefix, delimite
 	}
 	slices.SortFunc(all, compareEntries)
 	return all, nil
+}
+
+// following returns the index in all (in the emulation's order) of the
+// first entry that follows key, whether key is listed or not.
+func following(all []entry, key string) int {
+	last := entry{Key: key, order: hashOrder(key)}
+	i, _ := slices.BinarySearchFunc(all, last, compareEntries)
+	if i < len(all) && all[i].name() == key {
+		i++
+	}
+	return i
 }
 
 func (e entry) name() string {

@@ -88,6 +88,56 @@ func TestDirectoryBuckets_ListsAsAWSDocuments(t *testing.T) {
 	}
 }
 
+// TestDirectoryBuckets_LenientModes: IgnoringStartAfter lists from the
+// beginning whatever StartAfter says; StartAfterInListingOrder lists the
+// keys that follow StartAfter in the listing's own order (those after it
+// in the whole listing), not the keys greater than it. Both accept a
+// prefix that does not end in "/".
+func TestDirectoryBuckets_LenientModes(t *testing.T) {
+	t.Parallel()
+	d, tg, bucket := s3test.NewDirectoryBucket(t)
+	c := s3test.NewClient(t, tg)
+	for i := range 8 {
+		if _, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+			Key: aws.String(fmt.Sprintf("dir/k%02d", i)), Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(startAfter string) []string {
+		t.Helper()
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("dir/k")}
+		if startAfter != "" {
+			in.StartAfter = aws.String(startAfter)
+		}
+		out, err := c.ListObjectsV2(t.Context(), in)
+		if err != nil {
+			t.Fatalf("ListObjectsV2(prefix dir/k, start after %q): %v", startAfter, err)
+		}
+		var keys []string
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		return keys
+	}
+	d.SetLeniency(s3test.IgnoringStartAfter)
+	whole := list("")
+	if len(whole) != 8 {
+		t.Fatalf("listed %v; want the 8 keys", whole)
+	}
+	if got := list(whole[3]); !slices.Equal(got, whole) {
+		t.Errorf("IgnoringStartAfter: start after %s listed %v; want the whole listing %v", whole[3], got, whole)
+	}
+	d.SetLeniency(s3test.StartAfterInListingOrder)
+	if got := list(whole[3]); !slices.Equal(got, whole[4:]) {
+		t.Errorf("StartAfterInListingOrder: start after %s listed %v; want what follows it in %v", whole[3], got, whole)
+	}
+	d.SetLeniency(s3test.Strict)
+	var apiErr smithy.APIError
+	if _, err := c.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("dir/k")}); !errors.As(err, &apiErr) || apiErr.ErrorCode() != "InvalidArgument" {
+		t.Errorf("Strict again: a prefix without its \"/\" = %v; want InvalidArgument", err)
+	}
+}
+
 // TestDirectoryBuckets_DeletesEmptyDirectories: deleting a directory's last
 // object leaves no directory behind in listings (versitygw's posix backend
 // does so itself, as AWS documents directory buckets to).
