@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 )
 
 // The goal the handoff is held to, under every profile: a waiter that was
@@ -14,9 +16,9 @@ import (
 
 // goal is the goal's check under one profile.
 type goal struct {
-	roundTrips [nClasses]time.Duration // median at the taps, by class
-	bound      time.Duration           // pollInterval + read + list + write
-	n          int                     // s3lock handoffs after a release
+	roundTrips [latency.NumClasses]time.Duration // median at the taps, by class
+	bound      time.Duration                     // pollInterval + read + list + write
+	n          int                               // s3lock handoffs after a release
 	p50, p99   time.Duration
 }
 
@@ -24,10 +26,10 @@ type goal struct {
 // measured under pr: the series' and the hold-time runs'.
 func goalOf(pr *profileResult) goal {
 	g := goal{bound: pollInterval}
-	for c := range nClasses {
+	for c := range latency.NumClasses {
 		g.roundTrips[c] = median(pr.times.of(c))
 		if g.roundTrips[c] == 0 { // no such request was timed: the profile's own median
-			g.roundTrips[c] = pr.profile.classes[c].median
+			g.roundTrips[c] = pr.profile.Classes[c].Median
 		}
 		g.bound += g.roundTrips[c]
 	}
@@ -43,12 +45,12 @@ func (g goal) held() bool { return g.n > 0 && g.p99 <= g.bound }
 // missed if it did not.
 func goalVerdict(pr *profileResult) string {
 	g := goalOf(pr)
-	name := "`" + pr.profile.name + "`"
+	name := "`" + pr.profile.Name + "`"
 	if g.n == 0 {
 		return name + ": no s3lock handoff after a release was measured; the goal is not checked."
 	}
 	bound := fmt.Sprintf("the bound, %s (200 ms + %s read + %s list + %s write round trips at the taps)",
-		seconds(g.bound), millis(g.roundTrips[classRead]), millis(g.roundTrips[classList]), millis(g.roundTrips[classWrite]))
+		seconds(g.bound), millis(g.roundTrips[latency.Read]), millis(g.roundTrips[latency.List]), millis(g.roundTrips[latency.Write]))
 	if g.held() {
 		return fmt.Sprintf("**%s: the goal held**: over %d handoffs, p50 %s and p99 %s, both within %s.",
 			name, g.n, seconds(g.p50), seconds(g.p99), bound)

@@ -115,7 +115,7 @@ func analyze(ops lockOps, holder, waiter []event, letGo, gaveUp time.Time) (hand
 func (l *lab) measureS3lockHandoffs(ctx context.Context, pr *profileResult) error {
 	for rep := 1; rep <= pr.reps; rep++ {
 		for _, hold := range l.cfg.holds {
-			name := fmt.Sprintf("%s/handoff/release-%s-%d", l.profile.name, hold, rep)
+			name := fmt.Sprintf("%s/handoff/release-%s-%d", l.profile.Name, hold, rep)
 			h, err := l.s3lockHandoff(ctx, name, hold, s3lock.DefaultLeaseDuration, false)
 			if err != nil {
 				return fmt.Errorf("s3lock handoff after a %s hold: %w", hold, err)
@@ -124,7 +124,7 @@ func (l *lab) measureS3lockHandoffs(ctx context.Context, pr *profileResult) erro
 			pr.release = append(pr.release, h)
 		}
 	}
-	h, err := l.s3lockHandoff(ctx, l.profile.name+"/handoff/crash", l.cfg.crashHold, l.cfg.crashLease, true)
+	h, err := l.s3lockHandoff(ctx, l.profile.Name+"/handoff/crash", l.cfg.crashHold, l.cfg.crashLease, true)
 	if err != nil {
 		return fmt.Errorf("s3lock handoff after a crash: %w", err)
 	}

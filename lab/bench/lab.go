@@ -19,6 +19,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/witness"
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -40,14 +41,14 @@ type lab struct {
 	self     string // this binary, for `bench holder`
 	// profile is how the taps the lab starts delay requests, and times
 	// where they note every answered request's time.
-	profile *latencyProfile
+	profile *latency.Profile
 	times   *opTimes
 	tapSeq  *atomic.Uint64 // taps started in the run: each draws from its own stream
 }
 
 // under returns a copy of the lab whose taps delay requests as p says and
 // note their times in times.
-func (l *lab) under(p *latencyProfile, times *opTimes) *lab {
+func (l *lab) under(p *latency.Profile, times *opTimes) *lab {
 	pl := *l
 	pl.profile, pl.times = p, times
 	return &pl
@@ -55,12 +56,12 @@ func (l *lab) under(p *latencyProfile, times *opTimes) *lab {
 
 // newTap starts a tap in front of the store for one participant.
 func (l *lab) newTap() (*tap, error) {
-	return startTap(l.endpoint, newSampler(l.profile, l.cfg.seed, l.tapSeq.Add(1)), l.times)
+	return startTap(l.endpoint, latency.NewSampler(l.profile, l.cfg.seed, l.tapSeq.Add(1)), l.times)
 }
 
 // logf reports progress under the lab's profile.
 func (l *lab) logf(format string, args ...any) {
-	logf("%s: "+format, append([]any{l.profile.name}, args...)...)
+	logf("%s: "+format, append([]any{l.profile.Name}, args...)...)
 }
 
 // results is everything one run measured.

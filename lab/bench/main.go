@@ -11,7 +11,8 @@
 //     it measured;
 //   - the handoffs, the takeover after a crash and slot acquisition again
 //     under latency profiles of AWS S3 Standard and S3 Express One Zone
-//     (profile.go): every request delayed as such a store would answer it.
+//     (lab/internal/latency): every request delayed as such a store would
+//     answer it.
 //
 // It writes a Markdown report (docs/benchmarks.md by default) and a chart
 // of handoff time against hold time next to it. Every request is counted on
@@ -36,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -56,13 +58,13 @@ type config struct {
 	contendFor   time.Duration   // how long they do
 	terraform    bool            // run the Terraform measurements
 	prices       prices
-	profiles     []*latencyProfile // the latency profiles to measure under (profile.go)
-	seed         uint64            // seeds every draw of the profiles' delays and the series' schedules
-	profileReps  int               // runs per hold time under a profile with delays
-	series       int               // s3lock handoffs of the series, per profile
-	seriesPairs  int               // pairs of handles that run the series at once
-	slots        int               // n of the slot acquisition measurement
-	slotRounds   int               // times it fills the lock and finds it full
+	profiles     []*latency.Profile // the latency profiles to measure under
+	seed         uint64             // seeds every draw of the profiles' delays and the series' schedules
+	profileReps  int                // runs per hold time under a profile with delays
+	series       int                // s3lock handoffs of the series, per profile
+	seriesPairs  int                // pairs of handles that run the series at once
+	slots        int                // n of the slot acquisition measurement
+	slotRounds   int                // times it fills the lock and finds it full
 }
 
 func main() {
@@ -132,9 +134,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.contenders, "contenders", 8, "handles acquiring and releasing one lock in a loop")
 	fs.DurationVar(&cfg.contendFor, "contend-for", 10*time.Second, "how long they do")
 	fs.BoolVar(&cfg.terraform, "terraform", true, "run the Terraform measurements (false: s3lock only)")
-	cfg.profiles = profiles
-	fs.Func("profiles", "comma-separated latency profiles to measure under: "+strings.Join(profileNames(), ", ")+" (default all)",
-		func(s string) (err error) { cfg.profiles, err = parseProfiles(s); return err })
+	cfg.profiles = latency.Profiles
+	fs.Func("profiles", "comma-separated latency profiles to measure under: "+strings.Join(latency.Names(), ", ")+" (default all)",
+		func(s string) (err error) { cfg.profiles, err = latency.Parse(s); return err })
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the profiles' delays and of the series' holds and arrivals: the same seed draws the same delays")
 	fs.IntVar(&cfg.profileReps, "profile-reps", 1, "runs per hold time under the profiles with delays, for s3lock and for terraform (loopback: -reps)")
 	fs.IntVar(&cfg.series, "series", 200, "s3lock handoffs of the handoff series under each profile (0: none)")

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 )
 
 // profileResult is what the run measured under one latency profile.
 type profileResult struct {
-	profile *latencyProfile
+	profile *latency.Profile
 	reps    int       // runs per hold time of release
 	release []handoff // s3lock and terraform, every hold time and rep
 	crash   []handoff
@@ -22,7 +24,7 @@ type profileResult struct {
 func (l *lab) measureProfiles(ctx context.Context, res *results) error {
 	for _, p := range l.cfg.profiles {
 		pr := &profileResult{profile: p, reps: l.cfg.profileReps, times: &opTimes{}}
-		if p.delayless() {
+		if p.Delayless() {
 			pr.reps = l.cfg.reps
 		}
 		pl := l.under(p, pr.times)
@@ -30,11 +32,11 @@ func (l *lab) measureProfiles(ctx context.Context, res *results) error {
 			pl.measureTerraform, pl.measureS3lockHandoffs, pl.measureSeries, pl.measureSlots,
 		} {
 			if err := step(ctx, pr); err != nil {
-				return fmt.Errorf("latency profile %s: %w", p.name, err)
+				return fmt.Errorf("latency profile %s: %w", p.Name, err)
 			}
 		}
 		res.profiles = append(res.profiles, pr)
-		if p.delayless() {
+		if p.Delayless() {
 			res.release, res.crash, res.renewal = pr.release, pr.crash, pr.renewal
 			if err := pl.measureScale(ctx, res); err != nil {
 				return err
@@ -48,7 +50,7 @@ func (l *lab) measureProfiles(ctx context.Context, res *results) error {
 // when it was not run.
 func (res *results) loopbackResult() *profileResult {
 	for _, pr := range res.profiles {
-		if pr.profile.delayless() {
+		if pr.profile.Delayless() {
 			return pr
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 )
 
 // event is one S3 request as a recorder saw it: when it was sent and
@@ -137,7 +138,7 @@ func sentBetween(evs []event, from, to time.Time) []event {
 // class: what the store and the latency profile made of them together.
 type opTimes struct {
 	mu    sync.Mutex
-	byCls [nClasses][]time.Duration
+	byCls [latency.NumClasses][]time.Duration
 }
 
 // add notes e's time; a nil opTimes notes nothing.
@@ -147,12 +148,12 @@ func (o *opTimes) add(e event) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	c := classOf(e.op)
+	c := latency.ClassOf(e.op)
 	o.byCls[c] = append(o.byCls[c], e.done.Sub(e.sent))
 }
 
 // of returns the times noted for class c.
-func (o *opTimes) of(c requestClass) []time.Duration {
+func (o *opTimes) of(c latency.Class) []time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.byCls[c])

@@ -84,7 +84,7 @@ func writeMachine(d *doc, cfg config, res *results) {
 func profileList(res *results) string {
 	var s []string
 	for _, pr := range res.profiles {
-		s = append(s, "`"+pr.profile.name+"`")
+		s = append(s, "`"+pr.profile.Name+"`")
 	}
 	return strings.Join(s, ", ")
 }

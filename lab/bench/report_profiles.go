@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 )
 
 // writeProfiles writes section 5: the handoff, the takeover and slot
@@ -30,33 +32,33 @@ func writeProfileTable(d *doc) {
 	d.p("### The profiles")
 	d.p("A request's delay is drawn from a log-normal distribution with its class's median and 99th percentile " +
 		"(shape σ = ln(p99 ÷ median) ÷ 2.326), capped at the profile's ceiling; `loopback` adds nothing. The table " +
-		"is `profiles` in `lab/bench/profile.go`.")
+		"is `latency.Profiles` in `lab/internal/latency/profile.go`.")
 	header := []string{"request class"}
-	var shown []*latencyProfile
-	for _, p := range profiles {
-		if !p.delayless() {
+	var shown []*latency.Profile
+	for _, p := range latency.Profiles {
+		if !p.Delayless() {
 			shown = append(shown, p)
-			header = append(header, "`"+p.name+"` median", "`"+p.name+"` p99")
+			header = append(header, "`"+p.Name+"` median", "`"+p.Name+"` p99")
 		}
 	}
 	var rows [][]string
-	for c := range nClasses {
+	for c := range latency.NumClasses {
 		row := []string{c.String()}
 		for _, p := range shown {
-			row = append(row, millis(p.classes[c].median), millis(p.classes[c].p99))
+			row = append(row, millis(p.Classes[c].Median), millis(p.Classes[c].P99))
 		}
 		rows = append(rows, row)
 	}
 	ceiling := []string{"ceiling (no delay above it)"}
 	for _, p := range shown {
-		ceiling = append(ceiling, millis(p.ceiling), "")
+		ceiling = append(ceiling, millis(p.Ceiling), "")
 	}
 	d.table(header, append(rows, ceiling))
 	for _, p := range shown {
-		d.p("`%s` stands for %s.", p.name, p.store)
+		d.p("`%s` stands for %s.", p.Name, p.Store)
 	}
 	d.p("Sources:")
-	for _, s := range profileSources {
+	for _, s := range latency.Sources {
 		d.WriteString("- " + s + "\n")
 	}
 	d.WriteString("\n")
@@ -88,7 +90,7 @@ func writeSideBySide(d *doc, cfg config, res *results) {
 	d.p("### Side by side")
 	header := []string{""}
 	for _, pr := range res.profiles {
-		header = append(header, "`"+pr.profile.name+"`")
+		header = append(header, "`"+pr.profile.Name+"`")
 	}
 	var cells [][]string
 	for _, r := range sideBySideRows(cfg) {
@@ -223,8 +225,8 @@ func writeGoal(d *doc, res *results) {
 		case !g.held():
 			verdict = fmt.Sprintf("**did not hold**: p99 over by %s", millis(g.p99-g.bound))
 		}
-		rows = append(rows, []string{"`" + pr.profile.name + "`",
-			fmt.Sprintf("%s + %s + %s", millis(g.roundTrips[classRead]), millis(g.roundTrips[classList]), millis(g.roundTrips[classWrite])),
+		rows = append(rows, []string{"`" + pr.profile.Name + "`",
+			fmt.Sprintf("%s + %s + %s", millis(g.roundTrips[latency.Read]), millis(g.roundTrips[latency.List]), millis(g.roundTrips[latency.Write])),
 			seconds(g.bound), fmt.Sprint(g.n), seconds(g.p50), seconds(g.p99), verdict})
 	}
 	d.table([]string{"profile", "round trips: GET + LIST + PUT", "bound", "handoffs", "p50", "p99", "goal"}, rows)
@@ -244,7 +246,7 @@ func writeProfileHandoffs(d *doc, cfg config, res *results) {
 		"profile with delays; `loopback`'s runs are section 1's.")
 	var rows [][]string
 	for _, pr := range res.profiles {
-		if pr.profile.delayless() {
+		if pr.profile.Delayless() {
 			continue
 		}
 		for _, hold := range cfg.holds {
@@ -253,7 +255,7 @@ func writeProfileHandoffs(d *doc, cfg config, res *results) {
 			if len(s) > 0 && len(t) > 0 {
 				ratio = fmt.Sprintf("%.1f×", medianGap(t).Seconds()/medianGap(s).Seconds())
 			}
-			rows = append(rows, []string{"`" + pr.profile.name + "`", seconds(hold), gaps(s), gaps(t), ratio, rates(s), rates(t)})
+			rows = append(rows, []string{"`" + pr.profile.Name + "`", seconds(hold), gaps(s), gaps(t), ratio, rates(s), rates(t)})
 		}
 	}
 	d.table([]string{"profile", "hold", "s3lock handoff", "Terraform handoff", "Terraform ÷ s3lock (medians)",
@@ -272,7 +274,7 @@ func seriesText(pr *profileResult) string {
 	}
 	ds := gapsOf(pr.series)
 	return fmt.Sprintf("`%s`, the series: %d handoffs after holds of %s to %s, p50 %s, p90 %s, p99 %s, slowest %s; "+
-		"the waiter sent %.2f requests a second (median).", pr.profile.name, len(ds), seconds(seriesHoldMin), seconds(seriesHoldMax),
+		"the waiter sent %.2f requests a second (median).", pr.profile.Name, len(ds), seconds(seriesHoldMin), seconds(seriesHoldMax),
 		seconds(percentile(ds, 50)), seconds(percentile(ds, 90)), seconds(percentile(ds, 99)), seconds(slices.Max(ds)), medianRate(pr.series))
 }
 
@@ -286,11 +288,11 @@ func writeTakeovers(d *doc, cfg config, res *results) {
 	var rows [][]string
 	for _, pr := range res.profiles {
 		for _, h := range bySystem(pr.crash, sysS3lock) {
-			rows = append(rows, []string{"`" + pr.profile.name + "`", "s3lock", seconds(h.sinceWrite), seconds(h.gap),
+			rows = append(rows, []string{"`" + pr.profile.Name + "`", "s3lock", seconds(h.sinceWrite), seconds(h.gap),
 				"**" + seconds(h.sinceWrite+h.gap) + "**", seconds(h.sinceWrite + h.gap - cfg.crashLease)})
 		}
 		for _, h := range bySystem(pr.crash, sysTerraform) {
-			rows = append(rows, []string{"`" + pr.profile.name + "`", "Terraform native lock", "–",
+			rows = append(rows, []string{"`" + pr.profile.Name + "`", "Terraform native lock", "–",
 				fmt.Sprintf("never: the waiter gave up %s after the kill", seconds(h.gaveUpAfter)), "**never**", "–"})
 		}
 	}
@@ -314,7 +316,7 @@ func writeSlots(d *doc, cfg config, res *results) {
 			if len(c.tries) == 0 {
 				continue
 			}
-			rows = append(rows, []string{"`" + pr.profile.name + "`", c.what, fmt.Sprint(len(c.tries)),
+			rows = append(rows, []string{"`" + pr.profile.Name + "`", c.what, fmt.Sprint(len(c.tries)),
 				seconds(percentile(tookOf(c.tries), 50)), seconds(percentile(tookOf(c.tries), 99)), slotRequests(c.tries)})
 		}
 	}
@@ -337,16 +339,16 @@ func writeTapTimes(d *doc, res *results) {
 		"the goal.")
 	var rows [][]string
 	for _, pr := range res.profiles {
-		for c := range nClasses {
+		for c := range latency.NumClasses {
 			ts := pr.times.of(c)
 			if len(ts) == 0 {
 				continue
 			}
 			want := "none"
-			if dl := pr.profile.classes[c]; dl.median > 0 {
-				want = millis(dl.median) + " / " + millis(dl.p99)
+			if dl := pr.profile.Classes[c]; dl.Median > 0 {
+				want = millis(dl.Median) + " / " + millis(dl.P99)
 			}
-			rows = append(rows, []string{"`" + pr.profile.name + "`", c.String(), thousands(len(ts)), want,
+			rows = append(rows, []string{"`" + pr.profile.Name + "`", c.String(), thousands(len(ts)), want,
 				millis(median(ts)) + " / " + millis(percentile(ts, 99))})
 		}
 	}

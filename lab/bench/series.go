@@ -62,7 +62,7 @@ func (l *lab) measureSeries(ctx context.Context, pr *profileResult) error {
 			count++
 		}
 		rng := rand.New(rand.NewPCG(l.cfg.seed, l.tapSeq.Add(1)))
-		name := fmt.Sprintf("%s/series/%d", l.profile.name, i)
+		name := fmt.Sprintf("%s/series/%d", l.profile.Name, i)
 		wg.Go(func() { out[i], errs[i] = passBack(ctx, name, handles[i], count, rng) })
 	}
 	wg.Wait()

@@ -52,7 +52,7 @@ func (l *lab) measureSlots(ctx context.Context, pr *profileResult) error {
 			return err
 		}
 	}
-	name := l.profile.name + "/slots"
+	name := l.profile.Name + "/slots"
 	if _, lease, err := trySlot(ctx, t, clients[0], name, n, 0); err != nil {
 		return fmt.Errorf("making %s a lock of %d slots: %w", name, n, err)
 	} else if err := lease.Release(ctx); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 )
 
 // tap is a reverse proxy on loopback in front of the store that records
@@ -22,22 +23,22 @@ import (
 // its own tap, so whose request is whose is never a guess.
 //
 // A tap also plays the network and the cloud store: it holds each request
-// for a delay drawn from its latency profile (profile.go) before it passes
-// it on, so the store acts on the request at the end of its delay and its
-// answer comes straight back. A request whose client gives up during the
-// delay is never passed on (recorded with status 0).
+// for a delay drawn from its latency profile (lab/internal/latency) before
+// it passes it on, so the store acts on the request at the end of its delay
+// and its answer comes straight back. A request whose client gives up
+// during the delay is never passed on (recorded with status 0).
 type tap struct {
 	// URL is the endpoint to give the participant.
 	URL   string
 	rec   *recorder
-	lat   *sampler
+	lat   *latency.Sampler
 	times *opTimes // where every answered request's time is also noted
 	srv   *http.Server
 }
 
 // startTap starts a tap in front of the store at target (an http:// URL)
 // that delays requests as lat draws and notes their times in times.
-func startTap(target string, lat *sampler, times *opTimes) (*tap, error) {
+func startTap(target string, lat *latency.Sampler, times *opTimes) (*tap, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func (t *tap) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e := event{sent: time.Now(), op: s3test.Operation(r), key: objectKey(r.URL.Path)}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		if delayed(r.Context(), t.lat.draw(e.op)) {
+		if delayed(r.Context(), t.lat.Draw(e.op)) {
 			next.ServeHTTP(sw, r)
 		} else {
 			sw.status = 0

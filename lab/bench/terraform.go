@@ -114,7 +114,7 @@ func (l *lab) measureTerraform(ctx context.Context, pr *profileResult) error {
 	defer t.wtap.close()
 	for rep := 1; rep <= pr.reps; rep++ {
 		for _, hold := range l.cfg.holds {
-			h, err := t.run(ctx, fmt.Sprintf("%s-release-%s-%d", l.profile.name, hold, rep), hold, 0, tfLockTimeout)
+			h, err := t.run(ctx, fmt.Sprintf("%s-release-%s-%d", l.profile.Name, hold, rep), hold, 0, tfLockTimeout)
 			if err != nil {
 				return fmt.Errorf("terraform handoff after a %s hold: %w", hold, err)
 			}
@@ -122,7 +122,7 @@ func (l *lab) measureTerraform(ctx context.Context, pr *profileResult) error {
 			pr.release = append(pr.release, h)
 		}
 	}
-	h, err := t.run(ctx, l.profile.name+"-crash", tfCrashHold, l.cfg.crashHold, l.cfg.crashHold+l.cfg.tfCrashWait)
+	h, err := t.run(ctx, l.profile.Name+"-crash", tfCrashHold, l.cfg.crashHold, l.cfg.crashHold+l.cfg.tfCrashWait)
 	if err != nil {
 		return fmt.Errorf("terraform after a crash: %w", err)
 	}
@@ -150,10 +150,10 @@ func (l *lab) newTFLab(ctx context.Context) (*tfLab, error) {
 	if t.wtap, err = l.newTap(); err != nil {
 		return nil, err
 	}
-	t.holderDir = filepath.Join(l.scratch, l.profile.name, "tf-holder")
-	t.waiterDir = filepath.Join(l.scratch, l.profile.name, "tf-waiter")
+	t.holderDir = filepath.Join(l.scratch, l.profile.Name, "tf-holder")
+	t.waiterDir = filepath.Join(l.scratch, l.profile.Name, "tf-waiter")
 	for dir, tp := range map[string]*tap{t.holderDir: t.htap, t.waiterDir: t.wtap} {
-		cfg := fmt.Sprintf(tfConfig, stateBucket, tfStateKey(l.profile.name), s3server.Region, tp.URL, s3server.AccessKeyID, s3server.SecretAccessKey)
+		cfg := fmt.Sprintf(tfConfig, stateBucket, tfStateKey(l.profile.Name), s3server.Region, tp.URL, s3server.AccessKeyID, s3server.SecretAccessKey)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
