@@ -13,6 +13,11 @@
 //     and answered by the store, and then the proxy closes the client's
 //     connection instead of returning the answer: the write happened, the
 //     client cannot know.
+//
+// Beneath the faults, a proxy can also play a cloud store's latency
+// (Latency): it holds every request it forwards for a delay drawn for its
+// operation before it forwards it, so the store acts at the end of the
+// delay and its answer comes straight back, as the benchmarks' taps do.
 package faultproxy
 
 import (
@@ -26,15 +31,19 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 )
 
-// Counts says how often each fault struck.
+// Counts says how often each fault struck, and how many requests the
+// latency held.
 type Counts struct {
 	Blackholes int // blackhole periods that swallowed at least one request
 	Swallowed  int // requests swallowed by a blackhole
 	Delayed    int // requests delayed
 	Dropped    int // write answers dropped after the store answered
 	DroppedOK  int // of those, answers that said the write succeeded (2xx)
+	Latent     int // requests held for a latency draw above zero (Latency)
 }
 
 // upstreamTimeout bounds a forwarded request: the store answers in
@@ -68,8 +77,9 @@ type Proxy struct {
 	mode     mode
 	maxDelay time.Duration
 	dropProb float64
-	hole     chan struct{} // closed when the current blackhole ends
-	holeHits int           // requests swallowed by the current blackhole
+	latency  func(op string) time.Duration // nil: none
+	hole     chan struct{}                 // closed when the current blackhole ends
+	holeHits int                           // requests swallowed by the current blackhole
 	counts   Counts
 }
 
@@ -129,8 +139,20 @@ func (p *Proxy) Drop(prob float64) {
 	p.mode, p.dropProb = drop, prob
 }
 
+// Latency holds every request that is forwarded (not one a blackhole
+// swallows) for draw(op) before it forwards it, op being the request's
+// operation as s3test.Operation names it: in every mode, from now on, and
+// on top of a Delay fault's delay. Like a delayed request, a latent one is
+// forwarded even if its client gave up meanwhile. nil switches the latency
+// off.
+func (p *Proxy) Latency(draw func(op string) time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = draw
+}
+
 // Heal forwards everything again; connections held by a blackhole are
-// closed.
+// closed. A latency (Latency) stays.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -181,7 +203,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		swallow(w, f.hole)
 		return
 	}
-	time.Sleep(f.before)
+	time.Sleep(f.latency + f.before)
 	ans, err := p.forward(r)
 	if err != nil {
 		http.Error(w, "faultproxy: "+err.Error(), http.StatusBadGateway)
@@ -204,7 +226,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fate is what the proxy does to one request.
 type fate struct {
 	hole          chan struct{} // swallow until closed
-	before, after time.Duration
+	latency       time.Duration // the store's, before forwarding
+	before, after time.Duration // a Delay fault's
 	drop          bool
 }
 
@@ -217,23 +240,36 @@ func (p *Proxy) decide(r *http.Request) (fate, bool) {
 		return fate{}, false
 	}
 	p.inflight.Add(1)
-	switch p.mode {
-	case blackhole:
+	if p.mode == blackhole {
 		p.holeHits++
 		p.counts.Swallowed++
 		return fate{hole: p.hole}, true
+	}
+	f := p.faultLocked(r)
+	if p.latency != nil {
+		if f.latency = p.latency(s3test.Operation(r)); f.latency > 0 {
+			p.counts.Latent++
+		}
+	}
+	return f, true
+}
+
+// faultLocked returns the fate that the fault in force (not a blackhole)
+// deals a request.
+func (p *Proxy) faultLocked(r *http.Request) fate {
+	switch p.mode {
 	case delay:
 		p.counts.Delayed++
 		d := time.Duration(p.rng.Int64N(int64(p.maxDelay) + 1))
 		if p.rng.IntN(2) == 0 {
-			return fate{before: d}, true
+			return fate{before: d}
 		}
-		return fate{after: d}, true
+		return fate{after: d}
 	case drop:
 		write := r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodDelete
-		return fate{drop: write && p.rng.Float64() < p.dropProb}, true
+		return fate{drop: write && p.rng.Float64() < p.dropProb}
 	}
-	return fate{}, true
+	return fate{}
 }
 
 func (p *Proxy) noteDrop(status int) {

@@ -4,7 +4,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,7 +38,13 @@ func newProxy(t *testing.T, target string) *Proxy {
 
 func put(t *testing.T, client *http.Client, url string) (string, error) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url+"/bucket/key", strings.NewReader("body"))
+	return send(t, client, http.MethodPut, url+"/bucket/key")
+}
+
+// send sends one request with a small body and returns the answer's body.
+func send(t *testing.T, client *http.Client, method, url string) (string, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader("body"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +112,100 @@ func TestProxy_DelayHoldsRequests(t *testing.T) {
 	}
 	if c := p.Counts(); c.Delayed != 5 {
 		t.Fatalf("counts %+v, want 5 delayed", c)
+	}
+}
+
+// latency is the fixed latency of the latency tests: long enough to stand
+// out from loopback's time, short enough to keep the tests fast.
+const latency = 50 * time.Millisecond
+
+// arrivals stands in for the S3 server and notes when each request reached
+// it.
+func arrivals(t *testing.T) (*httptest.Server, <-chan time.Time) {
+	t.Helper()
+	at := make(chan time.Time, 16)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at <- time.Now()
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	t.Cleanup(s.Close)
+	return s, at
+}
+
+func TestProxy_LatencyIsDrawnPerOperation(t *testing.T) {
+	s, _ := store(t)
+	p := newProxy(t, s.URL)
+	var mu sync.Mutex
+	var ops []string
+	p.Latency(func(op string) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		ops = append(ops, op)
+		if op == "GetObject" {
+			return 0 // loopback's: holds nothing
+		}
+		return time.Millisecond
+	})
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/bucket/key?x-id=GetObject"}, {http.MethodGet, "/bucket?list-type=2"}, {http.MethodPut, "/bucket/key"},
+	} {
+		if _, err := send(t, http.DefaultClient, r.method, p.URL+r.path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"GetObject", "ListObjectsV2", "PutObject"}; !slices.Equal(ops, want) {
+		t.Errorf("the draws saw the operations %q, want %q", ops, want)
+	}
+	if c := p.Counts(); c.Latent != 2 {
+		t.Errorf("counts %+v, want 2 latent: a zero draw holds no request", c)
+	}
+}
+
+// The store acts at the end of the latency, in every mode that forwards the
+// request. Only a lower bound is checked: a loaded machine may add any time.
+func TestProxy_LatencyHoldsRequestsBeforeTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		fault func(*Proxy)
+	}{
+		{"pass", func(*Proxy) {}},
+		{"delay", func(p *Proxy) { p.Delay(10 * time.Millisecond) }},
+		{"drop", func(p *Proxy) { p.Drop(1) }},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			s, at := arrivals(t)
+			p := newProxy(t, s.URL)
+			p.Latency(func(string) time.Duration { return latency })
+			tc.fault(p)
+			sent := time.Now()
+			_, err := put(t, http.DefaultClient, p.URL)
+			answered := time.Since(sent)
+			if err == nil && answered < latency {
+				t.Errorf("answered %s after the request, before the latency of %s had passed", answered, latency)
+			}
+			if reached := (<-at).Sub(sent); reached < latency {
+				t.Errorf("the store saw the request %s after it was sent, before the latency of %s had passed", reached, latency)
+			}
+			if c := p.Counts(); c.Latent != 1 {
+				t.Errorf("counts %+v, want 1 latent", c)
+			}
+		})
+	}
+}
+
+func TestProxy_LatencySparesSwallowedRequests(t *testing.T) {
+	s, hits := store(t)
+	p := newProxy(t, s.URL)
+	drawn := false
+	p.Latency(func(string) time.Duration { drawn = true; return latency })
+	p.Blackhole()
+	if _, err := put(t, &http.Client{Timeout: 200 * time.Millisecond}, p.URL); err == nil {
+		t.Fatal("a blackholed request got an answer")
+	}
+	p.Heal()
+	if c := p.Counts(); drawn || c.Latent != 0 || hits.Load() != 0 {
+		t.Errorf("drawn %t, counts %+v, %d at the store: a swallowed request meets no latency", drawn, c, hits.Load())
 	}
 }
