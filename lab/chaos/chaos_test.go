@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 )
 
 const (
@@ -59,6 +61,21 @@ func requireChaos(t *testing.T) {
 	}
 }
 
+// envProfile returns the latency profile $S3LOCK_CHAOS_PROFILE names, nil
+// (none) when it is unset.
+func envProfile(t *testing.T) *latency.Profile {
+	t.Helper()
+	name := os.Getenv("S3LOCK_CHAOS_PROFILE")
+	if name == "" {
+		return nil
+	}
+	p, err := latency.Lookup(name)
+	if err != nil {
+		t.Fatalf("S3LOCK_CHAOS_PROFILE: %v", err)
+	}
+	return p
+}
+
 // seed returns $S3LOCK_CHAOS_SEED, or one from the clock; the figures print
 // it, so a run's fault schedule can be repeated (the processes' timing
 // cannot).
@@ -77,13 +94,16 @@ func seed(t *testing.T) uint64 {
 // TestChaos is the chaos run: four SDK workers (two behind fault proxies;
 // clocks 3 h ahead, 5 h behind, and one that jumps by 2 h) and two `s3lock
 // run` slots (one behind a proxy) contend for one lock while the monkey
-// pauses, kills and partitions them and restarts the store.
+// pauses, kills and partitions them and restarts the store. The store
+// answers on loopback, or with the latency of the profile
+// S3LOCK_CHAOS_PROFILE names.
 func TestChaos(t *testing.T) {
 	requireChaos(t)
 	sc := scenario{
 		duration: *duration,
 		seed:     seed(t),
 		faults:   true,
+		latency:  envProfile(t),
 	}
 	sc.workers, sc.runners = chaosCast()
 	f := runChecked(t, sc)
@@ -98,8 +118,10 @@ func TestChaos(t *testing.T) {
 // the 3 s leases of TestChaos, the store's clock slack (2 s) hides a lapse
 // judged at half the lease, and the safety margin (0.3 s) a holder that
 // trusts its lease from the answer without it; here both break the rules
-// the store's record checks. At least one lease must lapse and be taken
-// over, or the succession rule was never put to the test.
+// the store's record checks. Production-sized leases meet production-like
+// latency: the store answers as S3 Standard would (latency.S3Standard). At
+// least one lease must lapse and be taken over, or the succession rule was
+// never put to the test.
 func TestChaos_LongLease(t *testing.T) {
 	requireChaos(t)
 	sc := scenario{
@@ -107,6 +129,7 @@ func TestChaos_LongLease(t *testing.T) {
 		lease:    longLease,
 		seed:     seed(t),
 		faults:   true,
+		latency:  latency.S3Standard,
 		workers: []workerSpec{
 			{slot: "w1", proxied: true, clockOffset: 3 * time.Hour},
 			{slot: "w2", clockOffset: -5 * time.Hour},
@@ -129,7 +152,8 @@ func TestChaos_LongLease(t *testing.T) {
 // sessions): every SDK worker and `s3lock run` lists the lock whole
 // (PROTOCOL.md §8), under the same pauses, kills, partitions, store
 // restarts and skewed clocks, and the same checks of the history and of
-// the store's record.
+// the store's record. A directory bucket is S3 Express One Zone, so the
+// store answers with its latency (latency.S3Express).
 func TestChaos_DirectoryBucket(t *testing.T) {
 	requireChaos(t)
 	sc := scenario{
@@ -137,6 +161,7 @@ func TestChaos_DirectoryBucket(t *testing.T) {
 		seed:      seed(t),
 		faults:    true,
 		directory: true,
+		latency:   latency.S3Express,
 	}
 	sc.workers, sc.runners = chaosCast()
 	f := runChecked(t, sc)
@@ -159,7 +184,8 @@ func chaosCast() ([]workerSpec, []runnerSpec) {
 }
 
 // runChecked runs sc, prints its figures and fails t on every check of the
-// history and of the store's record that found a violation.
+// history and of the store's record that found a violation, and if the
+// scenario's latency profile delayed no request.
 func runChecked(t *testing.T, sc scenario) figures {
 	t.Helper()
 	l := newLab(t, sc)
@@ -170,6 +196,9 @@ func runChecked(t *testing.T, sc scenario) figures {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+	if sc.latency != nil && !sc.latency.Delayless() && f.latent == 0 {
+		t.Errorf("the %s latency profile delayed no request: the run did not meet it", sc.latency.Name)
 	}
 	return f
 }

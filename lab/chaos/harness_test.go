@@ -24,6 +24,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/witness"
 	"github.com/s3lock/terraform-provider-s3lock/lab/chaos/internal/faultproxy"
 	"github.com/s3lock/terraform-provider-s3lock/lab/chaos/internal/record"
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -44,6 +45,7 @@ type lab struct {
 	s3      *s3.Client // the suite's own
 	lock    *s3lock.Client
 	proxies map[string]*faultproxy.Proxy // by slot
+	cloud   *faultproxy.Proxy            // plays the scenario's latency profile in front of the store; nil without one
 	procs   procTable
 	events  eventLog
 	slots   sync.WaitGroup
@@ -77,7 +79,7 @@ func newLab(t *testing.T, sc scenario) *lab {
 		storeURL = d.URL
 	}
 	l.witness = witness.New(l.bucket, record.Now)
-	if l.front, err = l.witness.NewProxy(storeURL); err != nil {
+	if l.front, err = l.witness.NewProxy(l.withLatency(storeURL)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.front.Close)
@@ -96,6 +98,31 @@ func newLab(t *testing.T, sc scenario) *lab {
 	}
 	l.startProxies()
 	return l
+}
+
+// latencyStream is the stream of the run's seed that the latency proxy
+// draws its delays from: "latency" in ASCII, a stream no other generator of
+// the run uses.
+const latencyStream = 0x6c6174656e6379
+
+// withLatency puts a proxy that plays the scenario's latency profile in
+// front of the store at target and returns where to send requests instead
+// (target itself without a profile). It sits behind the witness, as part of
+// the store: one proxy delays every process and the suite alike, and the
+// witness's brackets hold the store's action with its delay. A store that
+// is down is answered with 502 Bad Gateway, as the witness answers it.
+func (l *lab) withLatency(target string) string {
+	if l.sc.latency == nil {
+		return target
+	}
+	p, err := faultproxy.New(target, l.sc.seed)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(p.Close)
+	p.Latency(latency.NewSampler(l.sc.latency, l.sc.seed, latencyStream).Draw)
+	l.cloud = p
+	return p.URL
 }
 
 // makeDirs creates the run's directory; it is removed when the test passes

@@ -26,6 +26,7 @@ type figures struct {
 	kills          int
 	holderKills    int
 	net            faultproxy.Counts
+	latent         int // requests the latency profile delayed
 	restarts       int
 	clockJumps     int
 	skewedSections int // critical sections of workers with a skewed or jumping clock
@@ -60,6 +61,9 @@ func (l *lab) figures(o *outcome) figures {
 		case r.Kind == record.Acquired, r.Kind == record.Start && r.Epoch > 0:
 			f.acquisitions++
 		}
+	}
+	if l.cloud != nil {
+		f.latent = l.cloud.Counts().Latent
 	}
 	for _, p := range l.proxies {
 		c := p.Counts()
@@ -145,6 +149,7 @@ func (f figures) String() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, "  "+format+"\n", args...) }
 	fmt.Fprintf(&b, "chaos figures (%s, seed %d, %s leases):\n", f.elapsed.Round(time.Second), f.seed, f.sc.leaseDuration())
+	p("latency:        %s", f.latencyText())
 	p("operations:     %d critical sections; %d reads; writes %d ok, %d failed, %d unknown",
 		f.sections, f.reads, f.writes[record.OK], f.writes[record.Failed], f.writes[record.Unknown])
 	p("leases:         %d acquisitions, %d takeovers of a lapsed lease", f.acquisitions, f.takeovers)
@@ -160,6 +165,15 @@ func (f figures) String() string {
 	p("store's record: %d writes to epoch objects; %d trust deadlines judged against them", f.witnessed, f.claims)
 	p("processes:      %d started; s3lock run exit codes %s; %d torn history lines", f.processes, codes(f.runCodes), f.torn)
 	return b.String()
+}
+
+// latencyText names the run's latency profile and says how many requests
+// it delayed.
+func (f figures) latencyText() string {
+	if f.sc.latency == nil {
+		return "no profile (the store answers on loopback)"
+	}
+	return fmt.Sprintf("profile %s (%s): %d requests delayed", f.sc.latency.Name, f.sc.latency.Store, f.latent)
 }
 
 func codes(m map[int]int) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/lab/internal/latency"
 )
 
 // Timings of a run. Each says why it is what it is; none is an assertion on
@@ -86,6 +87,11 @@ type scenario struct {
 	// witness and the store, and names the bucket as a directory bucket:
 	// every process lists it as s3lock lists S3 directory buckets.
 	directory bool
+	// latency puts a proxy between the witness and the store (or the
+	// directory bucket emulation) that holds every request for a delay
+	// drawn from this profile: every process, and the suite itself, meets
+	// a cloud store's latency. nil: none, the store answers on loopback.
+	latency *latency.Profile
 }
 
 // bucketName is the run's bucket.
