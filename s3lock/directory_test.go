@@ -175,9 +175,9 @@ func TestDirectoryBuckets_KeyOrderWouldMissTheHolder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the key-order Current: %v", err)
 	}
-	if st.Epoch == newest || st.Held {
-		t.Fatalf("the key-order Current = epoch %d, held %t by %q; want it to miss the holder of epoch %d (the layout no longer hides it: pick another name)",
-			st.Epoch, st.Held, st.Holder, newest)
+	if st.Epoch != newest-1 || st.Held || !st.Released {
+		t.Fatalf("the key-order Current = epoch %d, held %t by %q, released %t; want epoch %d released: it misses the holder of epoch %d (if the layout no longer hides it, pick another name)",
+			st.Epoch, st.Held, st.Holder, st.Released, newest-1, newest)
 	}
 	t.Logf("the key-order Current: epoch %d, held %t, released %t: it missed the holder of epoch %d", st.Epoch, st.Held, st.Released, newest)
 	l, err := keyOrder.TryAcquire(t.Context(), name)
@@ -185,7 +185,9 @@ func TestDirectoryBuckets_KeyOrderWouldMissTheHolder(t *testing.T) {
 		_ = l.Release(context.Background())
 		t.Fatalf("the key-order TryAcquire took epoch %d while epoch %d is held", l.Epoch(), newest)
 	}
-	t.Logf("the key-order TryAcquire: %v", err)
+	if !errors.Is(err, ErrNameCollision) {
+		t.Errorf("the key-order TryAcquire = %v; want ErrNameCollision (its create of epoch %d found it there, unlisted)", err, newest)
+	}
 	d.SetLeniency(s3test.Strict)
 
 	c, err := New(api, bucket)
@@ -195,6 +197,9 @@ func TestDirectoryBuckets_KeyOrderWouldMissTheHolder(t *testing.T) {
 	st, err = c.Current(t.Context(), name)
 	if err != nil || st.Epoch != newest || !st.Held || st.Holder != "holder" {
 		t.Errorf("Current on the directory bucket = epoch %d, held %t by %q, %v; want epoch %d held by holder", st.Epoch, st.Held, st.Holder, err, newest)
+	}
+	if _, err := api.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(epochKey(name, newest+1))}); classify(err) != failNotFound {
+		t.Errorf("HEAD of epoch %d = %v; want not found: no second lease may be granted", newest+1, err)
 	}
 }
 
