@@ -5,7 +5,9 @@
 // and the chaos suite's proxy in front of the store (lab/chaos) hold every
 // request for a delay drawn from a profile before they pass it on, so that
 // what they measure or check meets a store that answers as a cloud one
-// would rather than loopback's millisecond.
+// would rather than loopback's millisecond. A request whose client gave up
+// during its delay is dropped by the taps but forwarded by the proxy, as a
+// slow network would deliver it.
 package latency
 
 import (

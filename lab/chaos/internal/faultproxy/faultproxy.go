@@ -17,7 +17,9 @@
 // Beneath the faults, a proxy can also play a cloud store's latency
 // (Latency): it holds every request it forwards for a delay drawn for its
 // operation before it forwards it, so the store acts at the end of the
-// delay and its answer comes straight back, as the benchmarks' taps do.
+// delay and its answer comes straight back. Unlike the benchmarks' taps,
+// which drop a request whose client gave up during its delay, the proxy
+// forwards it anyway, as a slow network would deliver it.
 package faultproxy
 
 import (
@@ -143,8 +145,9 @@ func (p *Proxy) Drop(prob float64) {
 // swallows) for draw(op) before it forwards it, op being the request's
 // operation as s3test.Operation names it: in every mode, from now on, and
 // on top of a Delay fault's delay. Like a delayed request, a latent one is
-// forwarded even if its client gave up meanwhile. nil switches the latency
-// off.
+// forwarded even if its client gave up meanwhile (the benchmarks' taps drop
+// it). draw is called with the proxy's lock held, so it must be quick and
+// must not call the proxy. nil switches the latency off.
 func (p *Proxy) Latency(draw func(op string) time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

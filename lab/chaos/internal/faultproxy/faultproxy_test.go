@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -198,14 +199,37 @@ func TestProxy_LatencyHoldsRequestsBeforeTheStore(t *testing.T) {
 func TestProxy_LatencySparesSwallowedRequests(t *testing.T) {
 	s, hits := store(t)
 	p := newProxy(t, s.URL)
-	drawn := false
-	p.Latency(func(string) time.Duration { drawn = true; return latency })
+	var drawn atomic.Bool
+	p.Latency(func(string) time.Duration { drawn.Store(true); return latency })
 	p.Blackhole()
-	if _, err := put(t, &http.Client{Timeout: 200 * time.Millisecond}, p.URL); err == nil {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.URL+"/bucket/key", strings.NewReader("body"))
+		if err != nil {
+			answered <- err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	// Heal only once the blackhole holds the request: healed earlier, the
+	// proxy would take it in pass mode, draw for it and forward it.
+	for deadline := time.Now().Add(10 * time.Second); p.Counts().Swallowed == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy did not take the request within 10 s: counts %+v", p.Counts())
+		}
+	}
+	cancel()
+	if err := <-answered; err == nil {
 		t.Fatal("a blackholed request got an answer")
 	}
 	p.Heal()
-	if c := p.Counts(); drawn || c.Latent != 0 || hits.Load() != 0 {
-		t.Errorf("drawn %t, counts %+v, %d at the store: a swallowed request meets no latency", drawn, c, hits.Load())
+	if c := p.Counts(); drawn.Load() || c.Latent != 0 || c.Swallowed != 1 || hits.Load() != 0 {
+		t.Errorf("drawn %t, counts %+v, %d at the store: want the request swallowed, meeting no latency", drawn.Load(), c, hits.Load())
 	}
 }
