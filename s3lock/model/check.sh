@@ -13,8 +13,17 @@
 # counterexample as the trail replay prints it. Exits non-zero if any run is
 # not as expected.
 #
+# A check whose inputs did not change is not run again: the model files,
+# this script, and the versions of spin and the C compiler are hashed, and
+# the report of a check that came out as expected is kept under that hash
+# in the tools cache ($S3LOCK_TOOLS_CACHE, or $XDG_CACHE_HOME/s3lock-tools,
+# or ~/.cache/s3lock-tools), as go test keeps a test's result. A search of
+# the whole state space over the same model, options and tools finds the
+# same thing: the kept report is printed instead (with the hash), which
+# saves a warm CI run five minutes of CPU. FORCE=1 checks anyway.
+#
 # Environment: CC (gcc), JOBS (runs at a time, 2), KEEP=1 keeps the
-# temporary directory (and prints it).
+# temporary directory (and prints it), FORCE=1 ignores a kept report.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +38,20 @@ fi
 if ! command -v "$cc" >/dev/null 2>&1; then
 	echo "check.sh: no C compiler ($cc); install one with: apt-get install gcc" >&2
 	exit 1
+fi
+
+# The inputs' hash, and where a report of them is kept.
+key=$( {
+	cat "$here"/*.pml "$here/check.sh"
+	spin -V 2>&1
+	"$cc" --version 2>&1
+	uname -m
+} | sha256sum | cut -c1-16)
+kept="${S3LOCK_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/s3lock-tools}/model/$key.report"
+if [ "${FORCE:-}" != 1 ] && [ -s "$kept" ]; then
+	echo "check.sh: the model files, check.sh, spin and $cc are as when they last checked out as expected (inputs $key, $(date -u -r "$kept" '+%Y-%m-%d %H:%M UTC')): that check's report follows; FORCE=1 checks again"
+	cat "$kept"
+	exit 0
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/s3lock-model.XXXXXX")
@@ -193,21 +216,34 @@ wait
 status=0
 i=1
 while [ "$i" -le "$n" ]; do
-	cat "$work/$i/line"
 	[ -f "$work/$i/ok" ] || status=1
 	i=$((i + 1))
 done
-i=1
-while [ "$i" -le "$n" ]; do
-	if [ -f "$work/$i/trail" ]; then
-		echo
-		cat "$work/$i/trail"
-	fi
-	i=$((i + 1))
-done
-echo
+# report prints the runs' lines, then their counterexamples.
+report() {
+	i=1
+	while [ "$i" -le "$n" ]; do
+		cat "$work/$i/line"
+		i=$((i + 1))
+	done
+	i=1
+	while [ "$i" -le "$n" ]; do
+		if [ -f "$work/$i/trail" ]; then
+			echo
+			cat "$work/$i/trail"
+		fi
+		i=$((i + 1))
+	done
+	echo
+}
+report >"$work/report"
+cat "$work/report"
 if [ "$status" = 0 ]; then
-	echo "check.sh: as expected: the three models and the variants verify; every mutant, boundary run and claim has its counterexample"
+	echo "check.sh: as expected: the three models and the variants verify; every mutant, boundary run and claim has its counterexample" | tee -a "$work/report"
+	# Kept for the next check of the same inputs (see the top).
+	if mkdir -p "$(dirname "$kept")" && cp "$work/report" "$kept.tmp"; then
+		mv "$kept.tmp" "$kept"
+	fi
 else
 	echo "check.sh: NOT as expected (lines without 'verified' or 'counterexample')" >&2
 fi
