@@ -23,7 +23,8 @@
 # saves a warm CI run five minutes of CPU. FORCE=1 checks anyway.
 #
 # Environment: CC (gcc), JOBS (runs at a time, 2), KEEP=1 keeps the
-# temporary directory (and prints it), FORCE=1 ignores a kept report.
+# temporary directory (and prints it; it checks, kept report or not),
+# FORCE=1 ignores a kept report.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,14 +42,18 @@ if ! command -v "$cc" >/dev/null 2>&1; then
 fi
 
 # The inputs' hash, and where a report of them is kept.
+# Each file is hashed by name (sha256sum's lines), so that no edit can move
+# text from one file to the next unseen. Without a hash (no sha256sum),
+# nothing is kept or reused; KEEP=1 wants a work directory: it checks.
 key=$( {
-	cat "$here"/*.pml "$here/check.sh"
+	(cd "$here" && sha256sum ./*.pml check.sh)
 	spin -V 2>&1
 	"$cc" --version 2>&1
 	uname -m
 } | sha256sum | cut -c1-16)
+printf '%s' "$key" | grep -qE '^[0-9a-f]{16}$' || key=
 kept="${S3LOCK_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/s3lock-tools}/model/$key.report"
-if [ "${FORCE:-}" != 1 ] && [ -s "$kept" ]; then
+if [ -n "$key" ] && [ "${FORCE:-}" != 1 ] && [ "${KEEP:-}" != 1 ] && [ -s "$kept" ]; then
 	echo "check.sh: the model files, check.sh, spin and $cc are as when they last checked out as expected (inputs $key, $(date -u -r "$kept" '+%Y-%m-%d %H:%M UTC')): that check's report follows; FORCE=1 checks again"
 	cat "$kept"
 	exit 0
@@ -240,9 +245,11 @@ report >"$work/report"
 cat "$work/report"
 if [ "$status" = 0 ]; then
 	echo "check.sh: as expected: the three models and the variants verify; every mutant, boundary run and claim has its counterexample" | tee -a "$work/report"
-	# Kept for the next check of the same inputs (see the top).
-	if mkdir -p "$(dirname "$kept")" && cp "$work/report" "$kept.tmp"; then
-		mv "$kept.tmp" "$kept"
+	# Kept for the next check of the same inputs (see the top), through a
+	# file of this run's own: two checks at once never mix their reports.
+	if [ -n "$key" ] && mkdir -p "$(dirname "$kept")" && tmp=$(mktemp "$(dirname "$kept")/.report.XXXXXX") &&
+		cp "$work/report" "$tmp"; then
+		mv -f "$tmp" "$kept" || rm -f "$tmp"
 	fi
 else
 	echo "check.sh: NOT as expected (lines without 'verified' or 'counterexample')" >&2
