@@ -44,7 +44,8 @@ const verifyLong = `Check the bucket before relying on it:
   listing order       keys are listed in ascending order, honouring StartAfter;
                       on an S3 directory bucket (BASE--ZONE--x-s3), which
                       lists in no order and which s3lock reads whole, that
-                      paging shows every key once
+                      paging shows every key once; and that listings report
+                      each object's size as written (slot locks read them)
   list, get, put, delete
                       the credentials have s3:ListBucket, s3:GetObject,
                       s3:PutObject and s3:DeleteObject (old epochs are deleted

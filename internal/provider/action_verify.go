@@ -57,7 +57,7 @@ func (a *verifyAction) Schema(_ context.Context, _ action.SchemaRequest, resp *a
 			"refuses a second create with `If-None-Match: *` and a write with `If-Match` on a wrong ETag (a store " +
 			"that ignores them cannot provide mutual exclusion), that it lists keys in ascending order (or, on an S3 " +
 			"directory bucket, which lists in no order and which s3lock reads whole, that paging shows every key " +
-			"once), and that the provider's credentials may list, " +
+			"once) and reports each object's size as written (slot locks read them), and that the provider's credentials may list, " +
 			"get, put and delete under the lock prefix (`s3:ListBucket`, `s3:GetObject`, `s3:PutObject`, " +
 			"`s3:DeleteObject`). The probes write under `<prefix>" + probeFolder + "`: throwaway " +
 			"objects that are deleted again, and a lock named `<prefix>" + probeFolder + "permissions` " +
