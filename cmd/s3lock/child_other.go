@@ -5,11 +5,14 @@ package main
 import (
 	"os"
 	"os/exec"
+	"syscall"
 )
 
 func foregroundOfTerminal() bool { return false }
 
 func configureChild(*exec.Cmd, bool, bool) {}
+
+func setGracefulDeathSignal(*syscall.SysProcAttr) {}
 
 // signalChild sends sig to the command; where signals other than a kill
 // cannot be delivered, it kills it.

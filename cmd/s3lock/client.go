@@ -31,16 +31,8 @@ func (a *app) needBucket() error {
 // the global flags plus extra. It validates everything it can before making
 // any request.
 func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ...s3lock.Option) (*s3lock.Client, error) {
-	objects, err := a.objects.Options()
+	opts, err := a.clientOptions(bucket, lc, extra...)
 	if err != nil {
-		// The error never contains the customer key.
-		return nil, fmt.Errorf("--encrypt, --kms-key-id, --sse-customer-key, --acl: %w", err)
-	}
-	opts := append(a.lockOptions(lc), extra...)
-	opts = append(opts, objects...)
-	// Check the bucket and the lock options before the AWS configuration,
-	// whose loading may read files.
-	if err := s3lock.ValidateConfig(bucket, opts...); err != nil {
 		return nil, err
 	}
 	api, err := a.s3API(ctx)
@@ -48,6 +40,23 @@ func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ..
 		return nil, err
 	}
 	return s3lock.New(api, bucket, opts...)
+}
+
+// clientOptions returns the options of a lock client for bucket, lc and
+// the global flags plus extra, checked (bucket included) as New checks
+// them: before the AWS configuration, whose loading may read files.
+func (a *app) clientOptions(bucket string, lc lockConfig, extra ...s3lock.Option) ([]s3lock.Option, error) {
+	objects, err := a.objects.Options()
+	if err != nil {
+		// The error never contains the customer key.
+		return nil, fmt.Errorf("--encrypt, --kms-key-id, --sse-customer-key, --acl: %w", err)
+	}
+	opts := append(a.lockOptions(lc), extra...)
+	opts = append(opts, objects...)
+	if err := s3lock.ValidateConfig(bucket, opts...); err != nil {
+		return nil, err
+	}
+	return opts, nil
 }
 
 // lockOptions returns the s3lock options for lc and the global flags.

@@ -139,6 +139,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.watchCommand(),
 		a.forceReleaseCommand(),
 		a.verifyCommand(),
+		a.backendCommand(),
 	)
 	return root
 }

@@ -27,7 +27,8 @@ const DefaultWorkspaceKeyPrefix = "env:"
 const LockSuffix = ".s3lock"
 
 // ValidateKey checks a state key as the S3 backend does: not empty, no
-// leading or trailing slash, no empty segment; and fit to name its lock.
+// leading or trailing slash, no empty segment; and no "." or ".." segment,
+// and fit to name its lock.
 func ValidateKey(key string) error {
 	switch {
 	case key == "":
@@ -36,6 +37,9 @@ func ValidateKey(key string) error {
 		return fmt.Errorf("%w: the state key %q must not begin or end with \"/\"", ErrInvalidConfig, key)
 	case strings.Contains(key, "//"):
 		return fmt.Errorf("%w: the state key %q has an empty path segment (\"//\")", ErrInvalidConfig, key)
+	case slices.Contains(strings.Split(key, "/"), ".."), slices.Contains(strings.Split(key, "/"), "."):
+		return fmt.Errorf("%w: the state key %q has a \".\" or \"..\" path segment: S3 keeps such a key as it is, "+
+			"but paths and URLs read it as a step up or in place; name the state's path plainly", ErrInvalidConfig, key)
 	}
 	if err := s3lock.ValidateName(key + LockSuffix); err != nil {
 		return fmt.Errorf("%w: the state key %q cannot name its lock %q: %w", ErrInvalidConfig, key, key+LockSuffix, err)

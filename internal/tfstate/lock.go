@@ -30,9 +30,11 @@ var ErrLockedHere = errors.New("the state is already locked by this Terraform pr
 // Lock acquires the lock of a workspace's state and seals the state: it
 // rewrites the state object (or creates a placeholder) under the new epoch,
 // so that no writer of an older epoch can land a write from then on, not
-// even one already on its way. It returns the lock ID (LockID). A held
-// lock is waited for as configured; a *s3lock.HeldError says who holds it.
-// ctx ends the wait (the lock's line is left) and the seal.
+// even one already on its way. With Config.LockFile it takes the S3
+// backend's lock file between the two. It returns the lock ID (LockID). A
+// held lock is waited for as configured; a *s3lock.HeldError (or a
+// *LockFileHeldError) says who holds it. ctx ends the wait (the lock's line
+// is left) and the seal.
 func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) {
 	key := s.Key(ws)
 	h := &held{} // reserves the workspace while its lock is taken
@@ -51,14 +53,13 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 		return "", err
 	}
 	h.lease, h.etag = lease, etag
-	if s.cfg.Gone != nil {
-		go s.abandonWhenGone(h)
-	}
+	go s.watch(ws, h)
 	return LockID(lease.Epoch()), nil
 }
 
-// acquire takes the lease and seals the state under it.
+// acquire takes the lease (and the lock file) and seals the state under it.
 func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Lease, string, error) {
+	deadline := s.cfg.Now().Add(s.cfg.Wait)
 	opts := []s3lock.AcquireOption{
 		s3lock.WithWait(s.cfg.Wait),
 		s3lock.WithMetadata(map[string]string{MetaOperation: operation, MetaWho: s.cfg.Who, MetaState: "s3://" + s.cfg.Bucket + "/" + s.Key(ws)}),
@@ -69,16 +70,32 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 	if s.cfg.Lease > 0 {
 		opts = append(opts, s3lock.WithLeaseFor(s.cfg.Lease))
 	}
+	if s.cfg.WaitObserver != nil {
+		opts = append(opts, s3lock.WithWaitObserver(func(h *s3lock.HeldError) { s.cfg.WaitObserver(h) }))
+	}
 	lease, err := s.client.Acquire(ctx, s.LockName(ws), opts...)
 	if err != nil {
 		return nil, "", err
 	}
-	etag, err := s.seal(ctx, s.Key(ws), lease.Epoch())
-	if err != nil {
+	undo := func(err error) (*s3lock.Lease, string, error) {
 		if rerr := lease.Release(context.WithoutCancel(ctx)); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("releasing the lease after the failed seal: %w", rerr))
+			err = errors.Join(err, fmt.Errorf("releasing the lease after the failed lock: %w", rerr))
 		}
 		return nil, "", err
+	}
+	if s.cfg.LockFile {
+		if err := s.takeLockFile(ctx, ws, lease, operation, deadline); err != nil {
+			return undo(err)
+		}
+	}
+	etag, err := s.seal(ctx, s.Key(ws), lease.Epoch())
+	if err != nil {
+		if s.cfg.LockFile {
+			if ferr := s.releaseLockFile(context.WithoutCancel(ctx), ws, lease.Epoch()); ferr != nil {
+				err = errors.Join(err, ferr)
+			}
+		}
+		return undo(err)
 	}
 	return lease, etag, nil
 }
@@ -112,17 +129,20 @@ func (s *Store) seal(ctx context.Context, key string, epoch uint64) (string, err
 		s.cfg.Bucket, key, epoch, sealAttempts, last)
 }
 
-// Unlock releases a lock. An ID of a lease this process does not hold is
-// a force-unlock: the lease of that epoch is released if it is still the
-// lock's current one (nothing to do if it ended already); the ID of an
-// older lease is refused with a *NotCurrentError, so that a force-unlock
-// never frees a newer run's lock.
+// Unlock releases a lock (and its lock file). An ID of a lease this
+// process does not hold is a force-unlock: the lease of that epoch is
+// released if it is still the lock's current one (nothing to do if it ended
+// already); the ID of an older lease is refused with a *NotCurrentError, so
+// that a force-unlock never frees a newer run's lock. With Config.LockFile,
+// an ID that is not an epoch is that of a lock file a run without s3lock
+// holds, which is removed if it is still that run's.
 func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	s.mu.Lock()
 	h := s.held[ws]
 	mine := h != nil && h.lease != nil && LockID(h.lease.Epoch()) == id
 	abandoned := mine && h.abandoned
 	if mine && !abandoned {
+		h.unlocking = true
 		delete(s.held, ws) // an abandoned entry stays: its late writes are refused
 	}
 	s.mu.Unlock()
@@ -132,12 +152,19 @@ func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	case abandoned:
 		return fmt.Errorf("unlocking the state s3://%s/%s: %w (lock ID %s lapses by itself)", s.cfg.Bucket, s.Key(ws), ErrAbandoned, id)
 	}
-	return h.lease.Release(ctx)
+	var ferr error
+	if s.cfg.LockFile { // only this lease's: after a force-unlock another run's may be there
+		ferr = s.releaseLockFile(ctx, ws, h.lease.Epoch())
+	}
+	return errors.Join(h.lease.Release(ctx), ferr)
 }
 
 func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
 	epoch, err := ParseLockID(id)
 	if err != nil {
+		if s.cfg.LockFile {
+			return s.forceUnlockFile(ctx, ws, id, err)
+		}
 		return err
 	}
 	name := s.LockName(ws)
@@ -151,17 +178,55 @@ func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
 	case cur.Phase() != s3lock.PhaseHeld:
 		return nil // released or lapsed already: the state is not locked
 	}
-	return s.client.ForceRelease(ctx, s3lock.Token{Bucket: s.cfg.Bucket, Name: name, Epoch: epoch})
+	if err := s.client.ForceRelease(ctx, s3lock.Token{Bucket: s.cfg.Bucket, Name: name, Epoch: epoch}); err != nil {
+		return err
+	}
+	if s.cfg.LockFile {
+		return s.releaseLockFile(ctx, ws, epoch)
+	}
+	return nil
 }
 
-// abandonWhenGone leaves a lease to lapse if Terraform goes away while it
-// is held: stops renewing it without releasing it (a SIGKILLed Terraform
-// wrote what it wrote; nothing will unlock, and the lock lapses after its
-// lease), and marks it so that a late write is refused.
-func (s *Store) abandonWhenGone(h *held) {
+// forceUnlockFile removes the lock file of a run without s3lock whose lock
+// ID is id, as the S3 backend's force-unlock does; notEpoch is why id is
+// not an s3lock lock ID.
+func (s *Store) forceUnlockFile(ctx context.Context, ws, id string, notEpoch error) error {
+	key := s.LockFileKey(ws)
+	found, etag, err := s.readLockFile(ctx, key)
+	switch {
+	case err != nil:
+		return err
+	case etag == "" || found.ID != id:
+		return fmt.Errorf("%w, nor that of the S3 backend's lock file s3://%s/%s (%s), so nothing was unlocked",
+			notEpoch, s.cfg.Bucket, key, lockFileText(found, etag != ""))
+	}
+	return s.deleteLockFile(ctx, key)
+}
+
+// lockFileText says what a lock file holds, for an error.
+func lockFileText(li LockInfo, exists bool) string {
+	if !exists {
+		return "there is none"
+	}
+	return "held by " + lockInfoText(li)
+}
+
+// watch follows a lock this store holds until it ends: once Terraform is
+// gone (Config.Gone) it leaves the lease to lapse (stops renewing it without
+// releasing it: a SIGKILLed Terraform wrote what it wrote; nothing will
+// unlock, and the lock lapses after its lease) and marks it so that a late
+// write is refused; a lease that ends other than by Unlock is reported
+// (Config.OnLost).
+func (s *Store) watch(ws string, h *held) {
 	select {
 	case <-h.lease.Done():
-	case <-s.cfg.Gone:
+		s.mu.Lock()
+		lost := !h.unlocking
+		s.mu.Unlock()
+		if lost && s.cfg.OnLost != nil {
+			s.cfg.OnLost(ws, h.lease.Err())
+		}
+	case <-s.cfg.Gone: // nil: never
 		s.mu.Lock()
 		h.abandoned = true
 		s.mu.Unlock()

@@ -61,20 +61,42 @@ func (s *Store) Read(ctx context.Context, ws string) ([]byte, error) {
 // unmarked and unconditionally, as the S3 backend does: such bytes are
 // never a holder's to write over, so they do not reopen the fence.
 func (s *Store) Write(ctx context.Context, ws string, state []byte) error {
-	key := s.Key(ws)
 	s.mu.Lock()
 	h := s.held[ws]
-	var lease *s3lock.Lease
-	var etag string
-	var abandoned bool
-	if h != nil {
-		lease, etag, abandoned = h.lease, h.etag, h.abandoned
-	}
 	s.mu.Unlock()
-	switch {
-	case h == nil:
-		return s.putUnlocked(ctx, key, state)
-	case lease == nil:
+	if h == nil {
+		return s.putUnlocked(ctx, s.Key(ws), state)
+	}
+	return s.writeHeld(ctx, ws, h, state)
+}
+
+// ErrNotHeld is a write under a lock ID that this store does not hold (any
+// more): it was unlocked, or never taken here.
+var ErrNotHeld = errors.New("this process holds no lock of that ID (it was unlocked, or never taken here)")
+
+// WriteUnder stores a workspace's state under the lock of lockID, fenced as
+// Write does under a lock. It never writes without the lock: if this store
+// does not hold lockID (it was unlocked, by its holder or a force-unlock
+// through this store), nothing is written and the error is a
+// *StaleWriteError matching ErrNotHeld.
+func (s *Store) WriteUnder(ctx context.Context, ws, lockID string, state []byte) error {
+	s.mu.Lock()
+	h := s.held[ws]
+	s.mu.Unlock()
+	if h == nil || h.lease == nil || LockID(h.lease.Epoch()) != lockID {
+		epoch, _ := ParseLockID(lockID)
+		return &StaleWriteError{Bucket: s.cfg.Bucket, Key: s.Key(ws), Lock: s.LockName(ws), Epoch: epoch, Err: ErrNotHeld}
+	}
+	return s.writeHeld(ctx, ws, h, state)
+}
+
+// writeHeld is a write under the lock h.
+func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte) error {
+	key := s.Key(ws)
+	s.mu.Lock()
+	lease, etag, abandoned := h.lease, h.etag, h.abandoned
+	s.mu.Unlock()
+	if lease == nil {
 		return fmt.Errorf("writing the state s3://%s/%s: %w", s.cfg.Bucket, key, ErrLocking)
 	}
 	stale := &StaleWriteError{Bucket: s.cfg.Bucket, Key: key, Lock: s.LockName(ws), Epoch: lease.Epoch()}
@@ -176,4 +198,55 @@ func notFound(err error) bool {
 	var nsk *types.NoSuchKey
 	var ae smithy.APIError
 	return errors.As(err, &nsk) || errors.As(err, &ae) && (ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchKey")
+}
+
+// LockedError is a write without the lock (Terraform's -lock=false)
+// refused because the state's lock is held.
+type LockedError struct {
+	Bucket, Key string
+	Holder      LockInfo
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("the state s3://%s/%s was not written: it is locked (%s), and a write without the lock "+
+		"(-lock=false) would overwrite what that run writes; wait for it, or force-unlock it if its run is gone",
+		e.Bucket, e.Key, lockInfoText(e.Holder))
+}
+
+// WriteUnlocked writes a workspace's state without its lock, as Write does
+// when this process does not hold it (unmarked, unconditionally), unless
+// the lock is held by anyone: its lease, or with Config.LockFile the S3
+// backend's lock file of a run without s3lock. Then nothing is written and
+// the error is a *LockedError. (The check and the write are two requests: a
+// lock taken between them is not seen; a write without the lock is only
+// ever as safe as its timing.)
+func (s *Store) WriteUnlocked(ctx context.Context, ws string, state []byte) error {
+	if err := s.checkUnlocked(ctx, ws); err != nil {
+		return err
+	}
+	return s.putUnlocked(ctx, s.Key(ws), state)
+}
+
+// checkUnlocked returns a *LockedError if the state's lock is held.
+func (s *Store) checkUnlocked(ctx context.Context, ws string) error {
+	cur, err := s.client.Current(ctx, s.LockName(ws))
+	if err != nil {
+		return err
+	}
+	if cur.Phase() == s3lock.PhaseHeld {
+		held := &s3lock.HeldError{Bucket: s.cfg.Bucket, Name: cur.Name, Key: cur.Key, Epoch: cur.Epoch, Holder: cur.Holder,
+			AcquiredAt: cur.AcquiredAt, Metadata: cur.Metadata, ExpiresIn: cur.ExpiresAt.Sub(s.cfg.Now())}
+		return &LockedError{Bucket: s.cfg.Bucket, Key: s.Key(ws), Holder: HolderInfo(held, s.Key(ws))}
+	}
+	if !s.cfg.LockFile {
+		return nil
+	}
+	found, etag, err := s.readLockFile(ctx, s.LockFileKey(ws))
+	if err != nil || etag == "" {
+		return err
+	}
+	if _, ours := lockFileEpoch(found); ours {
+		return nil // its lease is not held (above): left by a run that died
+	}
+	return &LockedError{Bucket: s.cfg.Bucket, Key: s.Key(ws), Holder: found}
 }

@@ -51,6 +51,20 @@ type Config struct {
 	// Now is the store's clock (nil: time.Now): a write is refused once its
 	// lease's ExpiresAt has passed by it.
 	Now func() time.Time
+	// LockFile makes a lock also hold the S3 backend's lock file of the
+	// state (KEY.tflock, lockfile.go), so that runs of Terraform's S3
+	// backend with use_lockfile and runs through this store exclude each
+	// other.
+	LockFile bool
+	// WaitObserver, if set, is called while a Lock waits: with a
+	// *s3lock.HeldError while the state's s3lock lock is held (or others
+	// are ahead in its line), with a *LockFileHeldError while a run
+	// without s3lock holds the lock file. It must not block.
+	WaitObserver func(held error)
+	// OnLost, if set, is called once when a lease this store holds ends
+	// other than by its Unlock (lost, ran out, force-released, abandoned),
+	// with the lease's error: the writes under it are refused from then on.
+	OnLost func(ws string, err error)
 }
 
 // Store keeps the states of one configuration.
@@ -72,6 +86,7 @@ type held struct {
 	lease     *s3lock.Lease
 	etag      string
 	abandoned bool
+	unlocking bool // its Unlock has begun: its end is not a loss
 }
 
 // New checks the configuration. client must lock in cfg.Bucket.

@@ -1,0 +1,163 @@
+package tfhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
+)
+
+// A grant is a lock the server took for a Terraform process: the store that
+// holds it, the lock ID Terraform chose (which its writes carry) and the
+// lock ID s3lock shows (the lease's epoch). An ended grant stays until its
+// client's UNLOCK, so that the client's late writes and unlock are refused
+// with the reason rather than taken for requests without a lock.
+type grant struct {
+	key    string
+	id     string // Terraform's
+	lockID string // the epoch
+	info   tfstate.LockInfo
+	store  *tfstate.Store
+	since  time.Time
+	hold   *time.Timer // MaxHold; nil without
+
+	ended error // why it ended, under Server.mu; nil while held
+}
+
+// Reasons a grant ends other than by its client's UNLOCK.
+var (
+	errServerStopped = errors.New("s3lock backend stopped, and released it")
+	errHeldTooLong   = errors.New("it was held longer than the server's --max-hold, and released")
+	errForceUnlocked = errors.New("it was force-unlocked")
+)
+
+// end marks the grant ended for why, if it was held; it reports whether it
+// was (the caller then releases it). The caller holds Server.mu.
+func (g *grant) end(why error) bool {
+	if g.ended != nil {
+		return false
+	}
+	g.ended = why
+	if g.hold != nil {
+		g.hold.Stop()
+	}
+	return true
+}
+
+// grantByID is the grant of Terraform's lock ID, or nil.
+func (s *Server) grantByID(id string) *grant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.grants[id]
+}
+
+// heldGrant is the grant that holds the state at key now, or nil.
+func (s *Server) heldGrant(key string) *grant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.grants {
+		if g.key == key && g.ended == nil {
+			return g
+		}
+	}
+	return nil
+}
+
+// grantOfLockID is the held grant of the state at key whose s3lock lock ID
+// is lockID, or nil.
+func (s *Server) grantOfLockID(key, lockID string) *grant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.grants {
+		if g.key == key && g.lockID == lockID && g.ended == nil {
+			return g
+		}
+	}
+	return nil
+}
+
+// record keeps a new grant; false if the server is stopping (the caller
+// then releases the lock).
+func (s *Server) record(g *grant) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.grants[g.id] = g
+	if s.cfg.MaxHold > 0 {
+		g.hold = time.AfterFunc(s.cfg.MaxHold, func() { s.release(g, errHeldTooLong) })
+	}
+	return true
+}
+
+// forget drops a grant (its client unlocked it).
+func (s *Server) forget(g *grant) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.end(errors.New("it was unlocked"))
+	if s.grants[g.id] == g {
+		delete(s.grants, g.id)
+	}
+}
+
+// release ends a held grant for why and releases its lock; it returns the
+// release's error (nil if the grant had ended already).
+func (s *Server) release(g *grant, why error) error {
+	s.mu.Lock()
+	live := g.end(why)
+	s.mu.Unlock()
+	if !live {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	err := g.store.Unlock(ctx, tfstate.DefaultWorkspace, g.lockID)
+	if err != nil {
+		s.cfg.Log(fmt.Sprintf("the state lock of s3://%s/%s (lock ID %s) %v, but its release failed (it lapses by itself): %v",
+			s.cfg.State.Bucket, g.key, g.lockID, why, err))
+		return err
+	}
+	s.cfg.Log(fmt.Sprintf("the state lock of s3://%s/%s (lock ID %s, %s) %v; its writes are refused from now on",
+		s.cfg.State.Bucket, g.key, g.lockID, whoText(g.info), why))
+	return nil
+}
+
+// lost is the OnLost of a grant's store: its lease ended by itself.
+func (s *Server) lost(g *grant, err error) {
+	s.mu.Lock()
+	live, onLost := g.ended == nil, s.onLost
+	if live {
+		g.ended = fmt.Errorf("its lease was lost: %w", err)
+		if g.hold != nil {
+			g.hold.Stop()
+		}
+	}
+	s.mu.Unlock()
+	if !live {
+		return
+	}
+	s.cfg.Log(fmt.Sprintf("the state lock of s3://%s/%s (lock ID %s, %s) was lost: %v; its writes are refused from now on",
+		s.cfg.State.Bucket, g.key, g.lockID, whoText(g.info), err))
+	if onLost != nil {
+		onLost(g.key, err)
+	}
+}
+
+// releaseTimeout bounds a release the server makes on its own (max hold,
+// force-unlock of a grant).
+const releaseTimeout = 30 * time.Second
+
+// whoText says whose a lock is, from its lock info.
+func whoText(li tfstate.LockInfo) string {
+	who := li.Who
+	if who == "" {
+		who = "an unknown user"
+	}
+	if li.Operation != "" {
+		return who + ", " + li.Operation
+	}
+	return who
+}

@@ -1,0 +1,104 @@
+package tfstate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// LockInfo is Terraform's lock info (its statemgr.LockInfo, as JSON): what
+// Terraform sends with a lock request of the http backend, what the S3
+// backend writes into its lock file, and what a waiting run is shown.
+type LockInfo struct {
+	ID        string    `json:"ID"`
+	Operation string    `json:"Operation"`
+	Info      string    `json:"Info"`
+	Who       string    `json:"Who"`
+	Version   string    `json:"Version"`
+	Created   time.Time `json:"Created"`
+	Path      string    `json:"Path"`
+}
+
+// maxLockInfo bounds a lock info read from a request or a lock file:
+// Terraform's are a few hundred bytes.
+const maxLockInfo = 64 << 10
+
+// ParseLockInfo reads a lock info. Its text fields are made safe to print
+// (control characters, which could rewrite a terminal or a CI log, are
+// replaced) and bounded.
+func ParseLockInfo(b []byte) (LockInfo, error) {
+	var li LockInfo
+	if len(b) > maxLockInfo {
+		return li, fmt.Errorf("the lock info is %d bytes; at most %d are read", len(b), maxLockInfo)
+	}
+	if err := json.Unmarshal(b, &li); err != nil {
+		return li, fmt.Errorf("the lock info is not Terraform's lock info JSON: %w", err)
+	}
+	for _, f := range []*string{&li.ID, &li.Operation, &li.Info, &li.Who, &li.Version, &li.Path} {
+		*f = Printable(*f)
+	}
+	return li, nil
+}
+
+// JSON is the lock info as Terraform writes it.
+func (li LockInfo) JSON() []byte {
+	b, _ := json.Marshal(li) // a struct of strings and a time: cannot fail
+	return b
+}
+
+// maxPrintable bounds a text from outside (a holder, a lock info field)
+// that s3lock prints.
+const maxPrintable = 256
+
+// Printable returns s fit to print into a terminal or a log: each control
+// character (escape sequences, carriage returns, newlines) replaced by "?",
+// invalid UTF-8 replaced, and at most maxPrintable bytes.
+func Printable(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > maxPrintable {
+		cut := maxPrintable
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// HolderInfo is Terraform's lock info for a state lock that an s3lock lease
+// holds (what a run that finds it held is shown): the lock ID is the
+// lease's epoch (what force-unlock takes).
+func HolderInfo(held *s3lock.HeldError, state string) LockInfo {
+	li := LockInfo{Path: state, Operation: held.Metadata[MetaOperation], Who: Printable(held.Metadata[MetaWho]),
+		Created: held.AcquiredAt.UTC()}
+	holder := Printable(held.Holder)
+	switch {
+	case held.Queued:
+		li.Info = fmt.Sprintf("s3lock: the state lock %s is free, but %d run(s) wait in its line before this one", held.Name, held.Ahead)
+		return li
+	case holder == "":
+		holder = "an unknown holder"
+	}
+	li.ID = LockID(held.Epoch)
+	li.Info = fmt.Sprintf("held through s3lock by %s (lock %s, epoch %d), which lapses in %s unless renewed",
+		holder, held.Name, held.Epoch, held.ExpiresIn.Round(time.Second))
+	if held.Ahead > 0 {
+		li.Info += fmt.Sprintf("; %d run(s) wait in its line before this one", held.Ahead)
+	}
+	if li.Who == "" {
+		li.Who = holder
+	}
+	return li
+}
