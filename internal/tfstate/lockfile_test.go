@@ -1,0 +1,284 @@
+package tfstate_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// The S3 backend's lock file (Config.LockFile): a store that holds it and
+// Terraform's S3 backend with use_lockfile exclude each other on one state.
+
+// plainLockFile is the lock file Terraform's S3 backend writes for a run.
+func plainLockFile(id string) []byte {
+	return tfstate.LockInfo{ID: id, Operation: "OperationTypeApply", Who: "bob@ci", Version: "1.11.4",
+		Created: time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC), Path: "bucket/app/terraform.tfstate"}.JSON()
+}
+
+func putObject(t *testing.T, ns *s3test.Namespace, key string, body []byte) {
+	t.Helper()
+	if _, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key),
+		Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exists says whether an object is at key.
+func exists(t *testing.T, ns *s3test.Namespace, key string) bool {
+	t.Helper()
+	for _, k := range s3test.Keys(t, ns.Client, ns.Bucket, key) {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func currentOf(t *testing.T, ns *s3test.Namespace, lock string) s3lock.State {
+	t.Helper()
+	c, err := s3lock.New(ns.Client, ns.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Current(t.Context(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestLockFile_HeldWithTheLockAndRemovedByUnlock(t *testing.T) {
+	ns := s3test.New(t)
+	s := newStore(t, ns, "a", nil, tfstate.Config{LockFile: true, Who: "alice@laptop"})
+	id := lock(t, s, "default")
+	li, err := tfstate.ParseLockInfo(object(t, ns, s.LockFileKey("default")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if li.ID != id || !strings.HasPrefix(li.Info, "s3lock epoch "+id+":") || li.Who != "alice@laptop" ||
+		li.Operation != "OperationTypeApply" {
+		t.Errorf("the lock file says %+v; want lock ID %s, s3lock's mark, alice@laptop's apply", li, id)
+	}
+	if err := s.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, ns, s.LockFileKey("default")) {
+		t.Error("the lock file is still there after Unlock")
+	}
+}
+
+// A lock file a run without s3lock holds makes Lock wait, showing that
+// run, and leaves the lock free (no seal, no lease) when the wait ends.
+func TestLockFile_APlainRunsLockFileIsWaitedFor(t *testing.T) {
+	ns := s3test.New(t)
+	var mu sync.Mutex
+	var seen []error
+	s := newStore(t, ns, "a", nil, tfstate.Config{LockFile: true, Wait: 3 * time.Second,
+		WaitObserver: func(held error) { mu.Lock(); seen = append(seen, held); mu.Unlock() }})
+	file := s.LockFileKey("default")
+	putObject(t, ns, file, plainLockFile("0b4d-uuid"))
+	_, err := s.Lock(t.Context(), "default", "OperationTypeApply")
+	var held *tfstate.LockFileHeldError
+	if !errors.As(err, &held) || held.Info.ID != "0b4d-uuid" || held.Info.Who != "bob@ci" || held.Key != file {
+		t.Fatalf("Lock while a plain run holds the lock file: %v; want a *LockFileHeldError naming bob@ci's lock", err)
+	}
+	mu.Lock()
+	if len(seen) == 0 {
+		t.Error("the wait observer was never told of the lock file's holder")
+	}
+	mu.Unlock()
+	if st := currentOf(t, ns, s.LockName("default")); st.Phase() == s3lock.PhaseHeld {
+		t.Errorf("after the wait the state's lock is %s; want it released", st.Phase())
+	}
+	if exists(t, ns, s.Key("default")) {
+		t.Error("the state was sealed although the lock file was never taken")
+	}
+	if li, _ := tfstate.ParseLockInfo(object(t, ns, file)); li.ID != "0b4d-uuid" {
+		t.Errorf("the plain run's lock file became %+v", li)
+	}
+
+	// Once the plain run unlocks, a waiting Lock gets the state.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_, _ = ns.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(file)})
+	}()
+	id := lock(t, s, "default")
+	if li, _ := tfstate.ParseLockInfo(object(t, ns, file)); li.ID != id {
+		t.Errorf("after the plain run's unlock the lock file is %+v; want this lock's (ID %s)", li, id)
+	}
+}
+
+// A lock file left by a run through s3lock that died (its lease is over)
+// is removed by the next lock; one of a newer epoch than the lease is not.
+func TestLockFile_LeftByARunThatDiedIsCleared(t *testing.T) {
+	ns := s3test.New(t)
+	gone := make(chan struct{})
+	dead := newStore(t, ns, "dead", nil, tfstate.Config{LockFile: true, Lease: s3lock.MinLeaseDuration, Gone: gone})
+	deadID := lock(t, dead, "default")
+	close(gone) // left to lapse, with its lock file
+	next := newStore(t, ns, "next", nil, tfstate.Config{LockFile: true, Wait: time.Minute})
+	id := lock(t, next, "default")
+	if id == deadID {
+		t.Fatalf("the next run got the dead run's lock ID %s", id)
+	}
+	li, err := tfstate.ParseLockInfo(object(t, ns, next.LockFileKey("default")))
+	if err != nil || li.ID != id {
+		t.Errorf("the lock file is %+v (%v); want the next run's, lock ID %s", li, err, id)
+	}
+	if err := next.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A force-unlock through the store with the lock ID of a plain run's lock
+// file removes it, as the S3 backend's force-unlock does; another ID
+// removes nothing.
+func TestLockFile_ForceUnlockOfAPlainRunsLockID(t *testing.T) {
+	ns := s3test.New(t)
+	s := newStore(t, ns, "a", nil, tfstate.Config{LockFile: true})
+	file := s.LockFileKey("default")
+	putObject(t, ns, file, plainLockFile("0b4d-uuid"))
+	if err := s.Unlock(t.Context(), "default", "other-uuid"); err == nil || !strings.Contains(err.Error(), "bob@ci") {
+		t.Errorf("force-unlock of an ID nobody holds: %v; want it refused, naming the lock file's holder", err)
+	}
+	if !exists(t, ns, file) {
+		t.Fatal("a refused force-unlock removed the lock file")
+	}
+	if err := s.Unlock(t.Context(), "default", "0b4d-uuid"); err != nil {
+		t.Fatalf("force-unlock of the plain run's lock ID: %v", err)
+	}
+	if exists(t, ns, file) {
+		t.Error("the plain run's lock file is still there after its force-unlock")
+	}
+}
+
+// A force-unlock of the current lease's ID releases the lease and removes
+// its lock file.
+func TestLockFile_ForceUnlockOfTheLeaseRemovesItsLockFile(t *testing.T) {
+	ns := s3test.New(t)
+	var lost []error
+	var mu sync.Mutex
+	a := newStore(t, ns, "a", nil, tfstate.Config{LockFile: true, Lease: s3lock.MinLeaseDuration,
+		OnLost: func(_ string, err error) { mu.Lock(); lost = append(lost, err); mu.Unlock() }})
+	operator := newStore(t, ns, "operator", nil, tfstate.Config{LockFile: true})
+	id := lock(t, a, "default")
+	if err := operator.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, ns, a.LockFileKey("default")) {
+		t.Error("the force-released lease's lock file is still there")
+	}
+	// The holder finds out at its next renewal (a third of the lease) and
+	// is told through OnLost; its writes are refused.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n := len(lost)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("OnLost was not called for a force-released lease")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var swe *tfstate.StaleWriteError
+	if err := a.WriteUnder(t.Context(), "default", id, stateJSON("1")); !errors.As(err, &swe) {
+		t.Errorf("a write of the force-released lease: %v; want a *StaleWriteError", err)
+	}
+}
+
+// WriteUnder never writes without the lock it names.
+func TestStore_WriteUnderRefusesALockItDoesNotHold(t *testing.T) {
+	ns := s3test.New(t)
+	s := newStore(t, ns, "a", nil, tfstate.Config{})
+	id := lock(t, s, "default")
+	if err := s.WriteUnder(t.Context(), "default", id, stateJSON("1")); err != nil {
+		t.Fatalf("a write under the held lock: %v", err)
+	}
+	if err := s.WriteUnder(t.Context(), "default", id+"1", stateJSON("2")); !errors.Is(err, tfstate.ErrNotHeld) {
+		t.Errorf("a write under another lock ID: %v; want ErrNotHeld", err)
+	}
+	if err := s.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+	var swe *tfstate.StaleWriteError
+	if err := s.WriteUnder(t.Context(), "default", id, stateJSON("3")); !errors.As(err, &swe) || !errors.Is(err, tfstate.ErrNotHeld) {
+		t.Errorf("a write under a lock unlocked since: %v; want a *StaleWriteError matching ErrNotHeld", err)
+	}
+	if got, _ := s.Read(t.Context(), "default"); !bytes.Equal(got, stateJSON("1")) {
+		t.Errorf("the state is %q; want the write made under the lock", got)
+	}
+}
+
+// A write without the lock is refused while anyone holds it: a lease, or
+// the lock file of a run without s3lock; it is written when the lock is
+// free, or only a dead run's lock file is left.
+func TestStore_WriteUnlockedIsRefusedWhileTheStateIsLocked(t *testing.T) {
+	ns := s3test.New(t)
+	holder := newStore(t, ns, "holder", nil, tfstate.Config{LockFile: true, Who: "alice@laptop"})
+	u := newStore(t, ns, "u", nil, tfstate.Config{LockFile: true})
+	id := lock(t, holder, "default")
+	var locked *tfstate.LockedError
+	if err := u.WriteUnlocked(t.Context(), "default", stateJSON(`"u"`)); !errors.As(err, &locked) || locked.Holder.ID != id {
+		t.Fatalf("a write without the lock while it is held: %v; want a *LockedError naming lock ID %s", err, id)
+	}
+	if err := holder.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+	putObject(t, ns, u.LockFileKey("default"), plainLockFile("0b4d-uuid"))
+	if err := u.WriteUnlocked(t.Context(), "default", stateJSON(`"u"`)); !errors.As(err, &locked) || locked.Holder.ID != "0b4d-uuid" {
+		t.Fatalf("a write without the lock while a plain run holds the lock file: %v; want a *LockedError naming it", err)
+	}
+	if _, err := ns.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String(ns.Bucket),
+		Key: aws.String(u.LockFileKey("default"))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.WriteUnlocked(t.Context(), "default", stateJSON(`"u"`)); err != nil {
+		t.Fatalf("a write without the lock while it is free: %v", err)
+	}
+	if got := object(t, ns, u.Key("default")); !bytes.Equal(got, stateJSON(`"u"`)) {
+		t.Errorf("the state object is %q; want the write, unmarked", got)
+	}
+}
+
+func TestStore_RefusesKeysWithDotSegments(t *testing.T) {
+	for _, key := range []string{"..", "a/../b", "./a", "a/.", "a/./b"} {
+		if err := tfstate.ValidateKey(key); !errors.Is(err, tfstate.ErrInvalidConfig) {
+			t.Errorf("ValidateKey(%q) = %v; want ErrInvalidConfig", key, err)
+		}
+	}
+	for _, key := range []string{"a..b/terraform.tfstate", ".hidden/terraform.tfstate", "env:/dev/app/terraform.tfstate"} {
+		if err := tfstate.ValidateKey(key); err != nil {
+			t.Errorf("ValidateKey(%q) = %v; want it accepted", key, err)
+		}
+	}
+}
+
+func TestLockInfo_TextFromOutsideIsMadeSafeToPrint(t *testing.T) {
+	li, err := tfstate.ParseLockInfo([]byte(`{"ID":"x\u001b[2J","Who":"eve\r\nFAKE: done","Info":"` + strings.Repeat("é", 300) + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(li.ID+li.Who+li.Info, "\x1b\r\n") {
+		t.Errorf("control characters survived: %q %q", li.ID, li.Who)
+	}
+	if len(li.Info) > 260 || !strings.HasSuffix(li.Info, "…") {
+		t.Errorf("a long Info was not cut: %d bytes", len(li.Info))
+	}
+	if _, err := tfstate.ParseLockInfo(bytes.Repeat([]byte("x"), 70<<10)); err == nil {
+		t.Error("a lock info of 70 KiB was read")
+	}
+}
