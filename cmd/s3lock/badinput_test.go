@@ -67,6 +67,26 @@ func TestBadInput(t *testing.T) {
 		{"bad encrypt setting", append(c.without(envEncrypt), envEncrypt+"=yes"), []string{"status"}, exitUsage, envEncrypt},
 		{"bad epoch", nil, []string{"force-release", name, "--epoch", "x"}, exitUsage, "--epoch"},
 		{"epoch zero", nil, []string{"force-release", name, "--epoch", "0"}, exitUsage, "epoch"},
+		{"backend without a command", nil, []string{"backend"}, exitUsage, "'backend run' or 'backend serve'"},
+		{"backend run without a key", nil, []string{"backend", "run", "--", "true"}, exitUsage, "--key"},
+		{"backend run with a key with ..", nil, []string{"backend", "run", "--key", "app/../terraform.tfstate", "--", "true"}, exitUsage, `".."`},
+		{"backend run with a key with a leading /", nil, []string{"backend", "run", "--key", "/app/terraform.tfstate", "--", "true"}, exitUsage, `"/"`},
+		{"backend run without a bucket", c.without("S3LOCK_BUCKET"), []string{"backend", "run", "--key", "k", "--", "true"}, exitUsage, "S3LOCK_BUCKET"},
+		{"backend run without --", nil, []string{"backend", "run", "--key", "k", "true"}, exitUsage, "'--'"},
+		{"backend run with a name before --", nil, []string{"backend", "run", "--key", "k", "extra", "--", "true"}, exitUsage, "--key KEY"},
+		{"backend run with a workspace with /", nil, []string{"backend", "run", "--key", "k", "--workspace", "a/b", "--", "true"}, exitUsage, "--workspace"},
+		{"backend run with a missing bucket", nil, []string{"backend", "run", "--bucket", "no-such-bucket-here", "--key", "k", "--", "true"}, exitError, "no-such-bucket-here"},
+		{"backend run on an unreachable store", nil, []string{"backend", "run", "--endpoint", "http://127.0.0.1:1", "--key", "k", "--", "true"}, exitError, "127.0.0.1:1"},
+		{"backend run with wrong credentials", append(c.without("AWS_SECRET_ACCESS_KEY"), "AWS_SECRET_ACCESS_KEY=wrong"),
+			[]string{"backend", "run", "--key", "k", "--", "true"}, exitError, "SignatureDoesNotMatch"},
+		{"backend serve without credentials", nil, []string{"backend", "serve"}, exitUsage, envBackendPassword},
+		{"backend serve beyond loopback", append(c.env, envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
+			[]string{"backend", "serve", "--listen", "0.0.0.0:7480"}, exitUsage, "--allow-remote"},
+		{"backend serve beyond loopback without TLS", append(c.env, envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
+			[]string{"backend", "serve", "--listen", "0.0.0.0:7480", "--allow-remote"}, exitUsage, "--tls-cert"},
+		{"backend serve with a short password", append(c.env, envBackendUsername+"=tf", envBackendPassword+"=short"),
+			[]string{"backend", "serve"}, exitUsage, "at least 16"},
+		{"backend serve with a missing credentials file", nil, []string{"backend", "serve", "--credentials-file", "/nonexistent/creds"}, exitUsage, "--credentials-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := tc.env
@@ -123,6 +143,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"acquire", "--help"}, {"renew", "--help"}, {"release", "--help"},
 		{"status", "--help"}, {"watch", "--help"}, {"force-release", "--help"}, {"verify", "--help"}, {"help", "run"},
+		{"backend", "run", "--help"}, {"backend", "serve", "--help"},
 	} {
 		r := c.run(args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, "Exit codes:") {

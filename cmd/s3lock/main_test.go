@@ -22,7 +22,10 @@ import (
 // as a user would: as a separate process, against the local S3 server.
 var binary string
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+func TestMain(m *testing.M) {
+	asTerraform() // when the test runs this binary as a Terraform process
+	os.Exit(testMain(m))
+}
 
 func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "s3lock-cli-test-")
