@@ -475,3 +475,47 @@ func TestEnviron_PointsTerraformAtTheState(t *testing.T) {
 		t.Errorf("random credentials %+v, %+v: want long and different", a, b)
 	}
 }
+
+// A run whose lease was taken over by a newer run (here: force-released by
+// an operator, then locked by another process) writes before it has found
+// out: the fence refuses the write, and the newer run's state stays.
+func TestServer_AStaleRunsWriteIsRefusedByTheFence(t *testing.T) {
+	b := newBackend(t, nil) // leases of a minute: the stale run does not notice before it writes
+	if status, _ := b.lock("stale-run"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if status, _ := b.do(http.MethodPost, "ID=stale-run", state("1")); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	sdk, err := s3lock.New(b.ns.Client, b.ns.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := b.current()
+	if err := sdk.ForceRelease(t.Context(), s3lock.Token{Bucket: b.ns.Bucket, Name: st.Name, Epoch: st.Epoch}); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := tfstate.New(b.ns.Client, sdk, tfstate.Config{Bucket: b.ns.Bucket, Key: b.key(), LockFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := newer.Lock(t.Context(), tfstate.DefaultWorkspace, "OperationTypeApply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newer.Write(t.Context(), tfstate.DefaultWorkspace, state("2")); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := b.do(http.MethodPost, "ID=stale-run", state(`"stale"`)); status != http.StatusConflict {
+		t.Errorf("the stale run's write: %d %s; want 409", status, body)
+	}
+	if got, _ := newer.Read(t.Context(), tfstate.DefaultWorkspace); !bytes.Equal(got, state("2")) {
+		t.Errorf("the state is %q; want the newer run's", got)
+	}
+	if !strings.Contains(b.logged(), "a newer lease of the lock") {
+		t.Errorf("the refusal does not say why: %s", b.logged())
+	}
+	if err := newer.Unlock(t.Context(), tfstate.DefaultWorkspace, id); err != nil {
+		t.Fatal(err)
+	}
+}

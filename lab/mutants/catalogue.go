@@ -244,4 +244,14 @@ var catalogue = []mutant{
 		Tests: []string{"TestSizeCode_ListingNeverFreesALiveLease", "TestRequestCounts_Slots"},
 		Bound: 2 * time.Minute, CI: true,
 	},
+	{
+		ID:   "V",
+		Rule: "the http backend writes a state under its lock ID with a plain PUT, not fenced by the lock's epoch",
+		Sites: []site{{File: "internal/tfhttp/handlers.go",
+			Old: "\terr := g.store.WriteUnder(r.Context(), ws, g.lockID, body)\n",
+			New: "\tst, _ := s.store(key, s.cfg.State) // mutant V\n\terr := st.Write(r.Context(), ws, body)\n"}},
+		Pkgs: []string{"./internal/tfhttp/"}, Run: "^(TestServer_AStaleRunsWriteIsRefusedByTheFence|TestServer_LockReadWriteUnlock)$",
+		Tests: []string{"TestServer_AStaleRunsWriteIsRefusedByTheFence", "TestServer_LockReadWriteUnlock"},
+		Bound: time.Minute, CI: true,
+	},
 }
