@@ -222,12 +222,12 @@ func (s *Server) lockFailed(w http.ResponseWriter, r *http.Request, key string, 
 	var file *tfstate.LockFileHeldError
 	var holder tfstate.LockInfo
 	switch {
+	case r.Context().Err() != nil:
+		return // the client went away while it waited: nobody to answer
 	case errors.As(err, &held):
 		holder = tfstate.HolderInfo(held, key)
 	case errors.As(err, &file):
 		holder = file.Info
-	case r.Context().Err() != nil:
-		return // the client went away while it waited: nobody to answer
 	case s.waits.Err() != nil:
 		holder = tfstate.LockInfo{Info: "s3lock backend: the wait was interrupted", Path: key}
 	default:
