@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -316,3 +319,130 @@ func (e *backendEnv) wantFree(phase s3lock.Phase) s3lock.State {
 	}
 	return st
 }
+
+// groupProcess is a command started in a process group of its own, its output
+// going to a file (so that waiting for it never waits for a process it
+// left behind holding a pipe).
+type groupProcess struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	out string
+}
+
+// startInGroup starts cmd in a process group of its own; the test's cleanup kills
+// the group.
+func startInGroup(t *testing.T, cmd *exec.Cmd) *groupProcess {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "output")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	return &groupProcess{t: t, cmd: cmd, out: out}
+}
+
+// output is what the process has printed so far.
+func (p *groupProcess) output() string {
+	p.t.Helper()
+	b, err := os.ReadFile(p.out)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// child returns the pid of the process's only child (s3lock's command),
+// whose own process group the test's cleanup kills too.
+func (p *groupProcess) child() int {
+	p.t.Helper()
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var pid int
+	for _, d := range procs {
+		n, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := procParent(n); ok && ppid == p.cmd.Process.Pid {
+			pid = n
+			break
+		}
+	}
+	if pid == 0 {
+		p.t.Fatalf("process %d (%s) has no child", p.cmd.Process.Pid, p.cmd.Args[0])
+	}
+	p.t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	return pid
+}
+
+// procParent is the parent's pid of a live (not zombie) process.
+func procParent(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// pid (comm) state ppid ...: comm may hold anything but ends at the
+	// last ')'.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 2 || fields[0] == "Z" {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	return ppid, err == nil
+}
+
+// procAlive reports whether a process runs (exists and is not a zombie).
+func procAlive(pid int) bool {
+	_, ok := procParent(pid)
+	return ok
+}
+
+// exitCodeOf is a finished command's exit code (-1 if a signal killed it).
+func exitCodeOf(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// wait waits for the process to exit, at most limit (a bound against a
+// hang, not a timing assertion), and returns how it exited.
+func (p *groupProcess) wait(limit time.Duration) error {
+	p.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		p.t.Fatalf("%s still runs %s later; output:\n%s", p.cmd.Args[0], limit, p.output())
+		return nil
+	}
+}
+
+// signalGroups sends sig to the process groups of pids.
+func signalGroups(t *testing.T, sig syscall.Signal, pids ...int) {
+	t.Helper()
+	for _, pid := range pids {
+		if err := syscall.Kill(-pid, sig); err != nil {
+			t.Fatalf("kill -%d -%d: %v", sig, pid, err)
+		}
+	}
+}
+
+// oneLine is text with its runs of white space made one space: Terraform
+// wraps its messages.
+func oneLine(text string) string { return strings.Join(strings.Fields(text), " ") }

@@ -3,13 +3,17 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -183,4 +187,144 @@ func TestE2E_Backend_MigratesFromAndToTheS3Backend(t *testing.T) {
 	}
 	e.wantState(to, "terraform_data.one", "terraform_data.two")
 	e.wantFree(s3lock.PhaseReleased)
+}
+
+// TestE2E_Backend_StaleRunIsFenced: a run stopped whole (SIGSTOP: s3lock,
+// terraform and its step, as on a suspended laptop) in the middle of its
+// apply loses its lock when its short lease lapses; a newer run takes the
+// lock and writes the state; when the stopped run resumes, its state write
+// is refused (HTTP 409, the state kept in errored.tfstate), and the newer
+// run's state survives.
+func TestE2E_Backend_StaleRunIsFenced(t *testing.T) {
+	t.Parallel()
+	e := newBackendEnv(t)
+	marker := filepath.Join(t.TempDir(), "started")
+	stale := e.module("stale", httpBackend+resources("base", "stale=touch "+marker+"; sleep 3"))
+	newer := e.clone(stale, "newer", httpBackend+resources("base", "newer"))
+
+	p := startInGroup(t, e.backendRun(t.Context(), stale, []string{"--holder", "stale", "--lease", "6s"}, e.tf("apply", "-auto-approve")...))
+	testkit.Eventually(t, waitLimit, "the stale run to start its step", func() bool { _, err := os.Stat(marker); return err == nil })
+	tf := p.child()
+	signalGroups(t, syscall.SIGSTOP, p.cmd.Process.Pid, tf)
+	held, err := e.sdk.Current(t.Context(), e.lockName())
+	if err != nil || held.Phase() != s3lock.PhaseHeld || held.Holder != "stale" {
+		t.Fatalf("while the stale run applies, the state's lock is %+v (%v); want it held by stale", held, err)
+	}
+
+	// The newer run's lock request waits until the stopped run's lease
+	// lapses, then it applies and writes.
+	out := e.through(newer, []string{"--holder", "newer", "--wait", "2m"}, e.tf("apply", "-auto-approve")...)
+	if !strings.Contains(out, "terraform_data.newer: Creation complete") {
+		t.Fatalf("the newer run did not apply:\n%s", out)
+	}
+	written := e.wantState(e.key, "terraform_data.base", "terraform_data.newer")
+
+	signalGroups(t, syscall.SIGCONT, p.cmd.Process.Pid, tf)
+	err = p.wait(2 * time.Minute)
+	resumed := oneLine(p.output())
+	t.Logf("the resumed run: %v\n%s", err, p.output())
+	if err == nil {
+		t.Error("the resumed run succeeded; want its state write refused")
+	}
+	for _, want := range []string{"HTTP error: 409", "errored.tfstate", "s3lock backend: refused a write"} {
+		if !strings.Contains(resumed, want) {
+			t.Errorf("the resumed run's output lacks %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stale, "errored.tfstate")); err != nil {
+		t.Errorf("the resumed run kept no errored.tfstate: %v", err)
+	}
+	if st := e.wantState(e.key, "terraform_data.base", "terraform_data.newer"); st.Serial != written.Serial {
+		t.Errorf("the state's serial went from %d to %d after the stale run resumed", written.Serial, st.Serial)
+	}
+	if st := e.wantFree(""); st.Epoch != held.Epoch+1 {
+		t.Errorf("the lock's newest epoch is %d; want the newer run's, %d", st.Epoch, held.Epoch+1)
+	}
+}
+
+// TestE2E_Backend_KilledTerraformFreesTheLock: terraform SIGKILLed in the
+// middle of its apply (s3lock lives): s3lock exits with it and releases the
+// lock and the s3 backend's lock file at once, and the next run, which does
+// not wait, proceeds.
+func TestE2E_Backend_KilledTerraformFreesTheLock(t *testing.T) {
+	t.Parallel()
+	e := newBackendEnv(t)
+	marker := filepath.Join(t.TempDir(), "started")
+	killed := e.module("killed", httpBackend+resources("base", "slow=touch "+marker+"; sleep 300"))
+	next := e.clone(killed, "next", httpBackend+resources("base"))
+
+	p := startInGroup(t, e.backendRun(t.Context(), killed, []string{"--holder", "killed"}, e.tf("apply", "-auto-approve")...))
+	testkit.Eventually(t, waitLimit, "the run to start its step", func() bool { _, err := os.Stat(marker); return err == nil })
+	held, err := e.sdk.Current(t.Context(), e.lockName())
+	if err != nil || held.Phase() != s3lock.PhaseHeld || !e.exists(e.lockFile()) {
+		t.Fatalf("while the run applies, the state's lock is %+v (%v), its lock file there: %t; want both held", held, err, e.exists(e.lockFile()))
+	}
+	if err := syscall.Kill(p.child(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = p.wait(30 * time.Second)
+	t.Logf("s3lock: %v\n%s", err, p.output())
+	if code := exitCodeOf(err); code != 128+int(syscall.SIGKILL) {
+		t.Errorf("s3lock exited %d (%v); want %d, its command's death by SIGKILL", code, err, 128+int(syscall.SIGKILL))
+	}
+	if st := e.wantFree(s3lock.PhaseReleased); st.Epoch != held.Epoch {
+		t.Errorf("the lock's newest epoch is %d; want the killed run's, %d", st.Epoch, held.Epoch)
+	}
+
+	out := e.through(next, []string{"--holder", "next", "--wait", "0"}, e.tf("apply", "-auto-approve")...)
+	if !strings.Contains(out, "Apply complete!") {
+		t.Errorf("the next run did not apply:\n%s", out)
+	}
+	e.wantState(e.key, "terraform_data.base")
+}
+
+// TestE2E_Backend_KilledS3lockLeaseLapses: s3lock SIGKILLed in the middle
+// of a run's apply: terraform gets SIGTERM from the kernel and stops (and
+// should keep its state in errored.tfstate: the subtest, skipped for a bug);
+// the lock and the s3 backend's lock file stay held until the lease lapses,
+// and the next run, which waits for that, finds the state as the run before
+// the killed one left it.
+func TestE2E_Backend_KilledS3lockLeaseLapses(t *testing.T) {
+	t.Parallel()
+	e := newBackendEnv(t)
+	first := e.module("first", httpBackend+resources("base"))
+	e.through(first, []string{"--holder", "first"}, e.tf("apply", "-auto-approve")...)
+	marker := filepath.Join(t.TempDir(), "started")
+	killed := e.clone(first, "killed", httpBackend+resources("base", "slow=touch "+marker+"; sleep 300"))
+	next := e.clone(first, "next", httpBackend+resources("base", "next"))
+
+	p := startInGroup(t, e.backendRun(t.Context(), killed, []string{"--holder", "killed", "--lease", "5s"}, e.tf("apply", "-auto-approve")...))
+	testkit.Eventually(t, waitLimit, "the run to start its step", func() bool { _, err := os.Stat(marker); return err == nil })
+	tf := p.child()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.wait(30 * time.Second)
+	held, err := e.sdk.Current(t.Context(), e.lockName())
+	if err != nil || held.Phase() != s3lock.PhaseHeld || held.Holder != "killed" || !e.exists(e.lockFile()) {
+		t.Fatalf("after s3lock was killed, the state's lock is %+v (%v), its lock file there: %t; want both still held by killed",
+			held, err, e.exists(e.lockFile()))
+	}
+	testkit.Eventually(t, waitLimit, "terraform to stop (SIGTERM)", func() bool { return !procAlive(tf) })
+	t.Logf("the killed run:\n%s", p.output())
+	t.Run("terraform stops gracefully, keeping its state in errored.tfstate", func(t *testing.T) {
+		t.Skip("BUG: backend run's command gets its parent-death SIGTERM once per thread of the dying s3lock it is " +
+			"reparented to (often twice): Terraform takes the second as 'Two interrupts received. Exiting immediately' " +
+			"and saves no errored.tfstate")
+		if out := oneLine(p.output()); strings.Contains(out, "Two interrupts received") || !strings.Contains(out, "errored.tfstate") {
+			t.Errorf("terraform did not stop gracefully when s3lock died:\n%s", p.output())
+		}
+		if _, err := os.Stat(filepath.Join(killed, "errored.tfstate")); err != nil {
+			t.Errorf("the stopped terraform kept no errored.tfstate: %v", err)
+		}
+	})
+
+	out := e.through(next, []string{"--holder", "next", "--wait", "1m"}, e.tf("apply", "-auto-approve")...)
+	if !strings.Contains(out, "terraform_data.next: Creation complete") || strings.Contains(out, "terraform_data.base: Creation") {
+		t.Errorf("the next run did not build on the state:\n%s", out)
+	}
+	e.wantState(e.key, "terraform_data.base", "terraform_data.next")
+	if st := e.wantFree(s3lock.PhaseReleased); st.Epoch != held.Epoch+1 || st.Holder != "next" {
+		t.Errorf("after the next run the lock is %+v; want epoch %d by next: the killed run's lease lapsed, unreleased", st, held.Epoch+1)
+	}
 }
