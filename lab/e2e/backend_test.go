@@ -3,9 +3,11 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -327,4 +329,158 @@ func TestE2E_Backend_KilledS3lockLeaseLapses(t *testing.T) {
 	if st := e.wantFree(s3lock.PhaseReleased); st.Epoch != held.Epoch+1 || st.Holder != "next" {
 		t.Errorf("after the next run the lock is %+v; want epoch %d by next: the killed run's lease lapsed, unreleased", st, held.Epoch+1)
 	}
+}
+
+// lockedID is the lock ID in Terraform's "HTTP remote state already
+// locked: ID=N" (OpenTofu's too).
+var lockedID = regexp.MustCompile(`already locked: ID=(\d+)`)
+
+// TestE2E_Backend_ForceUnlockAndLockTimeout: while someone else holds the
+// state's lock, a run that does not wait (--wait 0) is told so under the
+// holder's lock ID; with Terraform's -lock-timeout it retries, and gets
+// the lock once the holder releases it; force-unlock of the holder's lock
+// ID frees the lock, and of an older ID is refused.
+func TestE2E_Backend_ForceUnlockAndLockTimeout(t *testing.T) {
+	t.Parallel()
+	e := newBackendEnv(t)
+	dir := e.module("plan", httpBackend+resources("base"))
+	ops, err := s3lock.New(e.ns.Client, e.ns.Bucket, s3lock.WithHolder("ops@elsewhere"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquire := func() *s3lock.Lease {
+		t.Helper()
+		l, err := ops.Acquire(t.Context(), e.lockName(), s3lock.WithMetadata(map[string]string{"operation": "OperationTypeApply", "who": "ops@elsewhere"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Release(context.Background()) })
+		return l
+	}
+
+	lease := acquire()
+	out, err := e.backendRun(t.Context(), dir, []string{"--wait", "0"}, e.tf("plan")...).CombinedOutput()
+	m := lockedID.FindSubmatch(out)
+	if err == nil || !strings.Contains(string(out), "Error acquiring the state lock") || m == nil {
+		t.Fatalf("a plan while ops holds the lock: %v; want it refused with the lock's ID\n%s", err, out)
+	}
+	if id := string(m[1]); id != strconv.FormatUint(lease.Epoch(), 10) {
+		t.Errorf("Terraform shows lock ID %s; want the holder's epoch, %d", id, lease.Epoch())
+	}
+	if !strings.Contains(string(out), "ops@elsewhere") {
+		t.Errorf("the lock error does not say who holds the lock:\n%s", out)
+	}
+
+	// -lock-timeout: Terraform asks again until the holder releases.
+	p := startInGroup(t, e.backendRun(t.Context(), dir, []string{"--wait", "0"}, e.tf("plan", "-lock-timeout=1m")...))
+	testkit.Eventually(t, waitLimit, "the plan to find the state locked", func() bool { return strings.Contains(p.output(), "is locked") })
+	if err := lease.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(2 * time.Minute); err != nil || !strings.Contains(p.output(), "1 to add") {
+		t.Fatalf("the plan with -lock-timeout: %v; want it to plan once the lock was released\n%s", err, p.output())
+	}
+
+	lease = acquire()
+	older := strconv.FormatUint(lease.Epoch()-1, 10)
+	if out, err := e.backendRun(t.Context(), dir, nil, e.tf("force-unlock", "-force", older)...).CombinedOutput(); err == nil {
+		t.Errorf("force-unlock %s (an older lock ID) succeeded; want it refused\n%s", older, out)
+	}
+	if st, err := e.sdk.Current(t.Context(), e.lockName()); err != nil || st.Phase() != s3lock.PhaseHeld || st.Epoch != lease.Epoch() {
+		t.Fatalf("after a force-unlock of an older ID the lock is %+v (%v); want it held by ops, epoch %d", st, err, lease.Epoch())
+	}
+	out = []byte(e.through(dir, nil, e.tf("force-unlock", "-force", strconv.FormatUint(lease.Epoch(), 10))...))
+	t.Logf("force-unlock %d:\n%s", lease.Epoch(), out)
+	if st := e.wantFree(s3lock.PhaseReleased); st.Epoch != lease.Epoch() {
+		t.Errorf("after force-unlock the lock's newest epoch is %d; want ops's, %d, released", st.Epoch, lease.Epoch())
+	}
+}
+
+// serveURL is the URL `s3lock backend serve` prints on stdout.
+var serveURL = regexp.MustCompile(`(?m)^(http://127\.0\.0\.1:\d+/state/)$`)
+
+// TestE2E_Backend_ServeAndRemoteState: `s3lock backend serve` serves the
+// states of the bucket to any run with its credentials: an apply writes
+// through it, another configuration reads that state with
+// terraform_remote_state, a request without the credentials is refused,
+// and SIGTERM releases a lock it holds and stops it.
+func TestE2E_Backend_ServeAndRemoteState(t *testing.T) {
+	t.Parallel()
+	e := newBackendEnv(t)
+	user, pass := "terraform", "e2e-0123456789abcdef"
+	serve := e.s3lock(t.Context(), t.TempDir(), "backend", "serve", "--listen", "127.0.0.1:0", "--holder", "serve")
+	serve.Env = append(serve.Env, "S3LOCK_BACKEND_USERNAME="+user, "S3LOCK_BACKEND_PASSWORD="+pass)
+	p := startInGroup(t, serve)
+	var base string
+	testkit.Eventually(t, waitLimit, "serve to print its URL", func() bool {
+		m := serveURL.FindStringSubmatch(p.output())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	url := base + e.key
+
+	app := e.dir("app", httpBackend+resources("base")+"output \"value\" {\n  value = \"from serve\"\n}\n")
+	for _, args := range [][]string{{"init", "-input=false"}, {"apply", "-auto-approve"}} {
+		cmd := e.h.Command(t.Context(), app, append(args, "-no-color")...)
+		cmd.Env = append(cmd.Env, "TF_HTTP_ADDRESS="+url, "TF_HTTP_LOCK_ADDRESS="+url, "TF_HTTP_UNLOCK_ADDRESS="+url,
+			"TF_HTTP_USERNAME="+user, "TF_HTTP_PASSWORD="+pass)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("terraform %v through serve: %v\n%s", args, err, out)
+		}
+	}
+	e.wantState(e.key, "terraform_data.base")
+	e.wantFree(s3lock.PhaseReleased)
+
+	reader := e.dir("reader", fmt.Sprintf(`data "terraform_remote_state" "app" {
+  backend = "http"
+  config  = { address = %q, username = %q, password = %q }
+}
+
+output "got" {
+  value = data.terraform_remote_state.app.outputs.value
+}
+`, url, user, pass))
+	runCLI(t, e.h, reader, "init", "-input=false")
+	if out := runCLI(t, e.h, reader, "apply", "-auto-approve"); !strings.Contains(out, `got = "from serve"`) {
+		t.Errorf("the reader did not read the state's output through serve:\n%s", out)
+	}
+
+	for _, c := range []struct{ user, pass string }{{"", ""}, {user, pass[:len(pass)-1]}} {
+		if status := request(t, http.MethodGet, url, c.user, c.pass, ""); status != http.StatusUnauthorized {
+			t.Errorf("GET without the password (%q:%q): %d; want 401", c.user, c.pass, status)
+		}
+	}
+	if status := request(t, "LOCK", url, user, pass, `{"ID":"e2e-lock","Operation":"OperationTypeApply","Who":"e2e"}`); status != http.StatusOK {
+		t.Fatalf("LOCK: %d; want 200", status)
+	}
+	if st, err := e.sdk.Current(t.Context(), e.lockName()); err != nil || st.Phase() != s3lock.PhaseHeld || !e.exists(e.lockFile()) {
+		t.Fatalf("after a LOCK the state's lock is %+v (%v), its lock file there: %t; want both held", st, err, e.exists(e.lockFile()))
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(30 * time.Second); err != nil {
+		t.Errorf("serve stopped by SIGTERM: %v; want exit 0\n%s", err, p.output())
+	}
+	e.wantFree(s3lock.PhaseReleased)
+}
+
+// request sends one request to the backend and returns its status.
+func request(t *testing.T, method, url, user, pass, body string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }
