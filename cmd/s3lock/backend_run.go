@@ -18,6 +18,13 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 )
 
+// backendRunExitCodes are backend run's exit codes.
+const backendRunExitCodes = `Exit codes: COMMAND's exit code (128+N if it was killed by signal N), or
+s3lock's own before COMMAND ran:
+  1    error: the store is unreachable, refused the credentials, has no such bucket, ...
+  2    usage: bad flags, arguments or configuration
+  126  COMMAND could not be started; 127: it was not found`
+
 // envWorkspace is Terraform's own variable for the workspace: the default
 // of --workspace, and not passed on (the http backend has no workspaces).
 const envWorkspace = "TF_WORKSPACE"
@@ -60,7 +67,7 @@ anyone holds the lock.
 Signals: SIGINT, SIGTERM and SIGHUP are forwarded to COMMAND as 's3lock run'
 forwards them, and end a lock request that waits.
 
-` + exitCodesHelp
+` + backendRunExitCodes
 
 func (a *app) backendRunCommand() *cobra.Command {
 	var bf backendFlags

@@ -58,7 +58,11 @@ releases every lock it holds), or --max-hold passes (default: no limit); a
 lock released so refuses its client's later writes. serve prints on stdout
 the URL it serves, and on stderr the waits, refusals and lost locks.
 
-` + exitCodesHelp
+Exit codes:
+  0    stopped by SIGINT, SIGTERM or SIGHUP (every lock it held released)
+  1    error: the store is unreachable, refused the credentials, has no such
+       bucket; the address cannot be listened on; serving failed
+  2    usage: bad flags, credentials or configuration`
 
 func (a *app) backendServeCommand() *cobra.Command {
 	var bf backendFlags

@@ -273,7 +273,7 @@ var terraformGone = sync.OnceValue(func() <-chan struct{} {
 
 // stateKeyValidator checks a state key as the s3 backend does.
 func stateKeyValidator() validator.String {
-	return ruleValidator{description: "an S3 key without a leading or trailing \"/\"", rule: tfstate.ValidateKey, report: settingRejected}
+	return ruleValidator{description: "an S3 key without a leading or trailing \"/\" and without \".\" or \"..\" segments", rule: tfstate.ValidateKey, report: settingRejected}
 }
 
 // workspacePrefixValidator checks a workspace key prefix as the s3 backend does.

@@ -26,20 +26,20 @@ type grant struct {
 	ended error // why it ended, under Server.mu; nil while held
 }
 
-// Reasons a grant ends other than by its client's UNLOCK.
+// Reasons the server releases a grant before its client's UNLOCK.
 var (
-	errServerStopped = errors.New("s3lock backend stopped, and released it")
-	errHeldTooLong   = errors.New("it was held longer than the server's --max-hold, and released")
+	errServerStopped = errors.New("s3lock backend stopped")
+	errHeldTooLong   = errors.New("it was held longer than the server's --max-hold")
 	errForceUnlocked = errors.New("it was force-unlocked")
 )
 
-// end marks the grant ended for why, if it was held; it reports whether it
-// was (the caller then releases it). The caller holds Server.mu.
+// end marks the grant ended, released for why, if it was held; it reports
+// whether it was (the caller then releases it). The caller holds Server.mu.
 func (g *grant) end(why error) bool {
 	if g.ended != nil {
 		return false
 	}
-	g.ended = why
+	g.ended = fmt.Errorf("its lock was released: %w", why)
 	if g.hold != nil {
 		g.hold.Stop()
 	}
@@ -88,7 +88,7 @@ func (s *Server) record(g *grant) bool {
 	}
 	s.grants[g.id] = g
 	if s.cfg.MaxHold > 0 {
-		g.hold = time.AfterFunc(s.cfg.MaxHold, func() { s.release(g, errHeldTooLong) })
+		g.hold = time.AfterFunc(s.cfg.MaxHold, func() { _ = s.release(g, errHeldTooLong) }) // release reports its failure
 	}
 	return true
 }
@@ -97,7 +97,7 @@ func (s *Server) record(g *grant) bool {
 func (s *Server) forget(g *grant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g.end(errors.New("it was unlocked"))
+	g.end(errors.New("its run unlocked it"))
 	if s.grants[g.id] == g {
 		delete(s.grants, g.id)
 	}
@@ -116,11 +116,11 @@ func (s *Server) release(g *grant, why error) error {
 	defer cancel()
 	err := g.store.Unlock(ctx, tfstate.DefaultWorkspace, g.lockID)
 	if err != nil {
-		s.cfg.Log(fmt.Sprintf("the state lock of s3://%s/%s (lock ID %s) %v, but its release failed (it lapses by itself): %v",
-			s.cfg.State.Bucket, g.key, g.lockID, why, err))
+		s.cfg.Log(fmt.Sprintf("could not release the state lock of s3://%s/%s (lock ID %s, %s; %v), which lapses by itself: %v",
+			s.cfg.State.Bucket, g.key, g.lockID, whoText(g.info), why, err))
 		return err
 	}
-	s.cfg.Log(fmt.Sprintf("the state lock of s3://%s/%s (lock ID %s, %s) %v; its writes are refused from now on",
+	s.cfg.Log(fmt.Sprintf("released the state lock of s3://%s/%s (lock ID %s, %s): %v; its writes are refused from now on",
 		s.cfg.State.Bucket, g.key, g.lockID, whoText(g.info), why))
 	return nil
 }

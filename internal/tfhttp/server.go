@@ -155,7 +155,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("releasing the lock of s3://%s/%s (lock ID %s): %w", s.cfg.State.Bucket, g.key, g.lockID, err))
 			continue
 		}
-		s.cfg.Log(fmt.Sprintf("released the state lock of s3://%s/%s (lock ID %s): its client is gone", s.cfg.State.Bucket, g.key, g.lockID))
+		s.cfg.Log(fmt.Sprintf("released the state lock of s3://%s/%s (lock ID %s, %s), still held when the backend stopped: "+
+			"nothing can write under it any more", s.cfg.State.Bucket, g.key, g.lockID, whoText(g.info)))
 	}
 	if errors.Is(serr, context.DeadlineExceeded) || errors.Is(serr, context.Canceled) {
 		errs = append(errs, fmt.Errorf("requests still in flight when the server stopped: %w", serr))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -16,6 +17,10 @@ import (
 // sealAttempts bounds how often Lock re-reads a state that keeps changing
 // between its read and its seal.
 const sealAttempts = 5
+
+// lostCleanupTimeout bounds the removal of a lost lease's lock file: if
+// the store does not answer, the next run through s3lock removes it.
+const lostCleanupTimeout = 30 * time.Second
 
 // Metadata keys of a state lock's lease: what a waiting user is shown.
 const (
@@ -45,7 +50,7 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 	}
 	s.held[ws] = h
 	s.mu.Unlock()
-	lease, etag, err := s.acquire(ctx, ws, operation)
+	lease, etag, placeholder, err := s.acquire(ctx, ws, operation)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -53,12 +58,17 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 		return "", err
 	}
 	h.lease, h.etag = lease, etag
+	if placeholder {
+		h.placeholder = etag
+	}
 	go s.watch(ws, h)
 	return LockID(lease.Epoch()), nil
 }
 
-// acquire takes the lease (and the lock file) and seals the state under it.
-func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Lease, string, error) {
+// acquire takes the lease (and the lock file) and seals the state under it;
+// it returns the lease, the seal's ETag and whether the seal is a
+// placeholder.
+func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Lease, string, bool, error) {
 	deadline := s.cfg.Now().Add(s.cfg.Wait)
 	opts := []s3lock.AcquireOption{
 		s3lock.WithWait(s.cfg.Wait),
@@ -75,20 +85,20 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 	}
 	lease, err := s.client.Acquire(ctx, s.LockName(ws), opts...)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	undo := func(err error) (*s3lock.Lease, string, error) {
+	undo := func(err error) (*s3lock.Lease, string, bool, error) {
 		if rerr := lease.Release(context.WithoutCancel(ctx)); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("releasing the lease after the failed lock: %w", rerr))
 		}
-		return nil, "", err
+		return nil, "", false, err
 	}
 	if s.cfg.LockFile {
 		if err := s.takeLockFile(ctx, ws, lease, operation, deadline); err != nil {
 			return undo(err)
 		}
 	}
-	etag, err := s.seal(ctx, s.Key(ws), lease.Epoch())
+	etag, placeholder, err := s.seal(ctx, s.Key(ws), lease.Epoch())
 	if err != nil {
 		if s.cfg.LockFile {
 			if ferr := s.releaseLockFile(context.WithoutCancel(ctx), ws, lease.Epoch()); ferr != nil {
@@ -97,20 +107,22 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 		}
 		return undo(err)
 	}
-	return lease, etag, nil
+	return lease, etag, placeholder, nil
 }
 
 // seal rewrites the object at key with the mark of epoch (a placeholder if
-// it is absent), conditional on what it read, and returns its new ETag.
-func (s *Store) seal(ctx context.Context, key string, epoch uint64) (string, error) {
+// it holds no state), conditional on what it read, and returns its new
+// ETag and whether it wrote a placeholder.
+func (s *Store) seal(ctx context.Context, key string, epoch uint64) (string, bool, error) {
 	var last error
 	for range sealAttempts {
 		body, etag, err := s.get(ctx, key)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
+		state := unmarked(body)
 		in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key),
-			Body: stdbytes.NewReader(marked(unmarked(body), epoch)), ContentType: aws.String(stateContentType)}
+			Body: stdbytes.NewReader(marked(state, epoch)), ContentType: aws.String(stateContentType)}
 		if body == nil {
 			in.IfNoneMatch = aws.String("*")
 		} else {
@@ -118,15 +130,32 @@ func (s *Store) seal(ctx context.Context, key string, epoch uint64) (string, err
 		}
 		out, err := s.client.FencedPut(ctx, epoch, in)
 		if err == nil {
-			return aws.ToString(out.ETag), nil
+			return aws.ToString(out.ETag), state == nil, nil
 		}
 		if !errors.Is(err, s3lock.ErrObjectChanged) {
-			return "", fmt.Errorf("sealing the state s3://%s/%s under epoch %d: %w", s.cfg.Bucket, key, epoch, err)
+			return "", false, fmt.Errorf("sealing the state s3://%s/%s under epoch %d: %w", s.cfg.Bucket, key, epoch, err)
 		}
 		last = err // written between the read and the seal: read again
 	}
-	return "", fmt.Errorf("sealing the state s3://%s/%s under epoch %d: it kept changing (%d attempts): %w",
+	return "", false, fmt.Errorf("sealing the state s3://%s/%s under epoch %d: it kept changing (%d attempts): %w",
 		s.cfg.Bucket, key, epoch, sealAttempts, last)
+}
+
+// dropPlaceholder deletes the state object of a lock being unlocked if it
+// is still the placeholder the lock's seal wrote (no state was written under
+// the lock): Terraform's S3 backend cannot read a placeholder as "no
+// state". The delete is conditional on the placeholder's ETag; a store
+// that cannot make it so keeps the placeholder (PROTOCOL.md §15).
+func (s *Store) dropPlaceholder(ctx context.Context, ws string, h *held) {
+	s.mu.Lock()
+	placeholder := h.placeholder != "" && h.placeholder == h.etag
+	etag := h.etag
+	s.mu.Unlock()
+	if !placeholder || h.lease.Err() != nil {
+		return
+	}
+	_, _ = s.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(s.Key(ws)),
+		ExpectedBucketOwner: s.owner(), IfMatch: aws.String(etag)})
 }
 
 // Unlock releases a lock (and its lock file). An ID of a lease this
@@ -152,6 +181,7 @@ func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	case abandoned:
 		return fmt.Errorf("unlocking the state s3://%s/%s: %w (lock ID %s lapses by itself)", s.cfg.Bucket, s.Key(ws), ErrAbandoned, id)
 	}
+	s.dropPlaceholder(ctx, ws, h)
 	var ferr error
 	if s.cfg.LockFile { // only this lease's: after a force-unlock another run's may be there
 		ferr = s.releaseLockFile(ctx, ws, h.lease.Epoch())
@@ -223,7 +253,15 @@ func (s *Store) watch(ws string, h *held) {
 		s.mu.Lock()
 		lost := !h.unlocking
 		s.mu.Unlock()
-		if lost && s.cfg.OnLost != nil {
+		if !lost {
+			return
+		}
+		if s.cfg.LockFile { // this epoch's only: a newer run's lock file stays
+			ctx, cancel := context.WithTimeout(context.Background(), lostCleanupTimeout)
+			_ = s.releaseLockFile(ctx, ws, h.lease.Epoch())
+			cancel()
+		}
+		if s.cfg.OnLost != nil {
 			s.cfg.OnLost(ws, h.lease.Err())
 		}
 	case <-s.cfg.Gone: // nil: never

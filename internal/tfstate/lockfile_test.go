@@ -282,3 +282,61 @@ func TestLockInfo_TextFromOutsideIsMadeSafeToPrint(t *testing.T) {
 		t.Error("a lock info of 70 KiB was read")
 	}
 }
+
+// A lock under which no state was written (a plan of a new state) leaves
+// no placeholder behind: Terraform's S3 backend could not read it. A lock
+// under which a state was written keeps it.
+func TestStore_AnUnlockRemovesAPlaceholderNothingWasWrittenOver(t *testing.T) {
+	ns := s3test.New(t)
+	s := newStore(t, ns, "a", nil, tfstate.Config{})
+	id := lock(t, s, "default")
+	if !exists(t, ns, s.Key("default")) {
+		t.Fatal("the lock's seal left no placeholder")
+	}
+	if err := s.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, ns, s.Key("default")) {
+		t.Errorf("after an unlock with nothing written, the state object is %q; want none", object(t, ns, s.Key("default")))
+	}
+	id = lock(t, s, "default")
+	if err := s.Write(t.Context(), "default", stateJSON("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+	id = lock(t, s, "default") // sealed over a state: no placeholder
+	if err := s.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Read(t.Context(), "default"); !bytes.Equal(got, stateJSON("1")) {
+		t.Errorf("the state is %q; want the one written kept", got)
+	}
+}
+
+// A lease lost while held (here: force-released by an operator) takes its
+// lock file with it, so that runs of the S3 backend are not kept waiting.
+func TestLockFile_ALostLeasesLockFileIsRemoved(t *testing.T) {
+	ns := s3test.New(t)
+	lost := make(chan struct{})
+	a := newStore(t, ns, "a", nil, tfstate.Config{LockFile: true, Lease: s3lock.MinLeaseDuration,
+		OnLost: func(string, error) { close(lost) }})
+	lock(t, a, "default")
+	st := currentOf(t, ns, a.LockName("default"))
+	c, err := s3lock.New(ns.Client, ns.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Bucket: ns.Bucket, Name: st.Name, Epoch: st.Epoch}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(time.Minute):
+		t.Fatal("OnLost was not called")
+	}
+	if exists(t, ns, a.LockFileKey("default")) {
+		t.Error("the lost lease's lock file is still there")
+	}
+}

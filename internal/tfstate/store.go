@@ -87,6 +87,10 @@ type held struct {
 	etag      string
 	abandoned bool
 	unlocking bool // its Unlock has begun: its end is not a loss
+	// placeholder is the ETag of the seal when it was a placeholder (no
+	// state yet); "" otherwise. While etag is still it, nothing was
+	// written under the lock.
+	placeholder string
 }
 
 // New checks the configuration. client must lock in cfg.Bucket.
