@@ -54,7 +54,10 @@ printing who holds it; when the wait ends Terraform reports the state locked,
 under the holder's lock ID (the lease's epoch) — 'terraform force-unlock ID'
 frees it, through 'backend run'. The lease renews while COMMAND runs. When
 COMMAND exits (or is killed) holding the lock, s3lock releases it at once; if
-s3lock itself dies, COMMAND gets SIGTERM and the lock lapses after --lease.
+s3lock itself dies, COMMAND gets SIGTERM once (Terraform's graceful stop: it
+keeps what it could not write in errored.tfstate) and the lock lapses after
+--lease. (In the foreground of a terminal, Linux may deliver that SIGTERM more
+than once as s3lock's threads exit, and Terraform then stops at once.)
 If the lease is lost (force-unlocked, or the store unreachable past the lease)
 COMMAND gets SIGINT, Terraform's graceful stop.
 
@@ -162,11 +165,23 @@ func (a *app) backendRun(ctx context.Context, bf backendFlags, key, workspace st
 // gracefully if a lock it holds is lost, and returns its exit code.
 func (a *app) runWithBackend(srv *tfhttp.Server, argv, env []string) (int, error) {
 	fg := foregroundOfTerminal()
-	child := exec.Command(argv[0], argv[1:]...)
+	line, relay := argv, relayed(fg)
+	env = append(withoutVars(os.Environ(), append(tfhttp.Names(), envWorkspace)...), env...)
+	if relay {
+		var relayEnv string
+		var err error
+		if line, relayEnv, err = relayCommand(argv); err != nil {
+			return 0, err
+		}
+		env = append(env, relayEnv)
+	}
+	child := exec.Command(line[0], line[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(withoutVars(os.Environ(), append(tfhttp.Names(), envWorkspace)...), env...)
-	configureChild(child, fg, false)
-	setGracefulDeathSignal(child.SysProcAttr)
+	child.Env = env
+	configureChild(child, fg, relay) // the relay gets the watchdog's death signal
+	if !relay {
+		setGracefulDeathSignal(child.SysProcAttr)
+	}
 	forward := make(chan os.Signal, 4)
 	a.setSignalHandler(func(sig os.Signal) {
 		srv.Interrupt()

@@ -19,5 +19,8 @@ func main() {
 	if len(os.Args) > 2 && os.Args[1] == watchdogArg && os.Args[2] == "--" {
 		os.Exit(runWatchdog(os.Args[3:]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == relayArg && os.Args[2] == "--" {
+		os.Exit(runRelay(os.Args[3:]))
+	}
 	os.Exit(newApp(os.Stdin, os.Stdout, os.Stderr).execute(os.Args[1:]))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -358,30 +359,45 @@ func (p *groupProcess) output() string {
 	return string(b)
 }
 
-// child returns the pid of the process's only child (s3lock's command),
-// whose own process group the test's cleanup kills too.
+// child returns the pid of s3lock's command: the process's only child,
+// or, when that is s3lock's relay (outside a terminal, on Linux: `s3lock
+// __relay -- CMD`), the relay's child. The test's cleanup kills its
+// process group too.
 func (p *groupProcess) child() int {
 	p.t.Helper()
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		p.t.Fatal(err)
+	pid := childOf(p.t, p.cmd.Process.Pid)
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmdline), "\x00__relay\x00") {
+		var cmd int
+		testkit.Eventually(p.t, waitLimit, "the relay to start the command", func() bool { cmd = childOf(nil, pid); return cmd != 0 })
+		pid = cmd
 	}
-	var pid int
+	p.t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	return pid
+}
+
+// childOf returns the pid of a live child of parent; 0 if it has none
+// (which fails the test, if t is not nil).
+func childOf(t *testing.T, parent int) int {
+	if t != nil {
+		t.Helper()
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil && t != nil {
+		t.Fatal(err)
+	}
 	for _, d := range procs {
 		n, err := strconv.Atoi(d.Name())
 		if err != nil {
 			continue
 		}
-		if ppid, ok := procParent(n); ok && ppid == p.cmd.Process.Pid {
-			pid = n
-			break
+		if ppid, ok := procParent(n); ok && ppid == parent {
+			return n
 		}
 	}
-	if pid == 0 {
-		p.t.Fatalf("process %d (%s) has no child", p.cmd.Process.Pid, p.cmd.Args[0])
+	if t != nil {
+		t.Fatalf("process %d has no child", parent)
 	}
-	p.t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
-	return pid
+	return 0
 }
 
 // procParent is the parent's pid of a live (not zombie) process.
@@ -436,9 +452,19 @@ func (p *groupProcess) wait(limit time.Duration) error {
 // signalGroups sends sig to the process groups of pids.
 func signalGroups(t *testing.T, sig syscall.Signal, pids ...int) {
 	t.Helper()
+	var groups []int
 	for _, pid := range pids {
-		if err := syscall.Kill(-pid, sig); err != nil {
-			t.Fatalf("kill -%d -%d: %v", sig, pid, err)
+		pgid, err := syscall.Getpgid(pid)
+		if err != nil {
+			t.Fatalf("the process group of %d: %v", pid, err)
+		}
+		if !slices.Contains(groups, pgid) {
+			groups = append(groups, pgid)
+		}
+	}
+	for _, pgid := range groups {
+		if err := syscall.Kill(-pgid, sig); err != nil {
+			t.Fatalf("kill -%d -%d: %v", sig, pgid, err)
 		}
 	}
 }

@@ -281,8 +281,9 @@ func TestE2E_Backend_KilledTerraformFreesTheLock(t *testing.T) {
 }
 
 // TestE2E_Backend_KilledS3lockLeaseLapses: s3lock SIGKILLed in the middle
-// of a run's apply: terraform gets SIGTERM from the kernel and stops (and
-// should keep its state in errored.tfstate: the subtest, skipped for a bug);
+// of a run's apply: terraform gets one SIGTERM (from s3lock's relay, which
+// the kernel tells) and stops gracefully, keeping its state in
+// errored.tfstate;
 // the lock and the s3 backend's lock file stay held until the lease lapses,
 // and the next run, which waits for that, finds the state as the run before
 // the killed one left it.
@@ -310,9 +311,6 @@ func TestE2E_Backend_KilledS3lockLeaseLapses(t *testing.T) {
 	testkit.Eventually(t, waitLimit, "terraform to stop (SIGTERM)", func() bool { return !procAlive(tf) })
 	t.Logf("the killed run:\n%s", p.output())
 	t.Run("terraform stops gracefully, keeping its state in errored.tfstate", func(t *testing.T) {
-		t.Skip("BUG: backend run's command gets its parent-death SIGTERM once per thread of the dying s3lock it is " +
-			"reparented to (often twice): Terraform takes the second as 'Two interrupts received. Exiting immediately' " +
-			"and saves no errored.tfstate")
 		if out := oneLine(p.output()); strings.Contains(out, "Two interrupts received") || !strings.Contains(out, "errored.tfstate") {
 			t.Errorf("terraform did not stop gracefully when s3lock died:\n%s", p.output())
 		}
