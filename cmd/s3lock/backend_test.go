@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,6 +56,25 @@ func asTerraform() {
 		return resp.StatusCode
 	}
 	switch mode {
+	case "count-sigterm":
+		// Records each SIGTERM in the file $S3LOCK_TEST_RECORD, as a
+		// Terraform that stops gracefully on the first and at once on a
+		// second would see them.
+		record := os.Getenv("S3LOCK_TEST_RECORD")
+		sigs := make(chan os.Signal, 8)
+		signal.Notify(sigs, syscall.SIGTERM)
+		_ = os.WriteFile(record, []byte("ready\n"), 0o644)
+		deadline := time.After(processLimit)
+		for {
+			select {
+			case <-sigs:
+				f, _ := os.OpenFile(record, os.O_APPEND|os.O_WRONLY, 0)
+				_, _ = f.WriteString("TERM\n")
+				_ = f.Close()
+			case <-deadline:
+				os.Exit(0)
+			}
+		}
 	case "lock-write-and-die":
 		info := tfstate.LockInfo{ID: "tf-lock-1", Operation: "OperationTypeApply", Who: "test@host"}
 		if s := do(os.Getenv(tfhttp.EnvLockMethod), os.Getenv(tfhttp.EnvLockAddress), info.JSON()); s != http.StatusOK {
@@ -241,5 +262,39 @@ func TestBackendServe_APortInUse(t *testing.T) {
 	r := c.runWith(env, "", "backend", "serve", "--listen", l.Addr().String())
 	if r.code != exitError || !strings.Contains(r.stderr, "address already in use") || !strings.Contains(r.stderr, "--listen") {
 		t.Errorf("serve on a port in use: %s; want exit 1 naming the address and --listen", r)
+	}
+}
+
+// A dying s3lock gives its command exactly one SIGTERM (Terraform takes a
+// second as "exit now" and keeps no errored.tfstate): the kernel's
+// parent-death signal comes once per thread of s3lock the command is handed
+// to as s3lock dies, so outside a terminal a relay stands between them.
+func TestBackendRun_ACommandGetsOneSIGTERMWhenS3lockDies(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // the repeats came in some runs, not all
+		record := filepath.Join(t.TempDir(), "record")
+		cmd := c.command(t.Context(), "backend", "run", "--key", c.name("app/terraform.tfstate"), "--", self)
+		cmd.Env = append(cmd.Env, envAsTerraform+"=count-sigterm", "S3LOCK_TEST_RECORD="+record)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		testkit.Eventually(t, processLimit, "the command to start", func() bool { return fileHas(record, "ready") })
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		testkit.Eventually(t, processLimit, "the command to get SIGTERM", func() bool { return fileHas(record, "TERM") })
+		time.Sleep(500 * time.Millisecond) // a repeat comes within milliseconds
+		b, _ := os.ReadFile(record)
+		if n := strings.Count(string(b), "TERM"); n != 1 {
+			t.Fatalf("run %d: the command got SIGTERM %d times when s3lock died; want once", i+1, n)
+		}
 	}
 }
