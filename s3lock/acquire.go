@@ -473,20 +473,16 @@ func (c *Client) firstEpochListed(ctx context.Context, name string, epoch uint64
 // newerEpoch returns the key of an epoch of name newer than epoch, or "" if
 // there is none.
 func (c *Client) newerEpoch(ctx context.Context, name string, epoch uint64) (string, error) {
-	after := epochKey(name, epoch)
-	for {
-		l, err := c.listEpochs(ctx, name, after)
-		if err != nil {
-			return "", err
-		}
+	newer := ""
+	lister := epochLister{c: c, name: name}
+	err := lister.each(ctx, epochKey(name, epoch), func(l *listed) (bool, error) {
 		if n, ok := l.newest(); ok {
-			return n.key, nil
+			newer = n.key
+			return true, nil
 		}
-		if !l.truncated || l.lastKey == "" {
-			return "", nil
-		}
-		after = l.lastKey // a page of foreign keys only
-	}
+		return false, nil // a page of foreign keys only: list on
+	})
+	return newer, err
 }
 
 // abandon makes sure that an epoch this client may have created, but will

@@ -79,13 +79,8 @@ func deletable(epochs []listedEpoch, after *listedEpoch, newest uint64, history 
 func (c *Client) sweep(ctx context.Context, name string, newest uint64) {
 	var pending []listedEpoch
 	var date time.Time
-	after := ""
-	for {
-		l, err := c.listEpochs(ctx, name, after)
-		if err != nil {
-			c.cfg.logger.Debug("s3lock: history sweep stopped", "bucket", c.bucket, "lock", name, "err", err)
-			return
-		}
+	lister := epochLister{c: c, name: name}
+	err := lister.each(ctx, "", func(l *listed) (bool, error) {
 		if date.IsZero() || (!l.date.IsZero() && l.date.Before(date)) {
 			date = l.date // the earliest answer's clock: conservative
 		}
@@ -93,15 +88,17 @@ func (c *Client) sweep(ctx context.Context, name string, newest uint64) {
 		if len(pending) > 1 {
 			last := pending[len(pending)-1]
 			keys := deletable(pending[:len(pending)-1], &last, newest, c.cfg.history, date)
-			if len(keys) > 0 && c.deleteHistory(ctx, name, keys) != nil {
-				return
+			if len(keys) > 0 {
+				if err := c.deleteHistory(ctx, name, keys); err != nil {
+					return true, err // a later holder will retry
+				}
 			}
 			pending = pending[len(pending)-1:]
 		}
-		if !l.truncated || l.lastKey == "" {
-			return
-		}
-		after = l.lastKey
+		return false, nil
+	})
+	if err != nil {
+		c.cfg.logger.Debug("s3lock: history sweep stopped", "bucket", c.bucket, "lock", name, "err", err)
 	}
 }
 

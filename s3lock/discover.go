@@ -21,7 +21,7 @@ func (c *Client) findNewest(ctx context.Context, name string) (newest listedEpoc
 	if !first.truncated {
 		return newest, found, first, nil
 	}
-	s := &newestSearch{c: c, name: name, best: newest, found: found}
+	s := &newestSearch{epochLister: epochLister{c: c, name: name}, best: newest, found: found}
 	if err := s.run(ctx); err != nil {
 		return listedEpoch{}, false, nil, err
 	}
@@ -30,10 +30,11 @@ func (c *Client) findNewest(ctx context.Context, name string) (newest listedEpoc
 
 // newestSearch looks for a lock's newest epoch beyond a truncated first
 // page: it gallops, bisects, then pages through what is left, keeping the
-// newest epoch any LIST showed.
+// newest epoch any LIST showed. Each LIST lists only keys after the one it
+// starts after (or the search fails: epochLister), so the gallop and the
+// bisection narrow with every LIST and the paging moves on.
 type newestSearch struct {
-	c     *Client
-	name  string
+	epochLister
 	best  listedEpoch
 	found bool
 }
@@ -53,14 +54,19 @@ func (s *newestSearch) run(ctx context.Context) error {
 // list lists the page after key and keeps its newest epoch if it is the
 // newest yet.
 func (s *newestSearch) list(ctx context.Context, after string) (*listed, error) {
-	l, err := s.c.listEpochs(ctx, s.name, after)
+	l, err := s.epochLister.list(ctx, after)
 	if err != nil {
 		return nil, err
 	}
+	s.keep(l)
+	return l, nil
+}
+
+// keep keeps the newest epoch of l if it is the newest yet.
+func (s *newestSearch) keep(l *listed) {
 	if n, ok := l.newest(); ok && n.epoch > s.best.epoch {
 		s.best, s.found = n, true
 	}
-	return l, nil
 }
 
 // gallop probes ever further until a probe sees the end of the keys. It
@@ -113,15 +119,8 @@ func (s *newestSearch) bisect(ctx context.Context, lo, hi uint64) (uint64, bool,
 
 // page lists page after page from epoch lo to the end of the keys.
 func (s *newestSearch) page(ctx context.Context, lo uint64) error {
-	after := epochKey(s.name, lo)
-	for {
-		l, err := s.list(ctx, after)
-		if err != nil {
-			return err
-		}
-		if !l.truncated {
-			return nil
-		}
-		after = l.lastKey
-	}
+	return s.each(ctx, epochKey(s.name, lo), func(l *listed) (bool, error) {
+		s.keep(l)
+		return false, nil
+	})
 }

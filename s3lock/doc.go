@@ -79,12 +79,13 @@
 //
 // errors.go holds the error vocabulary and classify.go what an S3 error
 // means for the protocol; store.go makes every S3 request (one per-request
-// timeout, one wrapping); timing.go holds every timing, retry and backoff
-// number with its reason; names.go the rules for names, prefixes and keys;
-// options.go the options and their limits. The protocol itself is in
-// acquire.go (an attempt), wait.go (waiting), line.go and line_wait.go
-// (the line of ordered waiters), watch.go (Watch), lease.go (renewal, release,
-// the trust deadline), resume.go (takeover and Lookup), cleanup.go and
-// discover.go (bounded history), current.go (reading state), fence.go
-// (FencedPut) and verify.go (Verify, CheckStore).
+// timeout, one wrapping), and listing.go holds every paged listing to the
+// rule that it makes progress or fails; timing.go holds every timing, retry
+// and backoff number with its reason; names.go the rules for names,
+// prefixes and keys; options.go the options and their limits. The protocol
+// itself is in acquire.go (an attempt), wait.go (waiting), line.go and
+// line_wait.go (the line of ordered waiters), watch.go (Watch), lease.go
+// (renewal, release, the trust deadline), resume.go (takeover and Lookup),
+// cleanup.go and discover.go (bounded history), current.go (reading
+// state), fence.go (FencedPut) and verify.go (Verify, CheckStore).
 package s3lock

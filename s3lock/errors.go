@@ -39,8 +39,11 @@ var (
 	// reads them as (Verify): on a general purpose bucket, keys in
 	// ascending order with StartAfter honoured; on a directory bucket,
 	// every key once across pages; on both, each object's size as written
-	// (slot locks read it, PROTOCOL.md §14). s3lock could misjudge a lock's
-	// holder on such a store.
+	// (slot locks read it, PROTOCOL.md §14), and paged listings that move on
+	// to their end (a store that ignores StartAfter, repeats a continuation
+	// token or says every page is truncated fails the listing with it,
+	// PROTOCOL.md §8). s3lock could misjudge a lock's holder on such a
+	// store.
 	ErrUnorderedListing = errors.New("s3lock: store does not list keys in order")
 
 	// ErrInvalidName means a lock name was rejected; the error is a
@@ -309,10 +312,18 @@ type waitError struct {
 	Name   string
 	Err    error // the context's error
 	Last   error // why the last attempt did not acquire; may be nil
+	// Attempting is set when no attempt found the lock held or took it
+	// within WithWait's bound on the attempts (this long).
+	Attempting time.Duration
 }
 
 func (e *waitError) Error() string {
 	msg := fmt.Sprintf("s3lock: gave up waiting for lock %q in bucket %s: %v", e.Name, e.Bucket, e.Err)
+	if e.Attempting > 0 {
+		msg = fmt.Sprintf("s3lock: gave up on lock %q in bucket %s: no attempt to acquire it finished within %s "+
+			"(the wait, at least %s): the store answers too slowly, or not at all; check the endpoint and the network",
+			e.Name, e.Bucket, e.Attempting, minAttemptWait)
+	}
 	if e.Last != nil {
 		msg += "; last: " + causeText(e.Last)
 	}

@@ -359,16 +359,19 @@ func WithoutAutoRenew() AcquireOption {
 // WithWait bounds how long Acquire waits for a held lock: d = 0 tries once,
 // as TryAcquire does; d > 0 waits up to d, counted from when Acquire first
 // finds the lock held, so a slow store does not turn a free lock into a
-// timeout and "wait up to d" means for the holder, not for the store. With
-// WithWait, any failure of the first attempt other than ErrHeld (an
-// unreachable store, denied access) is returned at once, so that a
-// misconfiguration is reported without waiting; once it has found the lock
-// held, Acquire rides out transient failures as it always does. When d has
-// passed, Acquire returns an error matching context.DeadlineExceeded that
-// wraps the last *HeldError. Without WithWait, Acquire waits as long as ctx
-// allows and retries every transient failure. This is the choice a
-// command-line tool or Terraform offers: "wait up to d, 0 = do not wait".
-// TryAcquire ignores it.
+// timeout and "wait up to d" means for the holder, not for the store. The
+// attempts before that are bounded too, by d but never by less than 10s: a
+// store that answers too slowly (or not at all) ends Acquire there with an
+// error matching context.DeadlineExceeded, so Acquire returns within about
+// max(d, 10s) + d. With WithWait, any failure of the first attempt other
+// than ErrHeld (an unreachable store, denied access) is returned at once,
+// so that a misconfiguration is reported without waiting; once it has found
+// the lock held, Acquire rides out transient failures as it always does.
+// When d has passed, Acquire returns an error matching
+// context.DeadlineExceeded that wraps the last *HeldError. Without WithWait,
+// Acquire waits as long as ctx allows and retries every transient failure.
+// This is the choice a command-line tool or Terraform offers: "wait up to d,
+// 0 = do not wait". TryAcquire ignores it.
 func WithWait(d time.Duration) AcquireOption {
 	return func(a *acquireConfig) error {
 		if d < 0 {

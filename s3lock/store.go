@@ -189,6 +189,7 @@ type listed struct {
 	epochs    []listedEpoch
 	foreign   int // keys under the prefix that are not epoch objects
 	truncated bool
+	next      string    // its continuation token: unused for paging (StartAfter is), named in errors
 	lastKey   string    // the page's last key, epoch object or not
 	date      time.Time // the store's clock when it answered
 	// line is set when the page shows the lock's line (its tickets' common
@@ -235,7 +236,10 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 	if err != nil {
 		return nil, err
 	}
-	l := &listed{truncated: aws.ToBool(out.IsTruncated), date: responseDate(out.ResultMetadata)}
+	if err := c.checkStartAfter(prefix, startAfter, out); err != nil {
+		return nil, err
+	}
+	l := &listed{truncated: aws.ToBool(out.IsTruncated), next: aws.ToString(out.NextContinuationToken), date: responseDate(out.ResultMetadata)}
 	l.add(name, "", out)
 	// Stores return keys in ascending order, and zero-padded epochs sort
 	// like numbers; sort anyway in case a store does not.
@@ -256,40 +260,19 @@ func (c *Client) listEpochsWhole(ctx context.Context, name, startAfter string) (
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/"),
 		MaxKeys: aws.Int32(pageSize), ExpectedBucketOwner: c.owner()}
 	l := &listed{}
-	for page := 0; ; page++ {
-		out, err := c.list(ctx, prefix, in)
-		if err != nil {
-			return nil, err
-		}
-		if page == 0 {
-			l.date = responseDate(out.ResultMetadata)
+	first := true
+	err := c.pages(ctx, prefix, in, func(out *s3.ListObjectsV2Output) bool {
+		if first {
+			l.date, first = responseDate(out.ResultMetadata), false
 		}
 		l.add(name, startAfter, out)
-		if !aws.ToBool(out.IsTruncated) {
-			break
-		}
-		if err := c.checkContinuation(prefix, in, out); err != nil {
-			return nil, err
-		}
-		next := *in
-		next.ContinuationToken = out.NextContinuationToken
-		in = &next
+		return true // to the end: any page may hold the newest epoch
+	})
+	if err != nil {
+		return nil, err
 	}
 	sortEpochs(l.epochs)
 	return l, nil
-}
-
-// checkContinuation refuses a truncated page of a whole listing (a directory
-// bucket's, which no key order can complete) that gives no new
-// continuation token: the rest of the listing, perhaps the newest epoch,
-// could not be read.
-func (c *Client) checkContinuation(prefix string, in *s3.ListObjectsV2Input, out *s3.ListObjectsV2Output) error {
-	next := aws.ToString(out.NextContinuationToken)
-	if next != "" && next != aws.ToString(in.ContinuationToken) {
-		return nil
-	}
-	return &OpError{Op: "ListObjectsV2", Bucket: c.bucket, Key: prefix, Kind: ErrUnavailable,
-		Err: fmt.Errorf("the store cut the listing short without a new continuation token (%q), so the rest of it cannot be read", next)}
 }
 
 // add adds a listing page of the lock name's keys to l: its epochs after
@@ -329,14 +312,10 @@ func (c *Client) listLine(ctx context.Context, name string) (*lineView, error) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix),
 		MaxKeys: aws.Int32(pageSize), ExpectedBucketOwner: c.owner()}
 	v := &lineView{}
-	for page := 0; ; page++ {
-		out, err := c.list(ctx, prefix, in)
-		if err != nil {
-			return nil, err
-		}
-		if page == 0 {
-			v.date = responseDate(out.ResultMetadata)
-			v.received = c.cfg.clock.Now()
+	first := true
+	err := c.pages(ctx, prefix, in, func(out *s3.ListObjectsV2Output) bool {
+		if first {
+			v.date, v.received, first = responseDate(out.ResultMetadata), c.cfg.clock.Now(), false
 		}
 		for _, obj := range out.Contents {
 			if ref, ok := parseTicket(name, aws.ToString(obj.Key)); ok {
@@ -344,12 +323,10 @@ func (c *Client) listLine(ctx context.Context, name string) (*lineView, error) {
 					lastModified: aws.ToTime(obj.LastModified)})
 			}
 		}
-		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
-			break
-		}
-		next := *in
-		next.ContinuationToken = out.NextContinuationToken
-		in = &next
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(v.tickets, func(a, b listedTicket) int { return cmp.Compare(a.key, b.key) })
 	return v, nil
@@ -411,30 +388,15 @@ func (c *Client) listKeys(ctx context.Context, prefix string, fn func(listedKey)
 	if asked != "" {
 		in.Prefix = aws.String(asked)
 	}
-	for {
-		out, err := c.list(ctx, asked, in)
-		if err != nil {
-			return err
-		}
+	return c.pages(ctx, asked, in, func(out *s3.ListObjectsV2Output) bool {
 		date := responseDate(out.ResultMetadata)
 		for _, o := range out.Contents {
 			if key := aws.ToString(o.Key); strings.HasPrefix(key, prefix) {
 				fn(listedKey{key: key, etag: aws.ToString(o.ETag), size: aws.ToInt64(o.Size), lastModified: aws.ToTime(o.LastModified), date: date})
 			}
 		}
-		if !aws.ToBool(out.IsTruncated) {
-			return nil
-		}
-		if !c.directory && aws.ToString(out.NextContinuationToken) == "" {
-			return nil // as before; a directory bucket's listing must be whole
-		}
-		if err := c.checkContinuation(asked, in, out); err != nil {
-			return err
-		}
-		next := *in
-		next.ContinuationToken = out.NextContinuationToken
-		in = &next
-	}
+		return true
+	})
 }
 
 // deleteKeys deletes keys in batches of up to 1,000 (one DeleteObjects each).

@@ -83,6 +83,15 @@ const (
 	acquireRetryBase = 50 * time.Millisecond
 	acquireRetryMax  = 2 * time.Second
 
+	// minAttemptWait is the least time WithWait(d) gives the attempts made
+	// before the lock is first found held (d bounds them when it is
+	// longer): an attempt is a few requests, ridden through a retry or two,
+	// which fit on a store across an ocean; a shorter wait
+	// (WithWait(time.Millisecond)) would turn a free lock into a timeout.
+	// A store that answers more slowly than this, or whose answers keep an
+	// attempt going, ends Acquire here.
+	minAttemptWait = 10 * time.Second
+
 	// changedRetry is the first pause of a waiting Acquire after the lock
 	// changed under its attempt (someone else just acted, so the state
 	// settles within a round trip); the pauses then grow as a backoff up to
@@ -116,6 +125,15 @@ const (
 	// maxFenceAttempts bounds how often FencedPut re-reads an object that
 	// other writers keep changing.
 	maxFenceAttempts = 10
+
+	// maxListStalls bounds the pages in a row of one listing that say more
+	// keys follow and list none it has not listed before (PROTOCOL.md §8):
+	// S3 promises at most MaxKeys entries a page, not at least one, so a
+	// store may answer a truncated page that is empty, and the listing goes
+	// on; one that keeps doing so (it says every page is truncated) fails
+	// the listing after ten such pages — ten round trips, a second or two
+	// even on a slow store — instead of keeping it going forever.
+	maxListStalls = 10
 
 	// listConcurrency bounds how many epoch objects List reads at once.
 	listConcurrency = 8

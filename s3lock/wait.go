@@ -52,6 +52,8 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 // ordered waiter, others are ahead in line), wait.
 func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 	c, a := w.c, w.a
+	outer := ctx
+	ctx = w.boundAttempts(ctx)
 	bo := newBackoff(acquireRetryBase, acquireRetryMax)
 	// Retries after the lock changed under an attempt back off too: a store
 	// whose listing and reads disagree for good (a name that collides with
@@ -68,7 +70,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 			return lease, nil
 		case errors.As(err, &held), errors.Is(err, errLineBusy):
 			if !w.sawHeld {
-				ctx = w.startWaiting(ctx)
+				ctx = w.startWaiting(outer)
 			}
 			bo.reset()
 			changed.reset()
@@ -150,6 +152,24 @@ func (w *waiter) wait(ctx context.Context, held *HeldError) error {
 	return w.watch(ctx, held)
 }
 
+// boundAttempts returns ctx bounded, with WithWait, for the attempts made
+// before the lock is first found held: by the wait, but never by less than
+// minAttemptWait (so a wait shorter than a slow store's round trips does not
+// turn a free lock into a timeout); ctx itself without WithWait. A store
+// that answers too slowly, or whose answers keep an attempt going, cannot
+// hold Acquire past it.
+func (w *waiter) boundAttempts(ctx context.Context) context.Context {
+	if w.a.wait <= 0 {
+		return ctx
+	}
+	w.attemptsBound = max(w.a.wait, minAttemptWait)
+	ctx, w.cancelAttempts = context.WithTimeoutCause(ctx, w.attemptsBound, errAttemptsTimedOut)
+	return ctx
+}
+
+// errAttemptsTimedOut is the cause of the end of boundAttempts's context.
+var errAttemptsTimedOut = errors.New("s3lock: no attempt finished within the wait")
+
 // startWaiting returns ctx bounded by WithWait, counted from now
 // (when the lock was first found held); ctx itself without one.
 func (w *waiter) startWaiting(ctx context.Context) context.Context {
@@ -160,8 +180,11 @@ func (w *waiter) startWaiting(ctx context.Context) context.Context {
 	return ctx
 }
 
-// stopWaiting releases what startWaiting set up.
+// stopWaiting releases what boundAttempts and startWaiting set up.
 func (w *waiter) stopWaiting() {
+	if w.cancelAttempts != nil {
+		w.cancelAttempts()
+	}
 	if w.cancelWait != nil {
 		w.cancelWait()
 	}
@@ -177,6 +200,10 @@ type waiter struct {
 	// failing fast).
 	sawHeld    bool
 	cancelWait context.CancelFunc // of the WithWait bound, once set
+	// attemptsBound bounds the attempts before the lock is first found
+	// held (WithWait), and cancelAttempts ends it; see boundAttempts.
+	attemptsBound  time.Duration
+	cancelAttempts context.CancelFunc
 
 	held *HeldError // the holder the last attempt found, if any
 	// place is the waiter's ticket in the line (ordered waiters, once they
@@ -202,7 +229,11 @@ func (w *waiter) gaveUp(ctx context.Context) error {
 	if errors.Is(last, errRetry) {
 		last = nil
 	}
-	return &waitError{Bucket: w.c.bucket, Name: w.name, Err: ctx.Err(), Last: last}
+	e := &waitError{Bucket: w.c.bucket, Name: w.name, Err: ctx.Err(), Last: last}
+	if !w.sawHeld && errors.Is(context.Cause(ctx), errAttemptsTimedOut) {
+		e.Attempting = w.attemptsBound
+	}
+	return e
 }
 
 // watch waits until the lease described by held may have ended: its object
