@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -84,6 +85,7 @@ func checkOutput(output string, allowed ...string) error {
 
 func (a *app) statusCommand() *cobra.Command {
 	var prefix, output string
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "status [NAME | --prefix PREFIX]",
 		Short: "Show who holds a lock and who waits for it, or every lock under a prefix",
@@ -114,6 +116,9 @@ by slot, of slot, epoch, key, holder, acquired_at, expires_at,
 expires_in_seconds, lease_duration, renewals and metadata (empty when no slot
 is held); a mutex has neither field.
 
+status gives up after --timeout (default 1m; 0 never) with exit code 1: a
+store that answers too slowly, or not at all.
+
 ` + exitCodesHelp,
 		Example: `  s3lock status deploy/prod
   s3lock status --prefix deploy/ --output json | jq '.[] | select(.held)'`,
@@ -142,17 +147,30 @@ is held); a mutex has neither field.
 				}
 			}
 			ctx := cmd.Context()
-			c, err := a.client(ctx, a.bucket, lockConfig{})
-			if err != nil {
-				return err
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeoutCause(ctx, timeout, errStatusTimeout)
+				defer cancel()
 			}
-			return a.status(ctx, c, args, prefix, output)
+			c, err := a.client(ctx, a.bucket, lockConfig{})
+			if err == nil {
+				err = a.status(ctx, c, args, prefix, output)
+			}
+			if err != nil && errors.Is(context.Cause(ctx), errStatusTimeout) {
+				return exitWith(exitError, fmt.Errorf("status did not finish within %s (--timeout): the store answers too slowly, "+
+					"or not at all; check the endpoint and the network, or raise --timeout (%w)", timeout, err))
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "", "show every lock whose name starts with this")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	durationFlag(cmd.Flags(), &timeout, "timeout", defaultStatusTimeout, "give up after this long (0: never)")
 	return cmd
 }
+
+// errStatusTimeout ends status at --timeout.
+var errStatusTimeout = errors.New("status --timeout passed")
 
 func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefix, output string) error {
 	if len(args) == 1 {

@@ -31,6 +31,12 @@ const (
 	// SIGTERM comes only once the renewals due at a third and at two thirds
 	// of the lease have both failed.
 	defaultGraceShare = 4
+	// defaultStatusTimeout bounds status (--timeout): a few requests for
+	// a lock, about one per lock for a prefix (eight at a time), so a
+	// minute is far more than a store that answers needs, and a store that
+	// does not (or whose listing would not end) fails the step instead of
+	// hanging it until the CI timeout.
+	defaultStatusTimeout = time.Minute
 	// releaseTimeout bounds the release after the command has exited (or
 	// s3lock was interrupted): a release that cannot be confirmed leaves the
 	// lease to lapse.
