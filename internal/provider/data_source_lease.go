@@ -335,14 +335,16 @@ func (d *leaseDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		return
 	}
 	lock := leaseRef{bucket: bucket, name: name}
-	st, err := client.Current(ctx, name)
+	rctx, cancel := readContext(ctx)
+	defer cancel()
+	st, err := client.Current(rctx, name)
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, err, ""))
+		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, readFailure(rctx, err), ""))
 		return
 	}
-	line, err := client.Line(ctx, name)
+	line, err := client.Line(rctx, name)
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, err, ""))
+		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, readFailure(rctx, err), ""))
 		return
 	}
 	waiters := make([]waiterModelV0, len(line))

@@ -91,9 +91,11 @@ func (d *leasesDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	if !ok {
 		return
 	}
-	states, err := client.List(ctx, prefix)
+	rctx, cancel := readContext(ctx)
+	defer cancel()
+	states, err := client.List(rctx, prefix)
 	if err != nil {
-		resp.Diagnostics.Append(listFailed(bucket, prefix, err))
+		resp.Diagnostics.Append(listFailed(bucket, prefix, readFailure(rctx, err)))
 		return
 	}
 	entries := make([]leaseEntryModelV0, len(states))

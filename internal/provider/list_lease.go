@@ -98,7 +98,10 @@ func (l *leaseListResource) List(ctx context.Context, req list.ListRequest, stre
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
 		return
 	}
-	states, err := client.List(ctx, prefix)
+	rctx, cancel := readContext(ctx)
+	states, err := client.List(rctx, prefix)
+	err = readFailure(rctx, err)
+	cancel()
 	if err != nil {
 		stream.Results = list.ListResultsStreamDiagnostics(diag.Diagnostics{listFailed(bucket, prefix, err)})
 		return

@@ -337,14 +337,17 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if !ok {
 		return
 	}
-	holder, until, err := lookupLease(ctx, client, token, ref)
+	rctx, cancel := readContext(ctx)
+	defer cancel()
+	holder, until, err := lookupLease(rctx, client, token, ref)
+	err = readFailure(rctx, err)
 	if leaseReleased(err) {
 		resp.Diagnostics.Append(leaseReleasedElsewhere(ref, err))
 		resp.State.RemoveResource(ctx)
 		return
 	}
 	if errors.Is(err, s3lock.ErrLeaseLost) {
-		st, curErr := client.Current(ctx, ref.name)
+		st, curErr := client.Current(rctx, ref.name)
 		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, describeCurrent(ref.bucket, st, curErr), lostRemovedFromState))
 		resp.State.RemoveResource(ctx)
 		return

@@ -38,6 +38,12 @@ const (
 	// maxWaitTimeout bounds wait_timeout: a day is longer than any run
 	// should wait for another.
 	maxWaitTimeout = 24 * time.Hour
+	// readTimeout bounds each read of the store (a data source's or a
+	// resource's Read, a list of leases): a few requests for a lease, about
+	// one per lock for a prefix (eight at a time); two minutes are far more
+	// than a store that answers needs, and a store that does not (or whose
+	// listing would not end) fails the plan instead of holding it.
+	readTimeout = 2 * time.Minute
 	// renewAtDivisor places Terraform's Renew of an ephemeral lease a third
 	// of the way to its expiry, leaving two thirds of the lease to retry in.
 	renewAtDivisor = 3
