@@ -194,8 +194,9 @@ exclusive.
 	return cmd
 }
 
-// maxTokenBytes bounds what --token - reads from stdin: a token is a few
-// hundred bytes, and a wrong pipe must not fill the memory.
+// maxTokenBytes bounds what --token reads from stdin (-) or a file (@FILE):
+// a token is a few hundred bytes, and a wrong pipe or file (/dev/zero) must
+// not fill the memory.
 const maxTokenBytes = 64 << 10
 
 // readToken returns the token given by --token (JSON, @FILE or -) or by
@@ -209,23 +210,41 @@ func (a *app) readToken(cmd *cobra.Command, arg string) (s3lock.Token, error) {
 			return s3lock.Token{}, usagef("no lease token: pass --token (JSON, @FILE or -) or set %s", envToken)
 		}
 	case arg == "-":
-		b, err := io.ReadAll(io.LimitReader(a.stdin, maxTokenBytes))
-		if err != nil {
-			return s3lock.Token{}, fmt.Errorf("reading the token from stdin: %w", err)
+		var err error
+		if raw, err = readTokenFrom(a.stdin, "standard input"); err != nil {
+			return s3lock.Token{}, err
 		}
-		raw = string(b)
 	case strings.HasPrefix(arg, "@"):
-		b, err := os.ReadFile(arg[1:])
+		f, err := os.Open(arg[1:])
 		if err != nil {
 			return s3lock.Token{}, usagef("reading the token: %v", err)
 		}
-		raw = string(b)
+		raw, err = readTokenFrom(f, arg[1:])
+		_ = f.Close()
+		if err != nil {
+			return s3lock.Token{}, err
+		}
 	}
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return s3lock.Token{}, usagef("the lease token is empty")
 	}
 	return s3lock.ParseToken(raw)
+}
+
+// readTokenFrom reads a token from r (named from in errors), refusing more
+// than maxTokenBytes: a file or pipe that never ends (/dev/zero) must not
+// fill memory.
+func readTokenFrom(r io.Reader, from string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxTokenBytes+1))
+	if err != nil {
+		return "", usagef("reading the token from %s: %v", from, err)
+	}
+	if len(b) > maxTokenBytes {
+		return "", usagef("the token in %s is larger than %d KiB: a token is a few hundred bytes of JSON, as 's3lock acquire' prints it",
+			from, maxTokenBytes>>10)
+	}
+	return string(b), nil
 }
 
 // tokenClient reads the token and returns it with a client for its bucket

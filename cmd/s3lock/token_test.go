@@ -136,3 +136,28 @@ func tokenJSON(t *testing.T, tok tokenOutput) string {
 	}
 	return string(b)
 }
+
+// TestToken_EndlessTokenFileFailsAtOnce: --token @FILE read the whole file
+// (release --token @/dev/zero died out of memory); it now reads at most 64
+// KiB of a file, as of stdin (-), and a longer one is a usage error that
+// says so, at once. A longer stdin is refused the same way (it was cut at
+// 64 KiB and parsed).
+func TestToken_EndlessTokenFileFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"@/dev/zero", "", []string{"release", "--token", "@/dev/zero"}},
+		{"renew @/dev/zero", "", []string{"renew", "--token", "@/dev/zero"}},
+		{"stdin of 100 KiB", strings.Repeat(" ", 100<<10) + "{}", []string{"release", "--token", "-"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.runWith(c.env, tc.stdin, tc.args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, "larger than 64 KiB") {
+				t.Fatalf("got %s; want exit %d saying the token is larger than 64 KiB", r, exitUsage)
+			}
+		})
+	}
+}
