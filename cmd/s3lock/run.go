@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ first attempt, s3lock fails at once instead of waiting.
 
 CMD's environment gets:
 ` + runenv.Help() + `
+It does not get ` + strings.Join(runenv.Withheld(), " or ") + ` (s3lock's secrets).
 
 While CMD runs, the lease is renewed every third of --lease. SIGINT, SIGTERM
 and SIGHUP sent to s3lock are forwarded to CMD (when s3lock runs in the
@@ -211,10 +213,10 @@ func (r *runner) prepare(argv []string) error {
 	r.child = exec.Command(line[0], line[1:]...)
 	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	t := r.lease.Token()
-	r.child.Env = append(os.Environ(), runenv.Lease{
+	r.child.Env = runenv.Lease{
 		Bucket: t.Bucket, Name: r.lease.Name(), Key: t.Key(), Holder: r.lease.Holder(),
 		Epoch: r.lease.Epoch(), Slot: t.Slot, Slots: max(t.Slots, 1),
-	}.Environ()...)
+	}.Command(os.Environ())
 	configureChild(r.child, r.fg, watchdog)
 	if watchdog {
 		var err error

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -33,6 +34,23 @@ func TestRun_CommandSeesTheLease(t *testing.T) {
 		if st.Epoch != epoch || !st.Released || st.Holder != "ci-job-7" || st.Metadata["commit"] != "abc123" {
 			t.Fatalf("after run %d the lock is %+v, want epoch %d released by ci-job-7 with the metadata", epoch, st, epoch)
 		}
+	}
+}
+
+// TestRun_CommandDoesNotSeeS3locksSecrets: run passed its whole
+// environment on to the command, S3LOCK_SSE_CUSTOMER_KEY and S3LOCK_TOKEN
+// with it. s3lock still uses the SSE-C key (every request of the run
+// carries it); the command gets neither.
+func TestRun_CommandDoesNotSeeS3locksSecrets(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("secrets")
+	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
+	env := append(c.without(envSSECKey, envToken), envSSECKey+"="+key, envToken+`={"bucket":"b","name":"n","epoch":1,"nonce":"00"}`)
+	script := `printf '%s|%s|%s' "${` + envSSECKey + `-unset}" "${` + envToken + `-unset}" "$` + runenv.Epoch + `"`
+	r := c.runWith(env, "", "run", "--quiet", name, "--", "sh", "-c", script)
+	if r.code != 0 || r.stdout != "unset|unset|1" {
+		t.Fatalf("got %s; want the command to print unset|unset|1: no SSE-C key, no token, the lease's epoch", r)
 	}
 }
 

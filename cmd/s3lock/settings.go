@@ -23,7 +23,7 @@ const (
 	envRegionS3Lock = "S3LOCK_REGION"
 	envEncrypt      = "S3LOCK_ENCRYPT"
 	envKMSKeyID     = "S3LOCK_KMS_KEY_ID"
-	envSSECKey      = "S3LOCK_SSE_CUSTOMER_KEY"
+	envSSECKey      = runenv.SSECustomerKey
 	envACL          = "S3LOCK_ACL"
 )
 

@@ -8,6 +8,7 @@ package runenv
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,6 +27,35 @@ const (
 // Token is the variable `s3lock renew` and `s3lock release` read a lease
 // token from when --token is not given (a CI step exports it for the next).
 const Token = "S3LOCK_TOKEN"
+
+// SSECustomerKey is the variable the CLI reads its SSE-C key from
+// (--sse-customer-key).
+const SSECustomerKey = "S3LOCK_SSE_CUSTOMER_KEY"
+
+// withheld are the variables `s3lock run` removes from its command's
+// environment: s3lock's own secrets, which the command has no use for and
+// could leak (a command that prints its environment, or hands it to a tool
+// that logs it). The SSE-C key reads and rewrites every object of the
+// bucket encrypted with it; a lease token releases someone's lease.
+var withheld = []string{SSECustomerKey, Token}
+
+// Withheld returns the names of the variables `s3lock run` removes from its
+// command's environment.
+func Withheld() []string { return slices.Clone(withheld) }
+
+// Command returns the environment of the command `s3lock run` starts under
+// the lease l: environ (s3lock's own, os.Environ) without the withheld
+// variables (in any letter case: Windows reads names so), then the lease's.
+func (l Lease) Command(environ []string) []string {
+	env := make([]string, 0, len(environ)+len(vars))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(withheld, func(w string) bool { return strings.EqualFold(name, w) }) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, l.Environ()...)
+}
 
 // Lease is what the command learns of the lease it runs under.
 type Lease struct {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,5 +141,31 @@ func TestNames_AreSpelledOnlyHere(t *testing.T) {
 	}
 	if len(where) > 0 {
 		t.Errorf("the environment of `s3lock run` is spelled outside internal/runenv (use its constants):\n%s", strings.Join(where, "\n"))
+	}
+}
+
+// TestLease_CommandWithholdsTheSecrets: `s3lock run` passed its whole
+// environment on to its command, the SSE-C key and a lease token with it;
+// Command leaves them out (in any letter case) and keeps the rest, the
+// lease's variables last (a stale lease's, inherited, replaced).
+func TestLease_CommandWithholdsTheSecrets(t *testing.T) {
+	l := runenv.Lease{Bucket: "b", Name: "n", Key: "k", Holder: "h", Epoch: 2, Slots: 1}
+	parent := []string{"PATH=/bin", runenv.SSECustomerKey + "=c2VjcmV0", runenv.Token + `={"nonce":"x"}`,
+		"s3lock_token=lower", "AWS_REGION=eu-west-1", runenv.Epoch + "=1"}
+	env := l.Command(parent)
+	get := getenv(env)
+	for _, name := range []string{runenv.SSECustomerKey, runenv.Token} {
+		if get(name) != "" {
+			t.Errorf("Command() = %q: %s passed on", env, name)
+		}
+	}
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "s3lock_token=") }) {
+		t.Errorf("Command() = %q: s3lock_token passed on (Windows reads it as %s)", env, runenv.Token)
+	}
+	if get("PATH") != "/bin" || get("AWS_REGION") != "eu-west-1" || get(runenv.Epoch) != "2" {
+		t.Errorf("Command() = %q; want PATH, AWS_REGION kept and the lease's epoch 2", env)
+	}
+	if want := []string{runenv.SSECustomerKey, runenv.Token}; !slices.Equal(runenv.Withheld(), want) {
+		t.Errorf("Withheld() = %q; want %q", runenv.Withheld(), want)
 	}
 }
