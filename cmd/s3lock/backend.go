@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -40,11 +41,10 @@ sets for its command and 'backend serve' tells you how to set.`
 
 // backendFlags are the flags of both backend commands.
 type backendFlags struct {
-	lease, wait        time.Duration
-	order              s3lock.Order
-	holder             string
-	quiet              bool
-	workspaceKeyPrefix string
+	lease, wait time.Duration
+	order       s3lock.Order
+	holder      string
+	quiet       bool
 }
 
 func (bf *backendFlags) register(cmd *cobra.Command) {
@@ -58,8 +58,6 @@ func (bf *backendFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&bf.holder, "holder", "", "identity written into the lease, shown to whoever finds the state locked (env "+envHolder+
 		"; default user@host:pid plus a random suffix)")
 	fs.BoolVarP(&bf.quiet, "quiet", "q", false, "print no progress while a lock request waits")
-	fs.StringVar(&bf.workspaceKeyPrefix, "workspace-key-prefix", tfstate.DefaultWorkspaceKeyPrefix,
-		"where the states of workspaces other than default are: PREFIX/WORKSPACE/KEY, as the s3 backend's workspace_key_prefix")
 }
 
 func (a *app) backendCommand() *cobra.Command {
@@ -93,16 +91,23 @@ func (a *app) backendConfig(ctx context.Context, bf backendFlags) (tfhttp.Config
 	return tfhttp.Config{
 		API:       api,
 		NewClient: func() (*s3lock.Client, error) { return s3lock.New(api, a.bucket, opts...) },
-		State: tfstate.Config{Bucket: a.bucket, WorkspaceKeyPrefix: bf.workspaceKeyPrefix, Lease: bf.lease, Wait: bf.wait,
+		State: tfstate.Config{Bucket: a.bucket, Lease: bf.lease, Wait: bf.wait,
 			Order: bf.order, Objects: a.objects, ExpectedBucketOwner: a.bucketOwner},
 		Log:      a.backendLog,
 		Progress: a.backendProgress(bf.quiet),
 	}, nil
 }
 
-// backendLog prints one of the server's events on stderr.
+// backendLog prints one of the server's events on stderr, on one line and
+// with no control character (its text may come from requests or the
+// bucket).
 func (a *app) backendLog(msg string) {
-	fmt.Fprintln(a.stderr, "s3lock backend: "+oneLine(msg))
+	fmt.Fprintln(a.stderr, "s3lock backend: "+strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, oneLine(msg)))
 }
 
 // backendProgress reports a lock request that waits, as run does: who holds
@@ -144,24 +149,26 @@ func checkStore(ctx context.Context, cfg tfhttp.Config, key string) error {
 }
 
 // stateObjectKey is the key of a workspace's state, as the s3 backend lays
-// them out, after checking both.
+// them out, after checking the key, the workspace and the prefix.
 func stateObjectKey(key, workspace, prefix string) (string, error) {
+	flagged := func(flag string, err error) error {
+		return usagef("%s: %s", flag, strings.TrimPrefix(err.Error(), tfstate.ErrInvalidConfig.Error()+": "))
+	}
 	if err := tfstate.ValidateKey(key); err != nil {
-		return "", usagef("--key: %s", strings.TrimPrefix(err.Error(), tfstate.ErrInvalidConfig.Error()+": "))
+		return "", flagged("--key", err)
 	}
 	if workspace == tfstate.DefaultWorkspace {
 		return key, nil
 	}
+	if err := tfstate.ValidateWorkspace(workspace); err != nil {
+		return "", flagged("--workspace", err)
+	}
 	if err := tfstate.ValidateWorkspaceKeyPrefix(prefix); err != nil {
-		return "", usagef("--workspace-key-prefix: %s", strings.TrimPrefix(err.Error(), tfstate.ErrInvalidConfig.Error()+": "))
+		return "", flagged("--workspace-key-prefix", err)
 	}
-	if workspace == "" || strings.ContainsAny(workspace, "/\\") || workspace == "." || workspace == ".." ||
-		tfstate.Printable(workspace) != workspace {
-		return "", usagef("--workspace %q is not a workspace name Terraform takes (no \"/\", no control characters)", workspace)
-	}
-	full := prefix + "/" + workspace + "/" + key
+	full := tfstate.StateKey(prefix, workspace, key)
 	if err := tfstate.ValidateKey(full); err != nil {
-		return "", usagef("--workspace %q: %v", workspace, err)
+		return "", flagged("--workspace", err)
 	}
 	return full, nil
 }

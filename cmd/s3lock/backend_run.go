@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfhttp"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 )
@@ -74,7 +75,7 @@ forwards them, and end a lock request that waits.
 
 func (a *app) backendRunCommand() *cobra.Command {
 	var bf backendFlags
-	var key, workspace string
+	var key, workspace, prefix string
 	cmd := &cobra.Command{
 		Use:   "run --key KEY [flags] -- COMMAND [ARGS...]",
 		Short: "Run terraform or tofu with an http backend served from the bucket",
@@ -99,23 +100,25 @@ func (a *app) backendRunCommand() *cobra.Command {
 					workspace = v
 				}
 			}
-			return a.backendRun(cmd.Context(), bf, key, workspace, args)
+			return a.backendRun(cmd.Context(), bf, key, workspace, prefix, args)
 		},
 	}
 	bf.register(cmd)
 	cmd.Flags().StringVar(&key, "key", "", "the state's key in the bucket, as the s3 backend's key, e.g. app/terraform.tfstate (required)")
 	cmd.Flags().StringVar(&workspace, "workspace", tfstate.DefaultWorkspace, "the workspace whose state COMMAND uses (env "+envWorkspace+")")
+	cmd.Flags().StringVar(&prefix, "workspace-key-prefix", tfstate.DefaultWorkspaceKeyPrefix,
+		"where the states of workspaces other than default are: PREFIX/WORKSPACE/KEY, as the s3 backend's workspace_key_prefix")
 	return cmd
 }
 
-func (a *app) backendRun(ctx context.Context, bf backendFlags, key, workspace string, argv []string) error {
+func (a *app) backendRun(ctx context.Context, bf backendFlags, key, workspace, prefix string, argv []string) error {
 	if err := a.needBucket(); err != nil {
 		return err
 	}
 	if key == "" {
 		return usagef("no --key: give the state's key in the bucket, e.g. --key app/terraform.tfstate")
 	}
-	object, err := stateObjectKey(key, workspace, bf.workspaceKeyPrefix)
+	object, err := stateObjectKey(key, workspace, prefix)
 	if err != nil {
 		return err
 	}
@@ -166,7 +169,7 @@ func (a *app) backendRun(ctx context.Context, bf backendFlags, key, workspace st
 func (a *app) runWithBackend(srv *tfhttp.Server, argv, env []string) (int, error) {
 	fg := foregroundOfTerminal()
 	line, relay := argv, relayed(fg)
-	env = append(withoutVars(os.Environ(), append(tfhttp.Names(), envWorkspace)...), env...)
+	env = append(runenv.Without(os.Environ(), slices.Concat(tfhttp.Names(), []string{envWorkspace}, runenv.Withheld())...), env...)
 	if relay {
 		var relayEnv string
 		var err error
@@ -212,14 +215,6 @@ func (a *app) runWithBackend(srv *tfhttp.Server, argv, env []string) (int, error
 			_ = signalChild(child.Process, sig, !fg)
 		}
 	}
-}
-
-// withoutVars returns env without the variables named.
-func withoutVars(env []string, names ...string) []string {
-	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(names, name)
-	})
 }
 
 // forceUnlockID is the lock ID of a `terraform force-unlock ID` (or tofu's,

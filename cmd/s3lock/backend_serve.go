@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	cryptotls "crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -166,7 +167,8 @@ func (a *app) backendServe(ctx context.Context, bf backendFlags, sf serveFlags) 
 }
 
 // check refuses an address beyond loopback unless allowed, and then
-// without TLS; it says whether to serve TLS.
+// without TLS, and a certificate that does not load; it says whether to
+// serve TLS.
 func (sf serveFlags) check() (bool, error) {
 	host, _, err := net.SplitHostPort(sf.listen)
 	if err != nil {
@@ -176,6 +178,12 @@ func (sf serveFlags) check() (bool, error) {
 	switch {
 	case (sf.tlsCert == "") != (sf.tlsKey == ""):
 		return false, usagef("--tls-cert and --tls-key go together")
+	case tls:
+		if _, err := cryptotls.LoadX509KeyPair(sf.tlsCert, sf.tlsKey); err != nil {
+			return false, usagef("--tls-cert %s and --tls-key %s: %v", sf.tlsCert, sf.tlsKey, err)
+		}
+	}
+	switch {
 	case isLoopback(host):
 		return tls, nil
 	case !sf.allowRemote:
@@ -206,6 +214,9 @@ func readCredentialsFile(path string) (tfhttp.Credentials, error) {
 		return tfhttp.Credentials{}, usagef("--credentials-file: %v", err)
 	}
 	defer f.Close()
+	if err := privateFile(f); err != nil {
+		return tfhttp.Credentials{}, usagef("--credentials-file %s: %v", path, err)
+	}
 	b := make([]byte, maxCredentialsFile+1)
 	n, _ := f.Read(b)
 	if n > maxCredentialsFile {

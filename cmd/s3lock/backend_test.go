@@ -10,7 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,7 +97,8 @@ func TestBackendRun_GivesItsCommandTheBackendsSettings(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	key := c.name("app/terraform.tfstate")
-	env := append(c.env, "TF_WORKSPACE=dev", tfhttp.EnvAddress+"=http://elsewhere/", tfhttp.EnvLockMethod+"=PUT")
+	env := append(slices.Clone(c.env), "TF_WORKSPACE=dev", tfhttp.EnvAddress+"=http://elsewhere/", tfhttp.EnvLockMethod+"=PUT",
+		envSSECKey+"=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", envToken+"={}")
 	r := c.runWith(env, "", "backend", "run", "--key", key, "--", "sh", "-c", "env; exit 7")
 	if r.code != 7 {
 		t.Fatalf("backend run of a command that exits 7: %s; want exit 7", r)
@@ -122,6 +123,11 @@ func TestBackendRun_GivesItsCommandTheBackendsSettings(t *testing.T) {
 	}
 	if _, ok := got["TF_WORKSPACE"]; ok {
 		t.Error("TF_WORKSPACE reached the command: the http backend has no workspaces, Terraform would refuse it")
+	}
+	for _, secret := range []string{envSSECKey, envToken} {
+		if _, ok := got[secret]; ok {
+			t.Errorf("%s reached the command", secret)
+		}
 	}
 }
 
@@ -265,36 +271,20 @@ func TestBackendServe_APortInUse(t *testing.T) {
 	}
 }
 
-// A dying s3lock gives its command exactly one SIGTERM (Terraform takes a
-// second as "exit now" and keeps no errored.tfstate): the kernel's
-// parent-death signal comes once per thread of s3lock the command is handed
-// to as s3lock dies, so outside a terminal a relay stands between them.
-func TestBackendRun_ACommandGetsOneSIGTERMWhenS3lockDies(t *testing.T) {
-	t.Parallel()
-	c := newCLI(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 { // the repeats came in some runs, not all
-		record := filepath.Join(t.TempDir(), "record")
-		cmd := c.command(t.Context(), "backend", "run", "--key", c.name("app/terraform.tfstate"), "--", self)
-		cmd.Env = append(cmd.Env, envAsTerraform+"=count-sigterm", "S3LOCK_TEST_RECORD="+record)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-		testkit.Eventually(t, processLimit, "the command to start", func() bool { return fileHas(record, "ready") })
-		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-		testkit.Eventually(t, processLimit, "the command to get SIGTERM", func() bool { return fileHas(record, "TERM") })
-		time.Sleep(500 * time.Millisecond) // a repeat comes within milliseconds
-		b, _ := os.ReadFile(record)
-		if n := strings.Count(string(b), "TERM"); n != 1 {
-			t.Fatalf("run %d: the command got SIGTERM %d times when s3lock died; want once", i+1, n)
+func TestForceUnlockID_ReadsTheIDOfAForceUnlockCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"terraform", "force-unlock", "17"}, "17"},
+		{[]string{"terraform", "-chdir=infra", "force-unlock", "-force", "17"}, "17"},
+		{[]string{"tofu", "force-unlock", "-force=true", "9"}, "9"},
+		{[]string{"terragrunt", "force-unlock", "--", "5"}, "5"},
+		{[]string{"terraform", "apply", "-auto-approve"}, ""},
+		{[]string{"sh", "-c", "terraform force-unlock 3"}, ""},
+	} {
+		if got := forceUnlockID(tc.argv); got != tc.want {
+			t.Errorf("forceUnlockID(%q) = %q; want %q", tc.argv, got, tc.want)
 		}
 	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,6 +17,11 @@ func TestBadInput(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	name := c.name("bad-input")
+	with := func(kv ...string) []string { return append(slices.Clone(c.env), kv...) } // never c.env's array
+	openCreds := filepath.Join(c.dir, "open-credentials")
+	if err := os.WriteFile(openCreds, []byte("tf:0123456789abcdef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  []string // replaces the test environment when set
@@ -80,13 +88,18 @@ func TestBadInput(t *testing.T) {
 		{"backend run with wrong credentials", append(c.without("AWS_SECRET_ACCESS_KEY"), "AWS_SECRET_ACCESS_KEY=wrong"),
 			[]string{"backend", "run", "--key", "k", "--", "true"}, exitError, "SignatureDoesNotMatch"},
 		{"backend serve without credentials", nil, []string{"backend", "serve"}, exitUsage, envBackendPassword},
-		{"backend serve beyond loopback", append(c.env, envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
+		{"backend serve beyond loopback", with(envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
 			[]string{"backend", "serve", "--listen", "0.0.0.0:7480"}, exitUsage, "--allow-remote"},
-		{"backend serve beyond loopback without TLS", append(c.env, envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
+		{"backend serve beyond loopback without TLS", with(envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
 			[]string{"backend", "serve", "--listen", "0.0.0.0:7480", "--allow-remote"}, exitUsage, "--tls-cert"},
-		{"backend serve with a short password", append(c.env, envBackendUsername+"=tf", envBackendPassword+"=short"),
+		{"backend serve with a short password", with(envBackendUsername+"=tf", envBackendPassword+"=short"),
 			[]string{"backend", "serve"}, exitUsage, "at least 16"},
 		{"backend serve with a missing credentials file", nil, []string{"backend", "serve", "--credentials-file", "/nonexistent/creds"}, exitUsage, "--credentials-file"},
+		{"backend serve with a credentials file others can read", nil, []string{"backend", "serve", "--credentials-file", openCreds}, exitUsage, "chmod 600"},
+		{"backend serve with a TLS certificate that does not load", with(envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
+			[]string{"backend", "serve", "--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"}, exitUsage, "--tls-cert"},
+		{"backend run with a key that is a lock file", nil, []string{"backend", "run", "--key", "app/terraform.tfstate.tflock", "--", "true"}, exitUsage, "lock's object"},
+		{"backend run with a workspace ..", nil, []string{"backend", "run", "--key", "k", "--workspace", "..", "--", "true"}, exitUsage, "--workspace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := tc.env

@@ -22,3 +22,7 @@ func signalChild(p *os.Process, sig os.Signal, _ bool) error {
 	}
 	return nil
 }
+
+// privateFile does not check: file modes do not say who may read a file
+// here.
+func privateFile(*os.File) error { return nil }

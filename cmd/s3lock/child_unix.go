@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -47,4 +48,17 @@ func signalChild(p *os.Process, sig os.Signal, group bool) error {
 		return p.Signal(sig)
 	}
 	return syscall.Kill(-p.Pid, s)
+}
+
+// privateFile refuses a secret's file that others than its owner may read
+// or write (as ssh refuses such a key).
+func privateFile(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("it is readable or writable by others (mode %04o); make it private: chmod 600 %s", perm, f.Name())
+	}
+	return nil
 }

@@ -47,14 +47,21 @@ func Withheld() []string { return slices.Clone(withheld) }
 // the lease l: environ (s3lock's own, os.Environ) without the withheld
 // variables (in any letter case: Windows reads names so), then the lease's.
 func (l Lease) Command(environ []string) []string {
-	env := make([]string, 0, len(environ)+len(vars))
+	return append(Without(environ, withheld...), l.Environ()...)
+}
+
+// Without returns environ without the variables named, in any letter case
+// (Windows reads names so). Commands s3lock starts get their environment
+// through it, without the withheld variables (Withheld).
+func Without(environ []string, names ...string) []string {
+	env := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !slices.ContainsFunc(withheld, func(w string) bool { return strings.EqualFold(name, w) }) {
+		if !slices.ContainsFunc(names, func(w string) bool { return strings.EqualFold(name, w) }) {
 			env = append(env, kv)
 		}
 	}
-	return append(env, l.Environ()...)
+	return env
 }
 
 // Lease is what the command learns of the lease it runs under.

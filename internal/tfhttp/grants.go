@@ -23,7 +23,16 @@ type grant struct {
 	since  time.Time
 	hold   *time.Timer // MaxHold; nil without
 
-	ended error // why it ended, under Server.mu; nil while held
+	ended   error     // why it ended, under Server.mu; nil while held
+	endedAt time.Time // when, under Server.mu
+}
+
+// unlock releases the grant's lock, within releaseTimeout: a store that
+// does not answer leaves it to lapse.
+func (g *grant) unlock() error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	return g.store.Unlock(ctx, tfstate.DefaultWorkspace, g.lockID)
 }
 
 // Reasons the server releases a grant before its client's UNLOCK.
@@ -39,7 +48,7 @@ func (g *grant) end(why error) bool {
 	if g.ended != nil {
 		return false
 	}
-	g.ended = fmt.Errorf("its lock was released: %w", why)
+	g.ended, g.endedAt = fmt.Errorf("its lock was released: %w", why), time.Now()
 	if g.hold != nil {
 		g.hold.Stop()
 	}
@@ -86,6 +95,11 @@ func (s *Server) record(g *grant) bool {
 	if s.closed {
 		return false
 	}
+	for id, old := range s.grants { // ended grants whose clients never came back
+		if old.ended != nil && time.Since(old.endedAt) > endedGrantLife {
+			delete(s.grants, id)
+		}
+	}
 	s.grants[g.id] = g
 	if s.cfg.MaxHold > 0 {
 		g.hold = time.AfterFunc(s.cfg.MaxHold, func() { _ = s.release(g, errHeldTooLong) }) // release reports its failure
@@ -112,9 +126,7 @@ func (s *Server) release(g *grant, why error) error {
 	if !live {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	err := g.store.Unlock(ctx, tfstate.DefaultWorkspace, g.lockID)
+	err := g.unlock()
 	if err != nil {
 		s.cfg.Log(fmt.Sprintf("could not release the state lock of s3://%s/%s (lock ID %s, %s; %v), which lapses by itself: %v",
 			s.cfg.State.Bucket, g.key, g.lockID, whoText(g.info), why, err))
@@ -128,9 +140,9 @@ func (s *Server) release(g *grant, why error) error {
 // lost is the OnLost of a grant's store: its lease ended by itself.
 func (s *Server) lost(g *grant, err error) {
 	s.mu.Lock()
-	live, onLost := g.ended == nil, s.onLost
+	live, onLost, lockID := g.ended == nil, s.onLost, g.lockID
 	if live {
-		g.ended = fmt.Errorf("its lease was lost: %w", err)
+		g.ended, g.endedAt = fmt.Errorf("its lease was lost: %w", err), time.Now()
 		if g.hold != nil {
 			g.hold.Stop()
 		}
@@ -140,21 +152,27 @@ func (s *Server) lost(g *grant, err error) {
 		return
 	}
 	s.cfg.Log(fmt.Sprintf("the state lock of s3://%s/%s (lock ID %s, %s) was lost: %v; its writes are refused from now on",
-		s.cfg.State.Bucket, g.key, g.lockID, whoText(g.info), err))
+		s.cfg.State.Bucket, g.key, lockID, whoText(g.info), err))
 	if onLost != nil {
 		onLost(g.key, err)
 	}
 }
 
-// releaseTimeout bounds a release the server makes on its own (max hold,
-// force-unlock of a grant).
+// releaseTimeout bounds a release of a grant (its client's unlock, max
+// hold, force-unlock, shutdown): a store that does not answer leaves the
+// lock to lapse, rather than hold up the command's exit.
 const releaseTimeout = 30 * time.Second
+
+// endedGrantLife is how long an ended grant is kept for its client's late
+// writes and unlock (refused with the reason) before it is forgotten: a
+// client of serve that vanished never sends them.
+const endedGrantLife = time.Hour
 
 // whoText says whose a lock is, from its lock info.
 func whoText(li tfstate.LockInfo) string {
 	who := li.Who
 	if who == "" {
-		who = "an unknown user"
+		who = "an unknown holder"
 	}
 	if li.Operation != "" {
 		return who + ", " + li.Operation

@@ -189,11 +189,14 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, key string) {
 		s.lockFailed(w, r, key, err, time.Since(started))
 		return
 	}
+	s.mu.Lock()
 	g.store, g.lockID, g.since = st, lockID, time.Now()
+	s.mu.Unlock()
 	if r.Context().Err() != nil || !s.record(g) {
 		// The client gave up (it went away) or the server is stopping:
 		// nobody will unlock this lock.
-		_ = st.Unlock(context.WithoutCancel(r.Context()), ws, lockID)
+		_ = g.unlock()
+		reply(w, http.StatusServiceUnavailable, "s3lock backend: the backend is stopping; the lock was released")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -207,13 +210,17 @@ func (s *Server) relock(w http.ResponseWriter, g *grant, key string, info tfstat
 	s.mu.Lock()
 	ended := g.ended
 	s.mu.Unlock()
-	if g.key == key && ended == nil {
+	switch {
+	case g.key == key && ended == nil:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(info.JSON())
-		return
+	case g.key == key:
+		s.refuse(w, http.StatusConflict, fmt.Sprintf("refused a lock of s3://%s/%s under lock ID %q: that lock was taken already, and %v",
+			s.cfg.State.Bucket, key, info.ID, ended))
+	default:
+		s.refuse(w, http.StatusConflict, fmt.Sprintf("refused a lock of s3://%s/%s under lock ID %q: that ID names a lock of another state, s3://%s/%s",
+			s.cfg.State.Bucket, key, info.ID, s.cfg.State.Bucket, g.key))
 	}
-	s.refuse(w, http.StatusConflict, fmt.Sprintf("refused a lock of s3://%s/%s under lock ID %q: that ID named another lock of this server",
-		s.cfg.State.Bucket, key, info.ID))
 }
 
 // lockFailed answers a LOCK that did not get the lock.
@@ -330,7 +337,7 @@ func (s *Server) unlockGrant(w http.ResponseWriter, g *grant) {
 			s.cfg.State.Bucket, g.key, g.lockID, ended))
 		return
 	}
-	err := g.store.Unlock(context.WithoutCancel(context.Background()), ws, g.lockID)
+	err := g.unlock()
 	s.forget(g)
 	if err != nil {
 		s.refuse(w, http.StatusConflict, fmt.Sprintf("unlocking the state s3://%s/%s (lock ID %s): %v", s.cfg.State.Bucket, g.key, g.lockID, err))
@@ -342,7 +349,7 @@ func (s *Server) unlockGrant(w http.ResponseWriter, g *grant) {
 // lockInfo reads the lock info of a LOCK (required, with an ID) or an
 // UNLOCK (may be empty).
 func (s *Server) lockInfo(w http.ResponseWriter, r *http.Request, required bool) (tfstate.LockInfo, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, tfstate.MaxLockInfo))
 	if err != nil {
 		reply(w, http.StatusBadRequest, "s3lock backend: reading the lock info: "+err.Error())
 		return tfstate.LockInfo{}, false

@@ -151,7 +151,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	var errs []error
 	for _, g := range live {
-		if err := g.store.Unlock(context.WithoutCancel(ctx), tfstate.DefaultWorkspace, g.lockID); err != nil {
+		if err := g.unlock(); err != nil {
 			errs = append(errs, fmt.Errorf("releasing the lock of s3://%s/%s (lock ID %s): %w", s.cfg.State.Bucket, g.key, g.lockID, err))
 			continue
 		}

@@ -519,3 +519,44 @@ func TestServer_AStaleRunsWriteIsRefusedByTheFence(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Force-unlock as each CLI sends it: OpenTofu puts the lock ID in the
+// UNLOCK's lock info; Terraform sends an empty body, and the ID comes from
+// the server's ForceUnlockID (backend run reads it from the command line).
+func TestServer_ForceUnlockAsEachCLISendsIt(t *testing.T) {
+	t.Run("OpenTofu: the ID in the body", func(t *testing.T) {
+		b := newBackend(t, nil)
+		if status, _ := b.lock("run"); status != http.StatusOK {
+			t.Fatal(status)
+		}
+		epoch := tfstate.LockID(b.current().Epoch)
+		if status := b.unlock(epoch); status != http.StatusOK {
+			t.Fatalf("UNLOCK {\"ID\":%q}: %d", epoch, status)
+		}
+		if b.current().Phase() == s3lock.PhaseHeld {
+			t.Error("the lock is still held")
+		}
+	})
+	t.Run("Terraform: an empty body, the ID from the command line", func(t *testing.T) {
+		b := newBackend(t, func(c *tfhttp.Config) { c.ForceUnlockID = "1" })
+		if status, _ := b.lock("run"); status != http.StatusOK || b.current().Epoch != 1 {
+			t.Fatalf("LOCK: %d, epoch %d", status, b.current().Epoch)
+		}
+		if status, _ := b.do(tfhttp.MethodUnlock, "", nil); status != http.StatusOK {
+			t.Fatalf("an empty UNLOCK with ForceUnlockID 1: %d", status)
+		}
+		if b.current().Phase() == s3lock.PhaseHeld {
+			t.Error("the lock is still held")
+		}
+	})
+}
+
+// The objects of a state's lock are not states: a request cannot name them.
+func TestServer_RefusesTheLocksObjectsAsStates(t *testing.T) {
+	b := newBackend(t, nil)
+	for _, key := range []string{b.key() + tfstate.LockFileSuffix, b.key() + tfstate.LockSuffix + "/lock-0000000001.json"} {
+		if status, _ := b.doAs(creds, http.MethodPost, key, "", state("1")); status != http.StatusNotFound {
+			t.Errorf("POST to %s: %d; want 404", key, status)
+		}
+	}
+}

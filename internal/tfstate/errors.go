@@ -80,7 +80,7 @@ type NotCurrentError struct {
 func (e *NotCurrentError) Error() string {
 	now := "it is free"
 	if e.Current.Phase() == s3lock.PhaseHeld {
-		now = fmt.Sprintf("it is held under lock ID %s by %s", LockID(e.Current.Epoch), e.Current.Holder)
+		now = fmt.Sprintf("it is held under lock ID %s by %s", LockID(e.Current.Epoch), Printable(e.Current.Holder))
 	} else if e.Current.Epoch > 0 {
 		now = fmt.Sprintf("its newest lease, lock ID %s, is %s", LockID(e.Current.Epoch), e.Current.Phase())
 	}

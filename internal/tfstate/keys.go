@@ -3,6 +3,7 @@ package tfstate
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -28,7 +29,8 @@ const LockSuffix = ".s3lock"
 
 // ValidateKey checks a state key as the S3 backend does: not empty, no
 // leading or trailing slash, no empty segment; and no "." or ".." segment,
-// and fit to name its lock.
+// not a lock's object (KEY.s3lock or under it, KEY.tflock), and fit to name
+// its lock.
 func ValidateKey(key string) error {
 	switch {
 	case key == "":
@@ -40,9 +42,42 @@ func ValidateKey(key string) error {
 	case slices.Contains(strings.Split(key, "/"), ".."), slices.Contains(strings.Split(key, "/"), "."):
 		return fmt.Errorf("%w: the state key %q has a \".\" or \"..\" path segment: S3 keeps such a key as it is, "+
 			"but paths and URLs read it as a step up or in place; name the state's path plainly", ErrInvalidConfig, key)
+	case strings.HasSuffix(key, LockFileSuffix) || slices.ContainsFunc(strings.Split(key, "/"), isLockSegment):
+		return fmt.Errorf("%w: the state key %q names a lock's object (a state's lock is KEY%s, the s3 backend's lock "+
+			"file KEY%s), not a state", ErrInvalidConfig, key, LockSuffix, LockFileSuffix)
 	}
 	if err := s3lock.ValidateName(key + LockSuffix); err != nil {
 		return fmt.Errorf("%w: the state key %q cannot name its lock %q: %w", ErrInvalidConfig, key, key+LockSuffix, err)
+	}
+	return nil
+}
+
+// isLockSegment reports whether a segment of a key is a lock's name (its
+// objects are under it).
+func isLockSegment(segment string) bool { return strings.HasSuffix(segment, LockSuffix) }
+
+// StateKey is the object key of workspace ws's state for the configured
+// key, as the S3 backend lays them out: key itself for the default
+// workspace, prefix/ws/key for the others.
+func StateKey(prefix, ws, key string) string {
+	if ws == DefaultWorkspace {
+		return key
+	}
+	return prefix + "/" + ws + "/" + key
+}
+
+// ValidateWorkspace checks a workspace name as Terraform does (it must be
+// its own URL path escape: no "/" and nothing that needs escaping), and
+// refuses "." and "..", which S3 keeps but paths read as steps.
+func ValidateWorkspace(ws string) error {
+	switch {
+	case ws == "":
+		return fmt.Errorf("%w: the workspace name is empty", ErrInvalidConfig)
+	case ws == "." || ws == "..":
+		return fmt.Errorf("%w: the workspace name %q is a path step, not a name", ErrInvalidConfig, ws)
+	case url.PathEscape(ws) != ws:
+		return fmt.Errorf("%w: the workspace name %q is not one Terraform takes: no \"/\", spaces or characters "+
+			"a URL path would escape", ErrInvalidConfig, Printable(ws))
 	}
 	return nil
 }
@@ -64,12 +99,7 @@ func ValidateWorkspaceKeyPrefix(prefix string) error {
 
 // Key is the object key of a workspace's state, as the S3 backend lays
 // them out.
-func (s *Store) Key(ws string) string {
-	if ws == DefaultWorkspace {
-		return s.cfg.Key
-	}
-	return s.cfg.WorkspaceKeyPrefix + "/" + ws + "/" + s.cfg.Key
-}
+func (s *Store) Key(ws string) string { return StateKey(s.cfg.WorkspaceKeyPrefix, ws, s.cfg.Key) }
 
 // LockName is the s3lock lock of a workspace's state.
 func (s *Store) LockName(ws string) string { return s.Key(ws) + LockSuffix }

@@ -142,10 +142,11 @@ func (s *Store) seal(ctx context.Context, key string, epoch uint64) (string, boo
 }
 
 // dropPlaceholder deletes the state object of a lock being unlocked if it
-// is still the placeholder the lock's seal wrote (no state was written under
-// the lock): Terraform's S3 backend cannot read a placeholder as "no
-// state". The delete is conditional on the placeholder's ETag; a store
-// that cannot make it so keeps the placeholder (PROTOCOL.md §15).
+// is still the placeholder the lock's seal wrote: no write under the lock
+// sent a PUT (the caller holds h.writes, so none is in flight).
+// Terraform's S3 backend cannot read a placeholder as "no state". The
+// delete is conditional on the placeholder's ETag, which guards against a
+// write without the lock where the store honours it (PROTOCOL.md §15).
 func (s *Store) dropPlaceholder(ctx context.Context, ws string, h *held) {
 	s.mu.Lock()
 	placeholder := h.placeholder != "" && h.placeholder == h.etag
@@ -181,6 +182,8 @@ func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	case abandoned:
 		return fmt.Errorf("unlocking the state s3://%s/%s: %w (lock ID %s lapses by itself)", s.cfg.Bucket, s.Key(ws), ErrAbandoned, id)
 	}
+	h.writes.Lock() // the writes in flight finish first; later ones find it unlocking
+	defer h.writes.Unlock()
 	s.dropPlaceholder(ctx, ws, h)
 	var ferr error
 	if s.cfg.LockFile { // only this lease's: after a force-unlock another run's may be there
@@ -206,7 +209,11 @@ func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
 	case cur.Epoch != epoch:
 		return &NotCurrentError{Bucket: s.cfg.Bucket, Lock: name, ID: id, Current: cur}
 	case cur.Phase() != s3lock.PhaseHeld:
-		return nil // released or lapsed already: the state is not locked
+		// Released or lapsed already: only its lock file may be left.
+		if s.cfg.LockFile {
+			return s.releaseLockFile(ctx, ws, epoch)
+		}
+		return nil
 	}
 	if err := s.client.ForceRelease(ctx, s3lock.Token{Bucket: s.cfg.Bucket, Name: name, Epoch: epoch}); err != nil {
 		return err
@@ -230,7 +237,7 @@ func (s *Store) forceUnlockFile(ctx context.Context, ws, id string, notEpoch err
 		return fmt.Errorf("%w, nor that of the S3 backend's lock file s3://%s/%s (%s), so nothing was unlocked",
 			notEpoch, s.cfg.Bucket, key, lockFileText(found, etag != ""))
 	}
-	return s.deleteLockFile(ctx, key)
+	return s.deleteLockFile(ctx, key, etag)
 }
 
 // lockFileText says what a lock file holds, for an error.
@@ -238,7 +245,7 @@ func lockFileText(li LockInfo, exists bool) string {
 	if !exists {
 		return "there is none"
 	}
-	return "held by " + lockInfoText(li)
+	return "held by " + li.Holder()
 }
 
 // watch follows a lock this store holds until it ends: once Terraform is
@@ -256,13 +263,13 @@ func (s *Store) watch(ws string, h *held) {
 		if !lost {
 			return
 		}
+		if s.cfg.OnLost != nil { // first: the cleanup may wait on the store that lost the lease
+			s.cfg.OnLost(ws, h.lease.Err())
+		}
 		if s.cfg.LockFile { // this epoch's only: a newer run's lock file stays
 			ctx, cancel := context.WithTimeout(context.Background(), lostCleanupTimeout)
 			_ = s.releaseLockFile(ctx, ws, h.lease.Epoch())
 			cancel()
-		}
-		if s.cfg.OnLost != nil {
-			s.cfg.OnLost(ws, h.lease.Err())
 		}
 	case <-s.cfg.Gone: // nil: never
 		s.mu.Lock()

@@ -55,11 +55,8 @@ type LockFileHeldError struct {
 }
 
 func (e *LockFileHeldError) Error() string {
-	return fmt.Sprintf("the S3 backend's lock file s3://%s/%s is held by a run without s3lock: %s", e.Bucket, e.Key, lockInfoText(e.Info))
+	return fmt.Sprintf("the S3 backend's lock file s3://%s/%s is held by a run without s3lock: %s", e.Bucket, e.Key, e.Info.Holder())
 }
-
-// lockInfoText says who holds a lock, from its lock info.
-func lockInfoText(li LockInfo) string { return li.Holder() }
 
 // Holder says who holds a lock, from its lock info: who, the lock ID, the
 // operation and since when.
@@ -138,7 +135,7 @@ func (s *Store) takeLockFile(ctx context.Context, ws string, lease *s3lock.Lease
 			return nil
 		case ours && epoch < lease.Epoch():
 			// Left by a run whose lease ended (it died): this lease is newer.
-			if err := s.deleteLockFile(ctx, key); err != nil {
+			if err := s.deleteLockFile(ctx, key, etag); err != nil {
 				return err
 			}
 			continue
@@ -186,7 +183,7 @@ func (s *Store) releaseLockFile(ctx context.Context, ws string, epoch uint64) er
 	if e, ours := lockFileEpoch(found); !ours || e != epoch {
 		return nil
 	}
-	return s.deleteLockFile(ctx, key)
+	return s.deleteLockFile(ctx, key, etag)
 }
 
 func (s *Store) createLockFile(ctx context.Context, key string, li LockInfo) error {
@@ -211,7 +208,7 @@ func (s *Store) readLockFile(ctx context.Context, key string) (LockInfo, string,
 		return LockInfo{}, "", s.opError("reading the S3 backend's lock file", key, err)
 	}
 	defer out.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(out.Body, maxLockInfo+1))
+	body, err := io.ReadAll(io.LimitReader(out.Body, MaxLockInfo+1))
 	if err != nil {
 		return LockInfo{}, "", s.opError("reading the S3 backend's lock file", key, err)
 	}
@@ -222,15 +219,16 @@ func (s *Store) readLockFile(ctx context.Context, key string) (LockInfo, string,
 	return li, aws.ToString(out.ETag), nil
 }
 
-// deleteLockFile removes a lock file read just before. A lock file is only
-// ever created (If-None-Match), never rewritten, so what is deleted is what
-// was read, unless someone deleted it (force-unlock) and a run without
-// s3lock created its own in between: S3 offers no delete conditional on
-// the ETag everywhere, so that window stays (PROTOCOL.md §15).
-func (s *Store) deleteLockFile(ctx context.Context, key string) error {
+// deleteLockFile removes a lock file read just before, with that read's
+// ETag (If-Match): a lock file is only ever created (If-None-Match), never
+// rewritten, so another file at the key (someone deleted the one read, and
+// another run created its own) has another ETag and is kept, where the
+// store honours the condition (AWS, versitygw; MinIO ignores it: the
+// window stays there, PROTOCOL.md §15).
+func (s *Store) deleteLockFile(ctx context.Context, key, etag string) error {
 	_, err := s.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key),
-		ExpectedBucketOwner: s.owner()})
-	if err != nil && !notFound(err) {
+		ExpectedBucketOwner: s.owner(), IfMatch: aws.String(etag)})
+	if err != nil && !notFound(err) && !preconditionFailed(err) {
 		return s.opError("deleting the S3 backend's lock file", key, err)
 	}
 	return nil

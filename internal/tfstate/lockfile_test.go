@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -336,7 +338,79 @@ func TestLockFile_ALostLeasesLockFileIsRemoved(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("OnLost was not called")
 	}
-	if exists(t, ns, a.LockFileKey("default")) {
-		t.Error("the lost lease's lock file is still there")
+	// OnLost comes first (the cleanup may wait on a store that is gone).
+	testkit.Eventually(t, 30*time.Second, "the lost lease's lock file to be removed", func() bool {
+		return !exists(t, ns, a.LockFileKey("default"))
+	})
+}
+
+// An unlock never deletes a state a write under the lock may have landed:
+// it waits for the writes in flight, and a write that sent its PUT ends
+// the placeholder's claim (the reviewer's case: on a store that ignores
+// If-Match on DELETE, MinIO, the state written was deleted).
+func TestStore_AnUnlockWaitsForTheWriteInFlightAndKeepsItsState(t *testing.T) {
+	ns := s3test.New(t)
+	gate := &putGate{}
+	var mu sync.Mutex
+	deletes := 0
+	wrap := func(next http.RoundTripper) http.RoundTripper {
+		held := gate.wrap(next)
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodDelete && strings.HasSuffix(req.URL.Path, "terraform.tfstate") {
+				mu.Lock()
+				deletes++
+				mu.Unlock()
+				req.Header.Del("If-Match") // as MinIO: the condition ignored
+			}
+			return held.RoundTrip(req)
+		})
+	}
+	s := newStore(t, ns, "a", ns.NewClient(t, s3test.WithTransport(wrap)), tfstate.Config{})
+	id := lock(t, s, "default") // seals a placeholder
+	gate.hold()
+	wrote := make(chan error, 1)
+	go func() { wrote <- s.Write(context.Background(), "default", stateJSON("1")) }()
+	gate.waitHeld(t)
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- s.Unlock(context.Background(), "default", id) }()
+	select {
+	case err := <-unlocked:
+		t.Fatalf("Unlock returned (%v) while a write under the lock was in flight", err)
+	case <-time.After(300 * time.Millisecond): // it waits: nothing to see but its absence
+	}
+	gate.release()
+	if err := <-wrote; err != nil {
+		t.Fatalf("the write in flight: %v", err)
+	}
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if deletes != 0 {
+		t.Errorf("the unlock sent %d DELETE(s) of the state after a write", deletes)
+	}
+	if got, _ := s.Read(t.Context(), "default"); !bytes.Equal(got, stateJSON("1")) {
+		t.Errorf("after the unlock the state is %q; want the write's", got)
+	}
+}
+
+// A force-unlock of a lease that lapsed (its run died) removes the lock
+// file that lease left.
+func TestLockFile_ForceUnlockOfALapsedLeaseRemovesItsLockFile(t *testing.T) {
+	ns := s3test.New(t)
+	gone := make(chan struct{})
+	dead := newStore(t, ns, "dead", nil, tfstate.Config{LockFile: true, Lease: s3lock.MinLeaseDuration, Gone: gone})
+	id := lock(t, dead, "default")
+	close(gone)
+	testkit.Eventually(t, 30*time.Second, "the lease to lapse", func() bool {
+		return currentOf(t, ns, dead.LockName("default")).Phase() == s3lock.PhaseLapsed
+	})
+	operator := newStore(t, ns, "operator", nil, tfstate.Config{LockFile: true})
+	if err := operator.Unlock(t.Context(), "default", id); err != nil {
+		t.Fatalf("force-unlock of the lapsed lease %s: %v", id, err)
+	}
+	if exists(t, ns, dead.LockFileKey("default")) {
+		t.Error("the lapsed lease's lock file is still there after its force-unlock")
 	}
 }

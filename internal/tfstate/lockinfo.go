@@ -23,17 +23,17 @@ type LockInfo struct {
 	Path      string    `json:"Path"`
 }
 
-// maxLockInfo bounds a lock info read from a request or a lock file:
+// MaxLockInfo bounds a lock info read from a request or a lock file:
 // Terraform's are a few hundred bytes.
-const maxLockInfo = 64 << 10
+const MaxLockInfo = 64 << 10
 
 // ParseLockInfo reads a lock info. Its text fields are made safe to print
 // (control characters, which could rewrite a terminal or a CI log, are
 // replaced) and bounded.
 func ParseLockInfo(b []byte) (LockInfo, error) {
 	var li LockInfo
-	if len(b) > maxLockInfo {
-		return li, fmt.Errorf("the lock info is %d bytes; at most %d are read", len(b), maxLockInfo)
+	if len(b) > MaxLockInfo {
+		return li, fmt.Errorf("the lock info is %d bytes; at most %d are read", len(b), MaxLockInfo)
 	}
 	if err := json.Unmarshal(b, &li); err != nil {
 		return li, fmt.Errorf("the lock info is not Terraform's lock info JSON: %w", err)
@@ -81,7 +81,7 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // holds (what a run that finds it held is shown): the lock ID is the
 // lease's epoch (what force-unlock takes).
 func HolderInfo(held *s3lock.HeldError, state string) LockInfo {
-	li := LockInfo{Path: state, Operation: held.Metadata[MetaOperation], Who: Printable(held.Metadata[MetaWho]),
+	li := LockInfo{Path: state, Operation: Printable(held.Metadata[MetaOperation]), Who: Printable(held.Metadata[MetaWho]),
 		Created: held.AcquiredAt.UTC()}
 	holder := Printable(held.Holder)
 	switch {

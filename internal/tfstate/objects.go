@@ -93,14 +93,19 @@ func (s *Store) WriteUnder(ctx context.Context, ws, lockID string, state []byte)
 // writeHeld is a write under the lock h.
 func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte) error {
 	key := s.Key(ws)
+	h.writes.RLock()
+	defer h.writes.RUnlock()
 	s.mu.Lock()
-	lease, etag, abandoned := h.lease, h.etag, h.abandoned
+	lease, etag, abandoned, unlocking := h.lease, h.etag, h.abandoned, h.unlocking
 	s.mu.Unlock()
 	if lease == nil {
 		return fmt.Errorf("writing the state s3://%s/%s: %w", s.cfg.Bucket, key, ErrLocking)
 	}
 	stale := &StaleWriteError{Bucket: s.cfg.Bucket, Key: key, Lock: s.LockName(ws), Epoch: lease.Epoch()}
 	switch {
+	case unlocking:
+		stale.Err = ErrNotHeld
+		return stale
 	case abandoned:
 		stale.Err = ErrAbandoned
 		return stale
@@ -119,6 +124,9 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 	} else {
 		in.IfMatch = aws.String(etag)
 	}
+	s.mu.Lock()
+	h.placeholder = "" // from here the object may hold a state, seen or not
+	s.mu.Unlock()
 	out, err := s.client.FencedPut(ctx, lease.Epoch(), in)
 	if fe := (*s3lock.FenceError)(nil); errors.As(err, &fe) {
 		stale.Err, stale.Fence = err, fe
@@ -210,7 +218,7 @@ type LockedError struct {
 func (e *LockedError) Error() string {
 	return fmt.Sprintf("the state s3://%s/%s was not written: it is locked (%s), and a write without the lock "+
 		"(-lock=false) would overwrite what that run writes; wait for it, or force-unlock it if its run is gone",
-		e.Bucket, e.Key, lockInfoText(e.Holder))
+		e.Bucket, e.Key, e.Holder.Holder())
 }
 
 // WriteUnlocked writes a workspace's state without its lock, as Write does

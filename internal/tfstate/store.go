@@ -88,9 +88,14 @@ type held struct {
 	abandoned bool
 	unlocking bool // its Unlock has begun: its end is not a loss
 	// placeholder is the ETag of the seal when it was a placeholder (no
-	// state yet); "" otherwise. While etag is still it, nothing was
-	// written under the lock.
+	// state yet); "" otherwise, and from the moment a write under the lock
+	// sends its PUT (which may land unseen).
 	placeholder string
+	// writes is held for reading by each write under the lock, from its
+	// checks to its PUT's answer, and for writing by Unlock while it drops
+	// the placeholder, removes the lock file and releases the lease: no
+	// write is in flight then, and none starts after (unlocking).
+	writes sync.RWMutex
 }
 
 // New checks the configuration. client must lock in cfg.Bucket.

@@ -365,26 +365,23 @@ func (p *groupProcess) output() string {
 // process group too.
 func (p *groupProcess) child() int {
 	p.t.Helper()
-	pid := childOf(p.t, p.cmd.Process.Pid)
-	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmdline), "\x00__relay\x00") {
-		var cmd int
-		testkit.Eventually(p.t, waitLimit, "the relay to start the command", func() bool { cmd = childOf(nil, pid); return cmd != 0 })
-		pid = cmd
+	pid := childOf(p.cmd.Process.Pid)
+	if pid == 0 {
+		p.t.Fatalf("process %d (%s) has no child", p.cmd.Process.Pid, p.cmd.Args[0])
 	}
-	p.t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmdline), "\x00__relay\x00") {
+		relay := pid
+		testkit.Eventually(p.t, waitLimit, "the relay to start the command", func() bool { pid = childOf(relay); return pid != 0 })
+	}
+	if pgid, err := syscall.Getpgid(pid); err == nil {
+		p.t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	}
 	return pid
 }
 
-// childOf returns the pid of a live child of parent; 0 if it has none
-// (which fails the test, if t is not nil).
-func childOf(t *testing.T, parent int) int {
-	if t != nil {
-		t.Helper()
-	}
-	procs, err := os.ReadDir("/proc")
-	if err != nil && t != nil {
-		t.Fatal(err)
-	}
+// childOf returns the pid of a live child of parent; 0 if it has none.
+func childOf(parent int) int {
+	procs, _ := os.ReadDir("/proc")
 	for _, d := range procs {
 		n, err := strconv.Atoi(d.Name())
 		if err != nil {
@@ -393,9 +390,6 @@ func childOf(t *testing.T, parent int) int {
 		if ppid, ok := procParent(n); ok && ppid == parent {
 			return n
 		}
-	}
-	if t != nil {
-		t.Fatalf("process %d has no child", parent)
 	}
 	return 0
 }
