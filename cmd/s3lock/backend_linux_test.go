@@ -3,8 +3,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,5 +46,31 @@ func TestBackendRun_ACommandGetsOneSIGTERMWhenS3lockDies(t *testing.T) {
 		if n := strings.Count(string(b), "TERM"); n != 1 {
 			t.Fatalf("run %d: the command got SIGTERM %d times when s3lock died; want once", i+1, n)
 		}
+	}
+}
+
+// What the command leaves running in its process group (a killed
+// terragrunt's terraform, say) is killed before the state's lock is
+// released: it must not go on applying while the next run holds the state.
+func TestBackendRun_KillsWhatTheCommandLeftBeforeReleasing(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	pidFile := filepath.Join(t.TempDir(), "leftover")
+	r := c.run("backend", "run", "--key", c.name("app/terraform.tfstate"), "--", "sh", "-c", `sleep 300 & echo $! > "$0"`, pidFile)
+	if r.code != 0 || !strings.Contains(r.stderr, "left processes running") {
+		t.Fatalf("backend run of a command that leaves a process: %s; want exit 0 and the leftover reported", r)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); err == nil && len(fields) > 0 && fields[0] != "Z" {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the command's leftover process %d still runs (state %s) after backend run exited", pid, fields[0])
 	}
 }

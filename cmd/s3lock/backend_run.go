@@ -202,18 +202,48 @@ func (a *app) runWithBackend(srv *tfhttp.Server, argv, env []string) (int, error
 			a.bucket, state, oneLine(err.Error()), argv[0])
 		_ = signalChild(child.Process, syscall.SIGINT, !fg)
 	})
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error // the command's, once exited is closed (without the relay)
+	go func() {
+		// The relay stays unreaped until what the command left in its
+		// process group is killed: its pid keeps the group's id ours.
+		if relay {
+			awaitExit(child.Process.Pid)
+		} else {
+			waitErr = child.Wait()
+		}
+		close(exited)
+	}()
 	for {
 		select {
-		case err := <-exited:
-			return childExitCode(child.ProcessState, err), nil
+		case <-exited:
+			if relay {
+				a.killLeftovers(child.Process.Pid, argv[0])
+				err := child.Wait()
+				return childExitCode(child.ProcessState, err), nil
+			}
+			return childExitCode(child.ProcessState, waitErr), nil
 		case sig := <-forward:
 			if fg && sig != syscall.SIGTERM {
 				continue // the terminal sent it to the command too
 			}
 			_ = signalChild(child.Process, sig, !fg)
 		}
+	}
+}
+
+// killLeftovers kills what the command left running in its process group
+// (pgid), before the locks it may have taken are released: a SIGKILLed
+// terragrunt's terraform children, say, must not go on applying while the
+// next run holds the state.
+func (a *app) killLeftovers(pgid int, command string) {
+	if !groupRunning(pgid) {
+		return
+	}
+	fmt.Fprintf(a.stderr, "s3lock backend: %s exited but left processes running in its process group %d; killing them before releasing the state's lock\n",
+		command, pgid)
+	if !killGroup(pgid, groupKillLimit) {
+		fmt.Fprintf(a.stderr, "s3lock backend: warning: processes of the group %d survived SIGKILL for %s\n", pgid, groupKillLimit)
 	}
 }
 
