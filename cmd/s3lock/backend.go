@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -111,11 +112,13 @@ func (a *app) backendLog(msg string) {
 }
 
 // backendProgress reports a lock request that waits, as run does: who holds
-// the lock, and how long the wait may last. A wait for the s3 backend's
-// lock file of a run without s3lock is reported whenever its holder changes.
+// the lock, and how long the wait may last — in plain lines even on a
+// terminal, which Terraform writes to at the same time. A wait for the s3
+// backend's lock file of a run without s3lock is reported whenever its
+// holder changes.
 func (a *app) backendProgress(quiet bool) func(string, time.Duration) (func(error), func()) {
 	return func(lock string, limit time.Duration) (func(error), func()) {
-		p := newProgress(a.stderr, lock, limit, quiet || limit == 0)
+		p := newProgress(plainWriter{a.stderr}, lock, limit, quiet || limit == 0)
 		var mu sync.Mutex
 		shown := ""
 		observe := func(held error) {
@@ -136,6 +139,9 @@ func (a *app) backendProgress(quiet bool) func(string, time.Duration) (func(erro
 		return observe, p.stop
 	}
 }
+
+// plainWriter hides whether a writer is a terminal.
+type plainWriter struct{ io.Writer }
 
 // checkStore reads the state's lock once, so that a missing bucket, wrong
 // credentials or an unreachable store are reported before anything runs.

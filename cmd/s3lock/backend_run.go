@@ -156,6 +156,10 @@ func (a *app) backendRun(ctx context.Context, bf backendFlags, key, workspace, p
 	if runErr != nil {
 		return runErr
 	}
+	if code == 0 && !srv.Served() && usesState(argv) {
+		fmt.Fprintf(a.stderr, "s3lock backend: note: %s made no request to the backend, so s3://%s/%s was neither read nor written: "+
+			"does the configuration say terraform { backend \"http\" {} }?\n", argv[0], a.bucket, object)
+	}
 	if code != 0 {
 		return exitWith(code, nil)
 	}
@@ -245,6 +249,15 @@ func (a *app) killLeftovers(pgid int, command string) {
 	if !killGroup(pgid, groupKillLimit) {
 		fmt.Fprintf(a.stderr, "s3lock backend: warning: processes of the group %d survived SIGKILL for %s\n", pgid, groupKillLimit)
 	}
+}
+
+// stateCommands are Terraform's commands that read or write the state: a
+// run of one that never reached the backend used another backend.
+var stateCommands = []string{"plan", "apply", "destroy", "refresh", "import", "output", "show", "state"}
+
+// usesState reports whether a command line runs one of stateCommands.
+func usesState(argv []string) bool {
+	return slices.ContainsFunc(argv[1:], func(arg string) bool { return slices.Contains(stateCommands, arg) })
 }
 
 // forceUnlockID is the lock ID of a `terraform force-unlock ID` (or tofu's,

@@ -288,3 +288,14 @@ func TestForceUnlockID_ReadsTheIDOfAForceUnlockCommandLine(t *testing.T) {
 		}
 	}
 }
+
+// A run of a command that reads or writes the state but never reached the
+// backend (its configuration uses another) is pointed out.
+func TestBackendRun_NotesACommandThatNeverUsedTheBackend(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	r := c.run("backend", "run", "--key", c.name("app/terraform.tfstate"), "--", "sh", "-c", ":", "apply")
+	if r.code != 0 || !strings.Contains(r.stderr, `backend "http" {}`) {
+		t.Errorf("backend run of an apply that made no request: %s; want a note naming backend \"http\" {}", r)
+	}
+}

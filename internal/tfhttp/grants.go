@@ -25,6 +25,7 @@ type grant struct {
 
 	ended   error     // why it ended, under Server.mu; nil while held
 	endedAt time.Time // when, under Server.mu
+	lost    bool      // it ended by its lease's loss (its lock file may be left), under Server.mu
 }
 
 // unlock releases the grant's lock, within releaseTimeout: a store that
@@ -142,7 +143,7 @@ func (s *Server) lost(g *grant, err error) {
 	s.mu.Lock()
 	live, onLost, lockID := g.ended == nil, s.onLost, g.lockID
 	if live {
-		g.ended, g.endedAt = fmt.Errorf("its lease was lost: %w", err), time.Now()
+		g.ended, g.endedAt, g.lost = fmt.Errorf("its lease was lost: %w", err), time.Now(), true
 		if g.hold != nil {
 			g.hold.Stop()
 		}

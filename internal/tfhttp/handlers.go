@@ -245,11 +245,11 @@ func (s *Server) lockFailed(w http.ResponseWriter, r *http.Request, key string, 
 	case s.waits.Err() != nil:
 		s.cfg.Log(fmt.Sprintf("stopped waiting for the state lock of s3://%s/%s: interrupted", s.cfg.State.Bucket, key))
 	case s.cfg.State.Wait == 0:
-		s.cfg.Log(fmt.Sprintf("the state s3://%s/%s is locked: %s; Terraform reports it under lock ID %q%s",
-			s.cfg.State.Bucket, key, lockedText(holder, file != nil), holder.ID, forceHint(holder.ID)))
+		s.cfg.Log(fmt.Sprintf("the state s3://%s/%s is locked: %s; Terraform (or OpenTofu) reports it as \"already locked: ID=%s\"%s",
+			s.cfg.State.Bucket, key, lockedText(holder, file != nil), holder.ID, s.forceHint(key, holder.ID)))
 	default:
-		s.cfg.Log(fmt.Sprintf("gave up on the state lock of s3://%s/%s after waiting %s (--wait): %s; Terraform reports it under lock ID %q%s",
-			s.cfg.State.Bucket, key, waited.Round(time.Second), lockedText(holder, file != nil), holder.ID, forceHint(holder.ID)))
+		s.cfg.Log(fmt.Sprintf("gave up on the state lock of s3://%s/%s after waiting %s (--wait): %s; Terraform (or OpenTofu) reports it as \"already locked: ID=%s\"%s",
+			s.cfg.State.Bucket, key, waited.Round(time.Second), lockedText(holder, file != nil), holder.ID, s.forceHint(key, holder.ID)))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusLocked)
@@ -268,11 +268,14 @@ func lockedText(holder tfstate.LockInfo, lockFile bool) string {
 }
 
 // forceHint says how to free a lock whose run is gone.
-func forceHint(id string) string {
-	if id == "" {
+func (s *Server) forceHint(key, id string) string {
+	switch {
+	case id == "":
 		return ""
+	case s.cfg.Key == "": // serve: Terraform sends no ID with a force-unlock
+		return fmt.Sprintf(" (if its run is gone: terraform force-unlock %s, with ?ID=%s added to TF_HTTP_UNLOCK_ADDRESS)", id, id)
 	}
-	return fmt.Sprintf(" (if its run is gone: terraform force-unlock %s, through s3lock backend)", id)
+	return fmt.Sprintf(" (if its run is gone: s3lock backend run --key %s -- terraform force-unlock %s)", key, id)
 }
 
 // unlock releases the lock of the ID the request names: Terraform's own
@@ -293,9 +296,10 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, key string) {
 		id = s.cfg.ForceUnlockID
 	}
 	if id == "" {
-		s.refuse(w, http.StatusConflict, fmt.Sprintf("refused an unlock of s3://%s/%s that names no lock ID: Terraform's and "+
-			"OpenTofu's force-unlock over the http backend send none; run it through `s3lock backend run -- terraform force-unlock ID`, "+
-			"add ?ID=ID to TF_HTTP_UNLOCK_ADDRESS, or use `s3lock force-release`", s.cfg.State.Bucket, key))
+		s.refuse(w, http.StatusConflict, fmt.Sprintf("refused an unlock of s3://%s/%s that names no lock ID: Terraform's "+
+			"force-unlock over the http backend sends none; add ?ID=ID to TF_HTTP_UNLOCK_ADDRESS, run it through "+
+			"`s3lock backend run --key %s -- terraform force-unlock ID`, or use `s3lock force-release %s%s --epoch ID`",
+			s.cfg.State.Bucket, key, key, key, tfstate.LockSuffix))
 		return
 	}
 	if g := s.grantByID(id); g != nil && g.key == key {

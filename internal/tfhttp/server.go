@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
@@ -77,6 +78,9 @@ type Server struct {
 	grants map[string]*grant // by Terraform's lock ID
 	closed bool              // Shutdown began: no new grants
 	onLost func(state string, err error)
+
+	lastUnauthorized time.Time   // under mu
+	served           atomic.Bool // a request with the credentials came
 }
 
 // OnLost makes fn be called when a lock held for a client ends other than
@@ -142,13 +146,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	serr := s.http.Shutdown(ctx)
 	s.mu.Lock()
 	s.closed = true
-	var live []*grant
+	var live, lost []*grant
 	for _, g := range s.grants {
 		if g.end(errServerStopped) {
 			live = append(live, g)
+		} else if g.lost {
+			lost = append(lost, g)
 		}
 	}
 	s.mu.Unlock()
+	for _, g := range lost {
+		s.removeLockFile(g)
+	}
 	var errs []error
 	for _, g := range live {
 		if err := g.unlock(); err != nil {
@@ -164,18 +173,37 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// removeLockFile removes what a lost lock may have left, the S3 backend's
+// lock file (the store's own attempt, as the lease was lost, may have found
+// the store unreachable), and says so if it cannot.
+func (s *Server) removeLockFile(g *grant) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := g.store.RemoveLockFile(ctx, tfstate.DefaultWorkspace, g.lockID); err != nil {
+		s.cfg.Log(fmt.Sprintf("could not remove the S3 backend's lock file of the lost lock ID %s of s3://%s/%s (%v): runs of the s3 "+
+			"backend find the state locked until the next run through s3lock locks it%s", g.lockID, s.cfg.State.Bucket, g.key, err,
+			s.forceHint(g.key, g.lockID)))
+	}
+}
+
 // ServeHTTP checks the credentials and the state's key and routes the
 // request by method.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(r) {
+		s.unauthorized(r)
 		w.Header().Set("WWW-Authenticate", `Basic realm="s3lock backend", charset="UTF-8"`)
 		reply(w, http.StatusUnauthorized, "s3lock backend: this endpoint needs the user and password it was started with "+
 			"(TF_HTTP_USERNAME and TF_HTTP_PASSWORD)")
 		return
 	}
+	s.served.Store(true)
 	key, err := s.stateKey(r.URL.Path)
 	if err != nil {
-		reply(w, http.StatusNotFound, "s3lock backend: "+err.Error())
+		status := http.StatusNotFound
+		if errors.Is(err, tfstate.ErrInvalidConfig) {
+			status = http.StatusBadRequest
+		}
+		reply(w, status, "s3lock backend: "+strings.TrimPrefix(err.Error(), tfstate.ErrInvalidConfig.Error()+": "))
 		return
 	}
 	switch r.Method {
@@ -194,6 +222,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"http backend has no workspaces to delete): delete s3://%s/%s in S3 if you mean to", tfstate.Printable(r.Method), s.cfg.State.Bucket, key))
 	}
 }
+
+// unauthorized reports a request refused for its credentials, at most once
+// per unauthorizedLogEvery: a client probing the endpoint must not flood
+// the log.
+func (s *Server) unauthorized(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.lastUnauthorized) < unauthorizedLogEvery {
+		return
+	}
+	s.lastUnauthorized = time.Now()
+	s.cfg.Log(fmt.Sprintf("refused a request from %s without the credentials it was started with (401)", tfstate.Printable(r.RemoteAddr)))
+}
+
+// unauthorizedLogEvery bounds how often refused credentials are reported.
+const unauthorizedLogEvery = 10 * time.Second
+
+// Served reports whether a request with the credentials reached the
+// server: a command that made none never used the backend (its
+// configuration may lack backend "http" {}).
+func (s *Server) Served() bool { return s.served.Load() }
 
 // authorized checks basic auth in constant time.
 func (s *Server) authorized(r *http.Request) bool {
@@ -215,7 +264,8 @@ func (s *Server) stateKey(path string) (string, error) {
 			s.cfg.State.Bucket, s.cfg.Key, StatePath, s.cfg.Key, tfstate.Printable(key))
 	}
 	if err := tfstate.ValidateKey(key); err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: the URL's state key: %s", tfstate.ErrInvalidConfig,
+			strings.TrimPrefix(err.Error(), tfstate.ErrInvalidConfig.Error()+": "))
 	}
 	return key, nil
 }

@@ -397,8 +397,8 @@ func TestServer_RefusesBadRequests(t *testing.T) {
 		header            map[string]string
 		want              int
 	}{
-		{"a key with ..", http.MethodGet, "app/../x.tfstate", nil, nil, http.StatusNotFound},
-		{"an empty key", http.MethodGet, "", nil, nil, http.StatusNotFound},
+		{"a key with ..", http.MethodGet, "app/../x.tfstate", nil, nil, http.StatusBadRequest},
+		{"an empty key", http.MethodGet, "", nil, nil, http.StatusBadRequest},
 		{"a LOCK without lock info", tfhttp.MethodLock, "app/terraform.tfstate", []byte("not json"), nil, http.StatusBadRequest},
 		{"a LOCK without an ID", tfhttp.MethodLock, "app/terraform.tfstate", []byte(`{"Operation":"x"}`), nil, http.StatusBadRequest},
 		{"DELETE", http.MethodDelete, "app/terraform.tfstate", nil, nil, http.StatusMethodNotAllowed},
@@ -555,8 +555,8 @@ func TestServer_ForceUnlockAsEachCLISendsIt(t *testing.T) {
 func TestServer_RefusesTheLocksObjectsAsStates(t *testing.T) {
 	b := newBackend(t, nil)
 	for _, key := range []string{b.key() + tfstate.LockFileSuffix, b.key() + tfstate.LockSuffix + "/lock-0000000001.json"} {
-		if status, _ := b.doAs(creds, http.MethodPost, key, "", state("1")); status != http.StatusNotFound {
-			t.Errorf("POST to %s: %d; want 404", key, status)
+		if status, _ := b.doAs(creds, http.MethodPost, key, "", state("1")); status != http.StatusBadRequest {
+			t.Errorf("POST to %s: %d; want 400", key, status)
 		}
 	}
 }

@@ -287,7 +287,7 @@ func ParseLockID(id string) (uint64, error) {
 	epoch, err := strconv.ParseUint(id, 10, 64)
 	if err != nil || epoch == 0 {
 		return 0, fmt.Errorf("%q is not the ID of an s3lock state lock (a lease's epoch, a number from 1, as Terraform "+
-			"showed it in \"Lock Info\")", id)
+			"showed it: in its Lock Info with the state store, as \"already locked: ID=N\" with the http backend)", id)
 	}
 	return epoch, nil
 }

@@ -83,9 +83,9 @@ func (s *Store) LockFileKey(ws string) string { return s.Key(ws) + LockFileSuffi
 func (s *Store) ourLockFile(ws string, epoch uint64, operation string) LockInfo {
 	return LockInfo{ID: LockID(epoch), Operation: operation, Who: s.cfg.Who, Version: "s3lock",
 		Created: s.cfg.Now().UTC(), Path: s.cfg.Bucket + "/" + s.Key(ws),
-		Info: fmt.Sprintf("%s%d: held through s3lock (lock s3://%s/%s) while its run lives; if that run died, the next "+
-			"run through s3lock removes this file; to free the state now: s3lock backend run --key %s -- terraform force-unlock %d",
-			lockFileInfoPrefix, epoch, s.cfg.Bucket, s.LockName(ws), s.Key(ws), epoch)}
+		Info: fmt.Sprintf("%s%d: held through s3lock by %s (lock s3://%s/%s) while its run lives; if that run died, the "+
+			"next run through s3lock that locks the state removes this file; to free the state now: s3lock backend run --key %s -- "+
+			"terraform force-unlock %d", lockFileInfoPrefix, epoch, Printable(s.client.Holder()), s.cfg.Bucket, s.LockName(ws), s.Key(ws), epoch)}
 }
 
 // lockFileEpoch returns the epoch of a lock file the store wrote, and false
@@ -169,6 +169,17 @@ func (s *Store) pause(ctx context.Context, lease *s3lock.Lease, d time.Duration)
 	case <-lease.Done():
 		return lease.Err()
 	}
+}
+
+// RemoveLockFile removes the lock file a lock of lockID left (its lease was
+// lost while the store was unreachable, and the removal then failed), if it
+// still names that lock's epoch; nothing without Config.LockFile.
+func (s *Store) RemoveLockFile(ctx context.Context, ws, lockID string) error {
+	epoch, err := ParseLockID(lockID)
+	if err != nil || !s.cfg.LockFile {
+		return err
+	}
+	return s.releaseLockFile(ctx, ws, epoch)
 }
 
 // releaseLockFile removes the lock file of the lease of epoch, if it is
