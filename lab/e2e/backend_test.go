@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -83,11 +84,12 @@ func counterAt(n int) string {
 }
 
 // TestE2E_Backend_ConcurrentAppliesTakeTurns: three applies through
-// `s3lock backend run` started at once, and one plain run of the s3
-// backend with its lock file (Terraform on PATH) beside them, each read the
-// counter while planning and bump it while applying: they take turns
-// whole, so it ends at the number of runs. The state they leave is the one
-// the s3 backend reads.
+// `s3lock backend run` started at once each read the counter while planning
+// and bump it while applying: they take turns whole, so it ends at 3. Then
+// the three again, with one plain run of the s3 backend with its lock file
+// (Terraform on PATH) beside them: it ends at 7, the plain run never
+// interleaving with them. The state they leave is the one the s3 backend
+// reads.
 func TestE2E_Backend_ConcurrentAppliesTakeTurns(t *testing.T) {
 	t.Parallel()
 	e := newBackendEnv(t)
@@ -104,43 +106,17 @@ func TestE2E_Backend_ConcurrentAppliesTakeTurns(t *testing.T) {
 		t.Logf("no Terraform 1.10 or later on PATH: no plain run of the s3 backend beside the runs through s3lock")
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	begin := make(chan struct{})
-	for i, dir := range dirs {
-		who := fmt.Sprintf("apply-%d", i+1)
-		cmd := e.backendRun(ctx, dir, []string{"--holder", who}, append([]string{"sh", "-c", withHTTPVars}, e.tf("apply", "-auto-approve")...)...)
-		wg.Go(func() {
-			<-begin
-			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Apply complete!") {
-				t.Errorf("%s: %v\n%s", who, err, out)
-			}
-		})
-	}
-	if plain != "" {
-		cmd := s3h.Command(ctx, plain, "apply", "-auto-approve", "-lock-timeout=5m", "-no-color")
-		wg.Go(func() {
-			<-begin
-			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Apply complete!") {
-				t.Errorf("the plain run of the s3 backend: %v\n%s", err, out)
-			}
-		})
-	}
-	close(begin)
-	wg.Wait()
+	runs := e.applyAtOnce(dirs, nil, "")
 	if t.Failed() {
 		return
 	}
-
-	runs := len(dirs)
+	e.wantCount(runs)
 	if plain != "" {
-		runs++
-	}
-	count := e.wantState(e.key, "terraform_data.counter", "terraform_data.step").output("count")
-	t.Logf("the counter is at %s after %d runs", count, runs)
-	if count != strconv.Itoa(runs) {
-		t.Errorf("the counter is at %s after %d runs; want %d: runs read the same count, they did not take turns", count, runs, runs)
+		runs += e.applyAtOnce(dirs, s3h, plain)
+		if t.Failed() {
+			return
+		}
+		e.wantCount(runs)
 	}
 	e.wantFree(s3lock.PhaseReleased)
 	// The s3 backend reads that state: a plan of what it should hold
@@ -155,6 +131,54 @@ func TestE2E_Backend_ConcurrentAppliesTakeTurns(t *testing.T) {
 	}
 	if out, err := plan.CombinedOutput(); err != nil {
 		t.Errorf("a plan of the counter at %d: %v; want no changes\n%s", runs, err, out)
+	}
+}
+
+// applyAtOnce starts an apply through `s3lock backend run` in each of dirs,
+// and, with s3h, a plain apply of the s3 backend in plain, all at the same
+// moment; it fails the test unless each completes, and returns how many
+// runs it started.
+func (e *backendEnv) applyAtOnce(dirs []string, s3h *tfharness.Harness, plain string) int {
+	t := e.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	begin := make(chan struct{})
+	for i, dir := range dirs {
+		who := fmt.Sprintf("apply-%d", i+1)
+		cmd := e.backendRun(ctx, dir, []string{"--holder", who}, append([]string{"sh", "-c", withHTTPVars}, e.tf("apply", "-auto-approve")...)...)
+		wg.Go(func() {
+			<-begin
+			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Apply complete!") {
+				t.Errorf("%s: %v\n%s", who, err, out)
+			}
+		})
+	}
+	if s3h != nil {
+		cmd := s3h.Command(ctx, plain, "apply", "-auto-approve", "-lock-timeout=5m", "-no-color")
+		wg.Go(func() {
+			<-begin
+			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Apply complete!") {
+				t.Errorf("the plain run of the s3 backend: %v\n%s", err, out)
+			}
+		})
+	}
+	close(begin)
+	wg.Wait()
+	if s3h != nil {
+		return len(dirs) + 1
+	}
+	return len(dirs)
+}
+
+// wantCount fails the test unless the state's counter is runs.
+func (e *backendEnv) wantCount(runs int) {
+	e.t.Helper()
+	count := e.wantState(e.key, "terraform_data.counter", "terraform_data.step").output("count")
+	e.t.Logf("the counter is at %s after %d runs", count, runs)
+	if count != strconv.Itoa(runs) {
+		e.t.Errorf("the counter is at %s after %d runs; want %d: runs read the same count, they did not take turns", count, runs, runs)
 	}
 }
 
