@@ -90,11 +90,16 @@ resource "s3lock_lease" "blocked" {
 			}
 			if tc.interrupt {
 				// The run takes epoch 1 for its plan and keeps it for
-				// its apply, which then waits for "blocked".
+				// its apply, which then waits for "blocked". Terraform
+				// says "Still creating" once the provider's call has run
+				// for 10s: interrupted earlier, between "Creating..." and
+				// the call, Terraform's stop reaches no call, and the
+				// call that follows waits its whole create timeout (seen
+				// under load: a 10-minute run).
 				deadline := time.Now().Add(2 * time.Minute)
 				for {
 					st, err := other.Current(t.Context(), run)
-					if err == nil && st.Held && strings.Contains(out.String(), "s3lock_lease.blocked: Creating") {
+					if err == nil && st.Held && strings.Contains(out.String(), "s3lock_lease.blocked: Still creating") {
 						break
 					}
 					if time.Now().After(deadline) {

@@ -16,6 +16,10 @@ func SetTimingForTest(tb testing.TB, window time.Duration) {
 	tb.Cleanup(func() { attemptWindow, cleanupAge = oldWindow, oldAge })
 }
 
+// MaxListStalls is how many pages in a row that list nothing new a listing
+// goes on from before it fails.
+const MaxListStalls = maxListStalls
+
 // CleanupAge returns the current cleanup age.
 func CleanupAge() time.Duration { return cleanupAge }
 

@@ -124,8 +124,9 @@ func TestHostileStore_IgnoredStartAfterEndsTheSearchForTheNewestEpoch(t *testing
 // TestHostileStore_EndlessTruncationEndsTheSearchForTheNewestEpoch: on a
 // store that says every page of a lock's epochs is truncated, the search
 // for the newest epoch paged on from the start again whenever a page came
-// back empty, forever. It now fails with ErrUnorderedListing once eleven
-// pages in a row listed nothing new. The same pager reads the history
+// back empty, forever. It now goes on from each empty page's continuation
+// token, which must be new, and fails with ErrUnorderedListing once
+// MaxListStalls pages in a row listed nothing new. The same pager reads the history
 // cleanup's sweep and the acquisition's check for a newer epoch, and
 // (under the directory bucket emulation) a directory bucket's whole
 // listing, which fails at once on a repeated continuation token.
@@ -145,7 +146,7 @@ func TestHostileStore_EndlessTruncationEndsTheSearchForTheNewestEpoch(t *testing
 			seedEpochs(t, ns, name, 3)
 			prefix, says := name+"/lock-", "every page is truncated"
 			if tc.x.RepeatToken {
-				says = "repeats its continuation token"
+				says = "continuation token" // repeated, or answered with the listing's first page again
 			}
 			if ns.Target.Directory {
 				prefix = name + "/"
@@ -156,8 +157,8 @@ func TestHostileStore_EndlessTruncationEndsTheSearchForTheNewestEpoch(t *testing
 			defer cancel()
 			_, err := c.Current(ctx, name)
 			wantListingError(t, "Current", err, ns, prefix, says)
-			if n := h.Lists(); n > 12 {
-				t.Errorf("Current sent %d LISTs; want at most 12: a first page and eleven that list nothing new", n)
+			if n, most := h.Lists(), s3lock.MaxListStalls+3; n > most {
+				t.Errorf("Current sent %d LISTs; want at most %d: a first page, a probe, and MaxListStalls+1 that list nothing new", n, most)
 			}
 			t.Logf("%d LISTs: %v", h.Lists(), err)
 		})
@@ -169,8 +170,8 @@ func TestHostileStore_EndlessTruncationEndsTheSearchForTheNewestEpoch(t *testing
 // token or with a new one and nothing on it, was listed forever (s3lock
 // status made 449 LISTs in 20 s): the line's listing stopped only on an
 // empty token. Current, Line and an ordered Acquire now fail with
-// ErrUnorderedListing: at the second page on a repeated token, after eleven
-// empty pages otherwise.
+// ErrUnorderedListing: at the second page on a repeated token, after
+// MaxListStalls empty pages otherwise.
 func TestHostileStore_RepeatedTokenEndsTheLineListing(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -180,7 +181,7 @@ func TestHostileStore_RepeatedTokenEndsTheLineListing(t *testing.T) {
 		lists int // the most LISTs of the line a call may send
 	}{
 		{"repeats a continuation token", s3test.Hostility{RepeatToken: true}, "repeats its continuation token", 2},
-		{"truncates forever", s3test.Hostility{TruncateForever: true}, "every page is truncated", 12},
+		{"truncates forever", s3test.Hostility{TruncateForever: true}, "every page is truncated", s3lock.MaxListStalls + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -202,8 +203,8 @@ func TestHostileStore_RepeatedTokenEndsTheLineListing(t *testing.T) {
 			}{
 				{"Current", func(ctx context.Context) error { _, err := c.Current(ctx, name); return err }},
 				{"Line", func(ctx context.Context) error { _, err := c.Line(ctx, name); return err }},
-				{"Acquire(WithOrder(OrderFIFO), WithWait(5s))", func(ctx context.Context) error {
-					_, err := c.Acquire(ctx, name, s3lock.WithOrder(s3lock.OrderFIFO), s3lock.WithWait(5*time.Second))
+				{"Acquire(WithOrder(OrderFIFO), WithWait(30s))", func(ctx context.Context) error {
+					_, err := c.Acquire(ctx, name, s3lock.WithOrder(s3lock.OrderFIFO), s3lock.WithWait(30*time.Second))
 					return err
 				}},
 			} {
@@ -224,7 +225,7 @@ func TestHostileStore_RepeatedTokenEndsTheLineListing(t *testing.T) {
 // TestHostileStore_RepeatedTokenEndsListingEveryLock: List, which pages
 // through every key under a prefix, fails with ErrUnorderedListing on a
 // store that repeats its continuation token (at once) or says every page is
-// truncated (after eleven empty pages) instead of listing forever.
+// truncated (after MaxListStalls empty pages) instead of listing forever.
 func TestHostileStore_RepeatedTokenEndsListingEveryLock(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -234,7 +235,7 @@ func TestHostileStore_RepeatedTokenEndsListingEveryLock(t *testing.T) {
 		lists int
 	}{
 		{"repeats a continuation token", s3test.Hostility{RepeatToken: true}, "repeats its continuation token", 2},
-		{"truncates forever", s3test.Hostility{TruncateForever: true}, "every page is truncated", 12},
+		{"truncates forever", s3test.Hostility{TruncateForever: true}, "every page is truncated", s3lock.MaxListStalls + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -276,5 +277,33 @@ func TestHostileStore_SlowStoreEndsAcquireWithinTheWait(t *testing.T) {
 	}
 	if n := h.Lists(); n > 1 { // none on a directory bucket, whose session is asked for first
 		t.Errorf("Acquire sent %d LISTs; want the first attempt's one", n)
+	}
+}
+
+// TestHostileStore_EmptyPagesOfASoundStoreAreListedThrough: S3 may answer
+// a page that lists nothing and says more follow (over delete markers,
+// which a versioned bucket keeps for every deleted epoch): a listing goes
+// on from its continuation token. The rule that ends listings which would
+// never end must not fail such a store: with more empty pages in a row
+// than a listing once took for a stall, before every page, the newest
+// epoch is found, a lease taken and every lock listed.
+func TestHostileStore_EmptyPagesOfASoundStoreAreListedThrough(t *testing.T) {
+	t.Parallel()
+	ns, h, c := hostile(t)
+	name := ns.Name("team/app")
+	seedEpochs(t, ns, name, 25)
+	h.Set(s3test.Hostility{EmptyPages: 15, PageSize: 10})
+	st, err := c.Current(t.Context(), name)
+	if err != nil || st.Epoch != 25 {
+		t.Fatalf("Current = epoch %d, %v; want epoch 25", st.Epoch, err)
+	}
+	l, err := c.TryAcquire(t.Context(), name)
+	if err != nil || l.Epoch() != 26 {
+		t.Fatalf("TryAcquire = %v; want epoch 26", err)
+	}
+	mustRelease(t, l)
+	locks, err := c.List(t.Context(), ns.Name("team/"))
+	if err != nil || len(locks) != 1 || locks[0].Epoch != 26 {
+		t.Fatalf("List = %+v, %v; want team/app at epoch 26", locks, err)
 	}
 }

@@ -43,7 +43,7 @@ func (c *Client) stalledListing(prefix string, pages int, token string) error {
 // prefix that startAfter is inside of included, as S3 rolls such keys up).
 // A store that ignores StartAfter would have every search for a lock's
 // newest epoch start over at its first page.
-func (c *Client) checkStartAfter(prefix, startAfter string, out *s3.ListObjectsV2Output) error {
+func (c *Client) checkStartAfter(prefix, startAfter, token string, out *s3.ListObjectsV2Output) error {
 	if startAfter == "" {
 		return nil
 	}
@@ -59,8 +59,12 @@ func (c *Client) checkStartAfter(prefix, startAfter string, out *s3.ListObjectsV
 			listed = p
 		}
 	}
-	if listed == "" {
+	switch {
+	case listed == "":
 		return nil
+	case token != "":
+		return c.listingError(prefix, fmt.Sprintf("asked to go on with continuation token %s from a listing of the keys after %s, "+
+			"the store listed %s: it starts its listing over on a continuation token", clip(token), clip(startAfter), clip(listed)))
 	}
 	return c.listingError(prefix, fmt.Sprintf("asked for the keys after %s (StartAfter), the store listed %s: "+
 		"it does not honour StartAfter", clip(startAfter), clip(listed)))
@@ -175,37 +179,40 @@ func (p *pageProgress) entries(out *s3.ListObjectsV2Output) (bool, error) {
 // epochLister lists a lock's epochs a page at a time with StartAfter
 // (listEpochs), and holds the store to the rule: every page lists only keys
 // after its StartAfter (checkStartAfter, in listEpochs), and a page that
-// says more keys follow lists one (else it is a stall; more than
-// maxListStalls in a row fail the listing).
+// says more keys follow but lists nothing (S3 may answer such pages, over
+// many delete markers in a versioned bucket) is gone on from with its
+// continuation token, which must be new: more than maxListStalls such
+// pages in a row fail the listing.
 type epochLister struct {
-	c      *Client
-	name   string
-	stalls int
-	// token is the continuation token of the stalled pages, "" once two
-	// differed.
-	token string
+	c    *Client
+	name string
 }
 
-// list lists the page of the lock's epochs after the key after.
+// list lists the first page of the lock's epochs after the key after that
+// lists something, or the last one.
 func (e *epochLister) list(ctx context.Context, after string) (*listed, error) {
-	l, err := e.c.listEpochs(ctx, e.name, after)
-	if err != nil {
-		return nil, err
+	prefix := epochPrefix(e.name)
+	tokens := map[string]bool{}
+	token := ""
+	for {
+		l, err := e.c.listEpochPage(ctx, e.name, after, token)
+		switch {
+		case err != nil:
+			return nil, err
+		case !l.truncated || l.lastKey > after:
+			return l, nil
+		case l.next == "":
+			l.truncated = false // read as the end, as always on a general purpose bucket
+			return l, nil
+		case tokens[l.next]:
+			return nil, e.c.listingError(prefix, fmt.Sprintf("the store answered continuation token %s again in one listing: "+
+				"it repeats its continuation token, and would list the same pages forever", clip(l.next)))
+		case len(tokens) >= maxListStalls:
+			return nil, e.c.stalledListing(prefix, len(tokens)+1, "")
+		}
+		tokens[l.next] = true
+		token = l.next
 	}
-	if !l.truncated || l.lastKey > after {
-		e.stalls = 0
-		return l, nil
-	}
-	switch {
-	case e.stalls == 0:
-		e.token = l.next
-	case l.next != e.token:
-		e.token = "" // not one token repeated
-	}
-	if e.stalls++; e.stalls > maxListStalls {
-		return nil, e.c.stalledListing(epochPrefix(e.name), e.stalls, e.token)
-	}
-	return l, nil
 }
 
 // each calls fn with every page from the one after the key after to the end
@@ -222,7 +229,7 @@ func (e *epochLister) each(ctx context.Context, after string, fn func(*listed) (
 		if !l.truncated {
 			return nil
 		}
-		after = max(after, l.lastKey) // a page that listed nothing: the same page again
+		after = l.lastKey // list only returns a truncated page that listed something
 	}
 }
 

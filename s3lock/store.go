@@ -189,7 +189,7 @@ type listed struct {
 	epochs    []listedEpoch
 	foreign   int // keys under the prefix that are not epoch objects
 	truncated bool
-	next      string    // its continuation token: unused for paging (StartAfter is), named in errors
+	next      string    // its continuation token: paging goes on from it only past pages that list nothing
 	lastKey   string    // the page's last key, epoch object or not
 	date      time.Time // the store's clock when it answered
 	// line is set when the page shows the lock's line (its tickets' common
@@ -216,6 +216,12 @@ func (l *listed) newest() (listedEpoch, bool) {
 // after startAfter ("" for the first). On a directory bucket it lists them
 // all (listEpochsWhole).
 func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*listed, error) {
+	return c.listEpochPage(ctx, name, startAfter, "")
+}
+
+// listEpochPage is listEpochs, going on from a continuation token when one
+// is given (the listing after startAfter whose earlier page it ended).
+func (c *Client) listEpochPage(ctx context.Context, name, startAfter, token string) (*listed, error) {
 	if c.directory {
 		return c.listEpochsWhole(ctx, name, startAfter)
 	}
@@ -229,14 +235,17 @@ func (c *Client) listEpochs(ctx context.Context, name, startAfter string) (*list
 		MaxKeys:             aws.Int32(pageSize),
 		ExpectedBucketOwner: c.owner(),
 	}
-	if startAfter != "" {
+	switch {
+	case token != "":
+		in.ContinuationToken = aws.String(token)
+	case startAfter != "":
 		in.StartAfter = aws.String(startAfter)
 	}
 	out, err := c.list(ctx, prefix, in)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkStartAfter(prefix, startAfter, out); err != nil {
+	if err := c.checkStartAfter(prefix, startAfter, token, out); err != nil {
 		return nil, err
 	}
 	l := &listed{truncated: aws.ToBool(out.IsTruncated), next: aws.ToString(out.NextContinuationToken), date: responseDate(out.ResultMetadata)}

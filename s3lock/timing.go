@@ -128,12 +128,15 @@ const (
 
 	// maxListStalls bounds the pages in a row of one listing that say more
 	// keys follow and list none it has not listed before (PROTOCOL.md §8):
-	// S3 promises at most MaxKeys entries a page, not at least one, so a
-	// store may answer a truncated page that is empty, and the listing goes
-	// on; one that keeps doing so (it says every page is truncated) fails
-	// the listing after ten such pages — ten round trips, a second or two
-	// even on a slow store — instead of keeping it going forever.
-	maxListStalls = 10
+	// S3 promises at most MaxKeys entries a page, not at least one, and
+	// answers truncated pages that are empty (reported over many delete
+	// markers of a versioned bucket, which every deleted epoch leaves), each
+	// with a new continuation token the listing goes on from. A store that
+	// keeps doing so (it says every page is truncated) fails the listing
+	// after a thousand such pages — a million entries skipped on AWS; a few
+	// seconds on a store nearby, a minute at worst far away — instead of
+	// keeping it going forever. Repeated tokens fail at once.
+	maxListStalls = 1000
 
 	// listConcurrency bounds how many epoch objects List reads at once.
 	listConcurrency = 8

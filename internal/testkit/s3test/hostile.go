@@ -44,6 +44,14 @@ type HostileStore struct {
 	h      Hostility
 	lists  int
 	tokens int
+	empty  map[string]emptyRun // EmptyPages: the runs of empty pages under way, by the token that goes on
+}
+
+// emptyRun is a listing request answered with empty pages first: the
+// request, and how many empty pages are still to come.
+type emptyRun struct {
+	query url.Values
+	left  int
 }
 
 // Hostility says how a HostileStore misbehaves. The zero value misbehaves
@@ -70,12 +78,19 @@ type Hostility struct {
 	// Delay holds every request (listings or not) this long before it
 	// reaches the store: a store that answers slowly.
 	Delay time.Duration
+	// EmptyPages answers each listing request first with this many empty
+	// pages that say more follow, each with a new continuation token, and
+	// then as the store answers the request: a sound store whose pages skip
+	// over entries they do not list (S3 over delete markers), which a
+	// listing must go on through.
+	EmptyPages int
 }
 
 // The continuation tokens a HostileStore makes up.
 const (
 	hostileRepeatToken = "s3test-hostile-repeat"
 	hostileEndToken    = "s3test-hostile-end-"
+	hostileEmptyToken  = "s3test-hostile-empty-"
 )
 
 // StartHostileStore starts a HostileStore in front of the store at
@@ -177,6 +192,16 @@ func (h *HostileStore) list(w http.ResponseWriter, r *http.Request, x Hostility)
 			NextContinuationToken: h.endToken()})
 		return
 	}
+	if x.EmptyPages > 0 {
+		var empty bool
+		if q, empty = h.emptyPage(q, x.EmptyPages); empty {
+			maxKeys, _ := strconv.Atoi(q.Get("max-keys"))
+			writeXML(w, http.StatusOK, listResult{Name: strings.Trim(r.URL.Path, "/"), Prefix: q.Get("prefix"),
+				Delimiter: q.Get("delimiter"), MaxKeys: maxKeys, IsTruncated: true, ContinuationToken: q.Get("continuation-token"),
+				NextContinuationToken: q.Get(hostileEmptyToken)})
+			return
+		}
+	}
 	if x.IgnoreStartAfter {
 		q.Del("start-after")
 	}
@@ -219,6 +244,37 @@ func (h *HostileStore) list(w http.ResponseWriter, r *http.Request, x Hostility)
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, bytes.NewReader(body))
+}
+
+// emptyPage says whether the listing q is to be answered with an empty page
+// (n of them come before each request's own): then the query it returns
+// carries, under the key hostileEmptyToken, the token that goes on. Else it
+// returns the query to answer: the request's own, when q goes on from the
+// last of its empty pages.
+func (h *HostileStore) emptyPage(q url.Values, n int) (url.Values, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.empty == nil {
+		h.empty = map[string]emptyRun{}
+	}
+	run, ours := h.empty[q.Get("continuation-token")]
+	switch {
+	case !ours:
+		run = emptyRun{query: q, left: n}
+	case run.left == 0:
+		delete(h.empty, q.Get("continuation-token"))
+		return run.query, false
+	}
+	delete(h.empty, q.Get("continuation-token"))
+	h.tokens++
+	next := hostileEmptyToken + strconv.Itoa(h.tokens)
+	h.empty[next] = emptyRun{query: run.query, left: run.left - 1}
+	out := url.Values{}
+	for k, v := range q {
+		out[k] = v
+	}
+	out.Set(hostileEmptyToken, next)
+	return out, true
 }
 
 // endToken returns a new continuation token past the store's last page.
