@@ -146,7 +146,7 @@ func TestHostileStore_EndlessTruncationEndsTheSearchForTheNewestEpoch(t *testing
 			seedEpochs(t, ns, name, 3)
 			prefix, says := name+"/lock-", "every page is truncated"
 			if tc.x.RepeatToken {
-				says = "continuation token" // repeated, or answered with the listing's first page again
+				says = "repeats its continuation token"
 			}
 			if ns.Target.Directory {
 				prefix = name + "/"

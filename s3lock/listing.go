@@ -25,6 +25,13 @@ func (c *Client) listingError(prefix, did string) error {
 		ErrUnorderedListing, c.bucket, prefix, did)
 }
 
+// repeatedToken is the error of a listing whose store answered a
+// continuation token it had answered before in it.
+func (c *Client) repeatedToken(prefix, token string) error {
+	return c.listingError(prefix, fmt.Sprintf("the store answered continuation token %s again in one listing: "+
+		"it repeats its continuation token, and would list the same pages forever", clip(token)))
+}
+
 // stalledListing is the error of a listing whose pages said, maxListStalls
 // times in a row and more, that more keys follow, and listed none it had
 // not listed before; token is the continuation token each of them carried,
@@ -129,8 +136,7 @@ func (p *pageProgress) next(in *s3.ListObjectsV2Input, out *s3.ListObjectsV2Outp
 	case token == "":
 		return false, p.c.listingError(p.prefix, "the store said more keys follow and gave no continuation token to list them with")
 	case token == aws.ToString(in.ContinuationToken) || p.tokens[token]:
-		return false, p.c.listingError(p.prefix, fmt.Sprintf("the store answered continuation token %s again in one listing: "+
-			"it repeats its continuation token, and would list the same pages forever", clip(token)))
+		return false, p.c.repeatedToken(p.prefix, token)
 	}
 	p.tokens[token] = true
 	moved, err := p.entries(out)
@@ -205,8 +211,7 @@ func (e *epochLister) list(ctx context.Context, after string) (*listed, error) {
 			l.truncated = false // read as the end, as always on a general purpose bucket
 			return l, nil
 		case tokens[l.next]:
-			return nil, e.c.listingError(prefix, fmt.Sprintf("the store answered continuation token %s again in one listing: "+
-				"it repeats its continuation token, and would list the same pages forever", clip(l.next)))
+			return nil, e.c.repeatedToken(prefix, l.next)
 		case len(tokens) >= maxListStalls:
 			return nil, e.c.stalledListing(prefix, len(tokens)+1, "")
 		}

@@ -245,6 +245,9 @@ func (c *Client) listEpochPage(ctx context.Context, name, startAfter, token stri
 	if err != nil {
 		return nil, err
 	}
+	if token != "" && aws.ToString(out.NextContinuationToken) == token {
+		return nil, c.repeatedToken(prefix, token)
+	}
 	if err := c.checkStartAfter(prefix, startAfter, token, out); err != nil {
 		return nil, err
 	}
