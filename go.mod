@@ -2,6 +2,10 @@ module github.com/s3lock/terraform-provider-s3lock
 
 go 1.26.0
 
+// The Go that builds releases: tools/release runs exactly this one
+// (GOTOOLCHAIN), so that a commit gives the same bytes on any machine.
+toolchain go1.26.8
+
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18

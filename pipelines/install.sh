@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # Installs a pinned s3lock CLI from its release, for CI jobs (the GitHub
 # Action in action.yml and the GitLab CI template in gitlab/ run it): it
-# downloads the archive for this machine's OS and architecture and the
-# release's SHA256SUMS, refuses an archive whose SHA-256 is not the one
-# listed, unpacks s3lock into a directory and prints that directory.
+# downloads the archive for this machine's OS and architecture, refuses it
+# unless its SHA-256 is the one pinned for that version in checksums.txt
+# beside this script (the copy at the ref the action or the template is
+# pinned to, written when the release was made) or given in S3LOCK_SHA256,
+# unpacks s3lock into a new directory only this user may write, and
+# prints that directory. An s3lock already on PATH is used instead only if
+# it is the pinned binary.
 #
 #   S3LOCK_VERSION       the release to install, like 0.1.0 (required)
+#   S3LOCK_SHA256        the SHA-256 of the release's archive for this
+#                        machine, for a version checksums.txt does not pin
+#                        (take it from the release's signed SHA256SUMS)
+#   S3LOCK_CHECKSUMS     the pins (default: checksums.txt beside this script)
 #   S3LOCK_DOWNLOAD_URL  where its files are (default: the GitHub release)
-#   S3LOCK_INSTALL_DIR   where s3lock goes (default: a directory per
-#                        version under RUNNER_TEMP, else TMPDIR, else /tmp)
+#   S3LOCK_INSTALL_DIR   where s3lock goes: a directory of this user's that
+#                        no one else may write, made if missing (default: a
+#                        new one, mktemp -d, under RUNNER_TEMP, else TMPDIR,
+#                        else /tmp)
 set -euo pipefail
 
 fail() { echo "s3lock install: $*" >&2; exit 1; }
@@ -19,6 +29,7 @@ version=${version#v}
 	fail "no version to install (got '${S3LOCK_VERSION:-}'): set the version input, or S3LOCK_VERSION, to a release like 0.1.0"
 base=${S3LOCK_DOWNLOAD_URL:-https://github.com/s3lock/terraform-provider-s3lock/releases/download/v$version}
 base=${base%/}
+pins=${S3LOCK_CHECKSUMS:-$(dirname "$0")/checksums.txt}
 
 case $(uname -s) in
 Linux) os=linux ;;
@@ -34,25 +45,65 @@ esac
 ext=tar.gz exe=
 [[ $os == windows ]] && ext=zip exe=.exe
 archive=s3lock_${version}_${os}_${arch}.$ext
-sums=s3lock_${version}_SHA256SUMS
-dir=${S3LOCK_INSTALL_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/s3lock-$version}
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-for f in "$archive" "$sums"; do
-	curl --fail --silent --show-error --location --retry 3 --output "$tmp/$f" "$base/$f" ||
-		fail "downloading $base/$f failed (is $version released, and is S3LOCK_DOWNLOAD_URL right?)"
-done
-want=$(awk -v f="$archive" '$2 == f { print $1 }' "$tmp/$sums")
-[[ -n $want ]] || fail "$sums does not list $archive"
-if command -v sha256sum >/dev/null; then
-	got=$(sha256sum "$tmp/$archive" | awk '{ print $1 }')
-else
-	got=$(shasum -a 256 "$tmp/$archive" | awk '{ print $1 }')
+# pinned FILE prints the SHA-256 the pins give FILE of this version and
+# system (nothing if they give none).
+pinned() {
+	[[ -r $pins ]] || return 0
+	awk -v v="$version" -v p="$os/$arch" -v f="$1" '$1 == v && $2 == p && $4 == f { print $3; exit }' "$pins"
+}
+sha256() {
+	if command -v sha256sum >/dev/null; then
+		sha256sum "$1" | awk '{ print $1 }'
+	else
+		shasum -a 256 "$1" | awk '{ print $1 }'
+	fi
+}
+
+want=$(pinned "$archive")
+given=$(tr 'A-F' 'a-f' <<<"${S3LOCK_SHA256:-}")
+if [[ -n $given ]]; then
+	[[ $given =~ ^[0-9a-f]{64}$ ]] || fail "S3LOCK_SHA256 (the sha256 input) is '$S3LOCK_SHA256', not a SHA-256 (64 hex digits)"
+	[[ -z $want || $want == "$given" ]] ||
+		fail "S3LOCK_SHA256 (the sha256 input) is $given, but $pins pins $want for $archive: not installing it"
+	want=$given
 fi
-[[ $got == "$want" ]] || fail "$archive has SHA-256 $got, but $sums lists $want: not installing it"
+[[ -n $want ]] ||
+	fail "$pins pins no SHA-256 for s3lock $version on $os/$arch, so its archive cannot be checked: use a ref of the action (or of the template) that pins it (the release's tag or a later commit), or give the SHA-256 of $archive as the sha256 input (S3LOCK_SHA256), from the release's signed SHA256SUMS"
 
-mkdir -p "$tmp/unpacked" "$dir"
+# An s3lock on PATH (installed by an earlier step, or in the runner's
+# image) is used only if it is the binary the pins name.
+if bin=$(command -v "s3lock$exe"); then
+	bin_want=$(pinned "s3lock$exe")
+	if [[ -n $bin_want && $(sha256 "$bin") == "$bin_want" ]]; then
+		echo "s3lock install: $bin is s3lock $version as pinned; using it" >&2
+		dirname "$bin"
+		exit 0
+	fi
+fi
+
+tmproot=${RUNNER_TEMP:-${TMPDIR:-/tmp}}
+if [[ -n ${S3LOCK_INSTALL_DIR:-} ]]; then
+	dir=$S3LOCK_INSTALL_DIR
+	[[ -e $dir || -L $dir ]] || mkdir -m 0700 -- "$dir" || fail "cannot make S3LOCK_INSTALL_DIR $dir"
+	# Another user's directory, or one others may write, could swap s3lock
+	# for their own between this install and its use.
+	[[ -d $dir && ! -L $dir ]] || fail "S3LOCK_INSTALL_DIR $dir is not a directory (or is a symbolic link)"
+	[[ -O $dir ]] || fail "S3LOCK_INSTALL_DIR $dir belongs to another user: not installing s3lock into it"
+	[[ -z $(find "$dir" -prune \( -perm -020 -o -perm -002 \)) ]] ||
+		fail "S3LOCK_INSTALL_DIR $dir may be written by other users (mode $(ls -ld "$dir" | awk '{ print $1 }')): not installing s3lock into it"
+else
+	dir=$(mktemp -d "$tmproot/s3lock.XXXXXXXX") || fail "cannot make a directory under $tmproot"
+fi
+
+tmp=$(mktemp -d "$tmproot/s3lock-download.XXXXXXXX") || fail "cannot make a directory under $tmproot"
+trap 'rm -rf "$tmp"' EXIT
+curl --fail --silent --show-error --location --retry 3 --output "$tmp/$archive" "$base/$archive" ||
+	fail "downloading $base/$archive failed (is $version released, and is S3LOCK_DOWNLOAD_URL right?)"
+got=$(sha256 "$tmp/$archive")
+[[ $got == "$want" ]] || fail "$archive has SHA-256 $got, but $want was expected (pinned in $pins, or given in S3LOCK_SHA256): not installing it"
+
+mkdir "$tmp/unpacked"
 if [[ $ext == zip ]]; then
 	unzip -q "$tmp/$archive" -d "$tmp/unpacked"
 else

@@ -13,7 +13,10 @@ import (
 // slot lock's lease its slot. Lease.Token returns a lease's token with its
 // Nonce, which proves the lease is the one the token was made for: another
 // process resumes that very lease with it (a pipeline step that acquires,
-// and a later one that releases), so treat such a token like a lock's key.
+// and a later one that releases). The nonce guards against mistakes, not
+// people: it is in the epoch object too, readable by anyone with
+// s3:GetObject on the lock's keys; who may write them (s3:PutObject) can
+// take or end leases anyway.
 // A Token without a Nonce (a literal, an import ID) names an epoch
 // whoever holds it: Resume adopts it, Lookup reads it, ForceRelease ends it.
 // Bucket may be left empty for the client's bucket.

@@ -20,7 +20,9 @@ const tokenHelp = `The token is the JSON that 's3lock acquire' prints. --token t
   @FILE             read from FILE
   -                 read from standard input
 Without --token, the token is read from the environment variable ` + envToken + `.
-Treat a token like a key: whoever has it can release the lease.`
+A token renews and releases its lease, but it is no key: its nonce is in the
+lease's object too, which anyone with s3:GetObject on the lock's keys can read.
+What guards leases is who may write those keys (s3:PutObject).`
 
 // tokenOutput is what acquire and renew print: the SDK's Token (all that
 // release and renew read back) plus fields for scripts.

@@ -87,7 +87,12 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"Changing `lease_duration`, `metadata` or `slots` replaces the lease: it is released and acquired " +
 			"again with a new epoch. Changing `order`, `renew_before` or `timeouts` only changes state.\n\n" +
 			"With `slots` = n > 1 the lock admits n holders at once, and the lease holds one of its slots " +
-			"(`slot`); `epoch` is then that slot's fencing token.",
+			"(`slot`); `epoch` is then that slot's fencing token.\n\n" +
+			"The lease's token, which renews and releases it, is kept in the resource's private state, " +
+			"which Terraform writes into the state file: protect the state as you protect the lock's " +
+			"objects. The token is no secret beyond them: its nonce is in the lease's object too, " +
+			"readable by anyone with `s3:GetObject` on the lock's keys. What guards a lease is who may " +
+			"write those keys (`s3:PutObject`).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "Identifier of the lease, `" + importIDFormat + "`, or `" + importSlotIDFormat +

@@ -34,8 +34,8 @@ import (
 func TestImage_TheCLIsImageRunsVerifyAsNonRoot(t *testing.T) {
 	t.Parallel()
 	dir := cliRelease(t)
-	path := filepath.Join(dir, "s3lock_0.1.0_image.tar")
-	checkSum(t, filepath.Join(dir, "s3lock_0.1.0_SHA256SUMS"), path)
+	path := filepath.Join(dir, "s3lock_"+releaseVersion+"_image.tar")
+	checkSum(t, filepath.Join(dir, "s3lock_"+releaseVersion+"_SHA256SUMS"), path)
 	img := readLayout(t, path)
 
 	m := img.manifestFor(t, "linux", runtime.GOARCH)
@@ -50,8 +50,8 @@ func TestImage_TheCLIsImageRunsVerifyAsNonRoot(t *testing.T) {
 	if !slices.Equal(cfg.Config.Entrypoint, []string{"/usr/local/bin/s3lock"}) {
 		t.Errorf("the image's entrypoint is %q; want [/usr/local/bin/s3lock]", cfg.Config.Entrypoint)
 	}
-	if got := cfg.Config.Labels["org.opencontainers.image.version"]; got != "0.1.0" {
-		t.Errorf("the image's version label is %q; want 0.1.0", got)
+	if got := cfg.Config.Labels["org.opencontainers.image.version"]; got != releaseVersion {
+		t.Errorf("the image's version label is %q; want %s", got, releaseVersion)
 	}
 	if len(m.Layers) != 1 || len(cfg.RootFS.DiffIDs) != 1 {
 		t.Fatalf("the image has %d layers (%d diff IDs); want one on scratch", len(m.Layers), len(cfg.RootFS.DiffIDs))
@@ -66,8 +66,8 @@ func TestImage_TheCLIsImageRunsVerifyAsNonRoot(t *testing.T) {
 	entry := filepath.Join(rootfs, cfg.Config.Entrypoint[0])
 	env := imageEnv(rootfs, cfg.Config.Env)
 	version, err := run(t, entry, env, "--version")
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(version), "v0.1.0") {
-		t.Errorf("s3lock --version in the image: %q, %v; want v0.1.0", version, err)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(version), "v"+releaseVersion) {
+		t.Errorf("s3lock --version in the image: %q, %v; want v%s", version, err, releaseVersion)
 	}
 	ns := s3test.New(t)
 	tg := ns.Target
@@ -83,8 +83,8 @@ func TestImage_TheCLIsImageRunsVerifyAsNonRoot(t *testing.T) {
 			t.Skip("podman is not installed (apt-get install podman runc; .ci/run does)")
 		}
 		image := podmanLoad(t, path)
-		if out, err := podman(t, "run", "--rm", image, "--version"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "v0.1.0") {
-			t.Errorf("podman run %s --version: %q, %v; want v0.1.0", image, out, err)
+		if out, err := podman(t, "run", "--rm", image, "--version"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "v"+releaseVersion) {
+			t.Errorf("podman run %s --version: %q, %v; want v%s", image, out, err, releaseVersion)
 		}
 		if out, err := podman(t, "run", "--rm", "--entrypoint", "/bin/id", image); err == nil {
 			t.Errorf("the image has /bin/id (%q): want nothing but s3lock and its files", out)

@@ -3,12 +3,14 @@ package install_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +29,8 @@ import (
 // inputs, GitHub's environment files and variables; the template's script
 // lines in one shell with GitLab's predefined variables. Each installs the
 // CLI from a release served on loopback (built by make release's tool,
-// checked against its SHA256SUMS) and locks on versitygw.
+// checked against the pins of the action's or template's ref) and locks on
+// versitygw.
 
 // TestGitHubAction_TwoJobsTakeTurns: two jobs that use the action with the
 // same lock at the same moment run their commands one after the other,
@@ -86,7 +89,7 @@ func TestGitLabTemplate_TwoJobsTakeTurns(t *testing.T) {
 		dir := t.TempDir()
 		vars := map[string]string{
 			"S3LOCK_LOCK": lock, "S3LOCK_BUCKET": p.ns.Bucket, "S3LOCK_COMMAND": `"$STEP_BINARY"`, "S3LOCK_WAIT": "2m",
-			"S3LOCK_INSTALLER": p.srv.URL + "/install.sh", "S3LOCK_DOWNLOAD_URL": p.srv.URL + "/release",
+			"S3LOCK_VERSION": releaseVersion, "S3LOCK_REF": sourceRef, "S3LOCK_SOURCE": p.srv.URL + "/source", "S3LOCK_DOWNLOAD_URL": p.srv.URL + "/release",
 			"CI": "true", "GITLAB_CI": "true", "CI_PROJECT_PATH": "group/project", "CI_PIPELINE_ID": "100",
 			"CI_JOB_ID": "20" + who[len(who)-1:], "CI_JOB_NAME": who, "TMPDIR": dir,
 		}
@@ -119,37 +122,84 @@ func TestGitLabTemplate_TwoJobsTakeTurns(t *testing.T) {
 // pipelines is what the CI tests share: a release served on loopback with
 // the installer, and a namespace on versitygw.
 type pipelines struct {
-	root string
-	srv  *httptest.Server
-	ns   *s3test.Namespace
+	*releaseServer
+	ns *s3test.Namespace
 }
 
 func newPipelines(t *testing.T) *pipelines {
+	t.Helper()
+	return &pipelines{releaseServer: newReleaseServer(t), ns: s3test.New(t)}
+}
+
+// sourceRef is the commit the tests' GitLab jobs include the template
+// from: the server's /source/ serves the installer and the pins at any
+// ref.
+const sourceRef = "0123456789abcdef0123456789abcdef01234567"
+
+// releaseServer serves on loopback what CI jobs download: the release
+// (/release/), the same with its archive's bytes changed (/tampered/),
+// and the repository's files at a ref as raw.githubusercontent.com does
+// (/source/REF/pipelines/install.sh, and checksums.txt with cliPins).
+type releaseServer struct {
+	root string // the repository
+	srv  *httptest.Server
+}
+
+func newReleaseServer(t *testing.T) *releaseServer {
 	t.Helper()
 	root, err := tfharness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := cliRelease(t)
+	rel, pins := cliRelease(t), cliPins(t)
+	tampered := t.TempDir()
+	entries, err := os.ReadDir(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(rel, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(e.Name(), ".tar.gz") {
+			data = append(data, 0) // gzip ignores it; the SHA-256 does not
+		}
+		if err := os.WriteFile(filepath.Join(tampered, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /release/", http.StripPrefix("/release/", http.FileServer(http.Dir(rel))))
-	mux.HandleFunc("GET /install.sh", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /tampered/", http.StripPrefix("/tampered/", http.FileServer(http.Dir(tampered))))
+	mux.HandleFunc("GET /source/{ref}/pipelines/install.sh", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFile(w, r, filepath.Join(root, "pipelines", "install.sh"))
+	})
+	mux.HandleFunc("GET /source/{ref}/pipelines/checksums.txt", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, pins)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &pipelines{root: root, srv: srv, ns: s3test.New(t)}
+	return &releaseServer{root: root, srv: srv}
+}
+
+// machineEnv is the machine's environment without s3lock's, AWS's or CI
+// systems' settings.
+func machineEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc([]string{"S3LOCK_", "AWS_", "GITHUB_", "RUNNER_"}, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // baseEnv is a CI job's environment: the machine's, without s3lock's or
 // AWS's settings, plus the store's and the guarded step's.
 func (p *pipelines) baseEnv(who, timelineFile string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "S3LOCK_") && !strings.HasPrefix(k, "AWS_") && !strings.HasPrefix(k, "GITHUB_") {
-			env = append(env, kv)
-		}
-	}
+	env := machineEnv()
 	self, _ := os.Executable()
 	tg := p.ns.Target
 	return append(env, "S3LOCK_ENDPOINT="+tg.Endpoint, "S3LOCK_USE_PATH_STYLE=true",
@@ -223,6 +273,7 @@ func (p *pipelines) current(t *testing.T, lock string) s3lock.State {
 // and the files GitHub gives each step.
 type githubJob struct {
 	p       *pipelines
+	ref     string // the action's ref in uses (github.action_ref)
 	dir     string
 	env     map[string]string // set by steps through GITHUB_ENV
 	path    []string          // added by steps through GITHUB_PATH
@@ -255,7 +306,7 @@ func (p *pipelines) githubJob(t *testing.T, who, timelineFile string) *githubJob
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &githubJob{p: p, dir: t.TempDir(), env: map[string]string{}}
+	j := &githubJob{p: p, ref: "v" + releaseVersion, dir: t.TempDir(), env: map[string]string{}}
 	if err := yaml.Unmarshal(data, &j.actions); err != nil {
 		t.Fatalf("action.yml: %v", err)
 	}
@@ -264,28 +315,66 @@ func (p *pipelines) githubJob(t *testing.T, who, timelineFile string) *githubJob
 	}
 	j.base = append(p.baseEnv(who, timelineFile),
 		"GITHUB_ACTIONS=true", "CI=true", "GITHUB_REPOSITORY=owner/repo", "GITHUB_RUN_ID=4242", "GITHUB_RUN_ATTEMPT=1",
-		"GITHUB_JOB="+who, "GITHUB_ACTION_PATH="+p.root, "RUNNER_TEMP="+j.dir)
+		"GITHUB_JOB="+who, "GITHUB_ACTION_PATH="+p.actionCopy(t), "RUNNER_TEMP="+j.dir)
 	return j
+}
+
+// actionCopy is the action at a ref that pins the test's release, as the
+// runner checks it out: the repository's action.yml and pipelines/ with
+// cliPins as pipelines/checksums.txt.
+func (p *pipelines) actionCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for to, from := range map[string]string{
+		"action.yml":               filepath.Join(p.root, "action.yml"),
+		"pipelines/install.sh":     filepath.Join(p.root, "pipelines", "install.sh"),
+		"pipelines/github/step.sh": filepath.Join(p.root, "pipelines", "github", "step.sh"),
+		"pipelines/checksums.txt":  cliPins(t),
+	} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, to)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // expression matches ${{ … }} in the action's env values.
 var expression = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
 
 // uses runs the action's steps as a workflow step `uses:
-// s3lock/terraform-provider-s3lock@v0.1.0` with inputs would, on a runner
-// whose downloads of GitHub's release go to the test's server (the
+// s3lock/terraform-provider-s3lock@REF` (j.ref) with inputs would, on a
+// runner whose downloads of GitHub's release go to the test's server (the
 // download-url input, as a mirror would be given), and returns the
 // action's outputs.
 func (j *githubJob) uses(t *testing.T, inputs map[string]string) map[string]string {
 	t.Helper()
-	inputs["download-url"] = j.p.srv.URL + "/release"
+	outputs, err := j.run(t, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outputs
+}
+
+// run is uses, returning a failed step's error.
+func (j *githubJob) run(t *testing.T, inputs map[string]string) (map[string]string, error) {
+	t.Helper()
+	if _, set := inputs["download-url"]; !set {
+		inputs["download-url"] = j.p.srv.URL + "/release"
+	}
 	value := func(expr string) string { // a || b || …, of inputs.X and github.action_ref
 		for operand := range strings.SplitSeq(expr, "||") {
 			operand = strings.TrimSpace(operand)
 			v := ""
 			switch {
 			case operand == "github.action_ref":
-				v = "v" + releaseVersion
+				v = j.ref
 			case strings.HasPrefix(operand, "inputs."):
 				name := strings.TrimPrefix(operand, "inputs.")
 				in, declared := j.actions.Inputs[name]
@@ -342,7 +431,7 @@ func (j *githubJob) uses(t *testing.T, inputs map[string]string) map[string]stri
 		err := cmd.Run()
 		j.log.Write(out.Bytes())
 		if err != nil {
-			t.Fatalf("step %d (%s): %v\n%s", i, step.ID, err, out.String())
+			return nil, fmt.Errorf("step %d (%s): %w\n%s", i, step.ID, err, out.String())
 		}
 		for k, v := range readKV(t, files["GITHUB_ENV"]) {
 			j.env[k] = v
@@ -363,7 +452,7 @@ func (j *githubJob) uses(t *testing.T, inputs map[string]string) map[string]stri
 			return stepOutputs[ref[1]][ref[2]]
 		})
 	}
-	return outputs
+	return outputs, nil
 }
 
 func slicesReversed(s []string) []string {

@@ -5,8 +5,6 @@ import (
 	"archive/zip"
 	"bufio"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -87,11 +85,11 @@ func writeSums(dir, name string, files []string) error {
 	files = slices.Sorted(slices.Values(files))
 	return create(filepath.Join(dir, name), func(w io.Writer) error {
 		for _, f := range files {
-			h := sha256.New()
-			if err := copyFrom(h, filepath.Join(dir, f)); err != nil {
+			sum, err := fileSum(filepath.Join(dir, f))
+			if err != nil {
 				return err
 			}
-			if _, err := fmt.Fprintf(w, "%s  %s\n", hex.EncodeToString(h.Sum(nil)), f); err != nil {
+			if _, err := fmt.Fprintf(w, "%s  %s\n", sum, f); err != nil {
 				return err
 			}
 		}

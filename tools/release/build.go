@@ -1,41 +1,103 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// pinsPath is where a checkout pins the SHA-256 of its releases' CLI
+// archives (pins.go), relative to its root. It is the one file a release
+// may change after its hashes are taken: it is left out of the tree's
+// time and of what counts as uncommitted.
+const pinsPath = "pipelines/checksums.txt"
+
 // source is what a release records of its checkout.
 type source struct {
-	commit string    // abbreviated, for snapshot versions
-	time   time.Time // the commit's, for archive entries
-	dirty  bool      // uncommitted changes to tracked files
+	commit    string    // abbreviated, for snapshot versions
+	time      time.Time // of the newest commit that changed more than pinsPath, for archive entries
+	dirty     string    // uncommitted changes (git status), pinsPath aside; "" = none
+	tags      []string  // the tags of the commit
+	toolchain string    // go.mod's toolchain line, like go1.26.8
 }
+
+// outsidePins is a git pathspec of everything but pinsPath.
+var outsidePins = []string{"--", ".", ":(exclude)" + pinsPath}
 
 func readSource(ctx context.Context, repo string) (source, error) {
 	var s source
-	out, err := git(ctx, repo, "log", "-1", "--format=%h %ct", "--abbrev=12")
+	commit, err := git(ctx, repo, "log", "-1", "--format=%h", "--abbrev=12")
 	if err != nil {
 		return s, err
 	}
-	commit, ct, _ := strings.Cut(out, " ")
+	// The archives' time is not the commit's: committing the pins of a
+	// release (pinsPath) must not change what those pins are of.
+	ct, err := git(ctx, repo, append([]string{"log", "-1", "--format=%ct"}, outsidePins...)...)
+	if err != nil {
+		return s, err
+	}
 	secs, err := strconv.ParseInt(ct, 10, 64)
 	if err != nil {
 		return s, fmt.Errorf("git log in %s: commit time %q: %w", repo, ct, err)
 	}
 	s.commit, s.time = commit, time.Unix(secs, 0).UTC()
-	status, err := git(ctx, repo, "status", "--porcelain", "--untracked-files=no")
+	if s.dirty, err = git(ctx, repo, append([]string{"status", "--porcelain"}, outsidePins...)...); err != nil {
+		return s, err
+	}
+	tags, err := git(ctx, repo, "tag", "--points-at", "HEAD")
 	if err != nil {
 		return s, err
 	}
-	s.dirty = status != ""
-	return s, nil
+	s.tags = strings.Fields(tags)
+	s.toolchain, err = readToolchain(filepath.Join(repo, "go.mod"))
+	return s, err
+}
+
+// releasable says why version may not be released from s ("" = it may):
+// a release is built from a clean checkout at its tag, vVERSION. pinning
+// (-pin) comes before the tag: the pins are committed, and that commit
+// tagged.
+func (s source) releasable(version string, pinning bool) error {
+	if s.dirty != "" {
+		return fmt.Errorf("the checkout has uncommitted changes, and a release (%s) is built from a commit: "+
+			"commit or remove them, or build a snapshot (no -version):\n%s", version, s.dirty)
+	}
+	if !pinning && !slices.Contains(s.tags, "v"+version) {
+		return fmt.Errorf("the checkout's commit %s is not tagged v%s (its tags: %q): a release is built from its tag; "+
+			"pin it (-pin), commit %s, tag that commit v%s and build there (CONTRIBUTING.md, Releases)",
+			s.commit, version, s.tags, pinsPath, version)
+	}
+	return nil
+}
+
+// snapshot says whether version is one no release has: 0.0.0-anything (the
+// default, 0.0.0-snapshot.COMMIT, and the lab's). Those build from any
+// checkout.
+func snapshot(version string) bool { return strings.HasPrefix(version, "0.0.0-") }
+
+// readToolchain returns the toolchain line of a go.mod (go1.26.8): the Go
+// that builds the release, whatever Go runs this program.
+func readToolchain(gomod string) (string, error) {
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "toolchain" {
+			return f[1], nil
+		}
+	}
+	return "", fmt.Errorf("%s has no toolchain line: a release is built by the Go it names (like toolchain go1.26.8)", gomod)
 }
 
 func git(ctx context.Context, repo string, args ...string) (string, error) {
@@ -49,19 +111,65 @@ func git(ctx context.Context, repo string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// goBuild builds pkg of repo for t into out, reproducibly, with version as
-// main.version.
-func goBuild(ctx context.Context, repo string, t target, pkg, version, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath",
-		"-ldflags", "-s -w -buildid= -X main.version="+version,
+// goEnvPassed are the settings of the builder's Go a release build keeps:
+// where its caches are and where modules come from (go.sum pins what they
+// hold). Everything else that changes the bytes is set by buildEnv.
+var goEnvPassed = []string{"GOCACHE", "GOMODCACHE", "GOPROXY", "GOSUMDB", "GOPRIVATE", "GONOSUMDB", "GONOPROXY"}
+
+// goEnv reads goEnvPassed from the builder's Go (its environment and its
+// go env file).
+func goEnv(ctx context.Context) (map[string]string, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"env", "-json"}, goEnvPassed...)...)
+	// Settings that a release build does not take must not stop the query.
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOEXPERIMENT=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	env := map[string]string{}
+	if err := json.Unmarshal(out, &env); err != nil {
+		return nil, fmt.Errorf("go env -json: %w", err)
+	}
+	return env, nil
+}
+
+// buildEnv is the whole environment of a release's go build for t: none
+// of the builder's settings that change the bytes (GOFLAGS, GOAMD64,
+// GOEXPERIMENT, a go env file, a go.work, cgo) reach it. toolchain is
+// go.mod's: GOTOOLCHAIN makes the go command run exactly that Go,
+// fetching it from GOPROXY if the builder has another.
+func buildEnv(passed map[string]string, toolchain string, t target) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"GOENV=off", "GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=" + toolchain,
+		"GOOS=" + t.os, "GOARCH=" + t.arch, "CGO_ENABLED=0",
+		// The defaults of Go 1.26, written out: the builder's would win.
+		"GOAMD64=v1", "GOARM64=v8.0", "GOARM=7", "GO386=sse2",
+		"GOEXPERIMENT=", "GOFIPS140=off",
+	}
+	for _, k := range goEnvPassed {
+		env = append(env, k+"="+passed[k])
+	}
+	return env
+}
+
+// goBuild builds pkg of the checkout for t into out, reproducibly, with
+// vVERSION as main.version, and returns out's SHA-256. Without VCS
+// stamping (-buildvcs=false), the binary records no commit: the commit
+// that adds a release's pins builds the bytes they pin.
+func (b *builder) goBuild(ctx context.Context, t target, pkg, out string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
+		"-ldflags", "-s -w -buildid= -X main.version=v"+b.version,
 		"-o", out, pkg)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "GOOS="+t.os, "GOARCH="+t.arch, "CGO_ENABLED=0")
+	cmd.Dir = b.repo
+	cmd.Env = buildEnv(b.goEnv, b.toolchain, t)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s for %s: %w", pkg, t, err)
+		return "", fmt.Errorf("go build %s for %s (%s): %w", pkg, t, b.toolchain, err)
 	}
-	return nil
+	return fileSum(out)
 }
 
 // sign writes path.sig, a binary detached signature by key (the form the

@@ -87,6 +87,8 @@ func (b *builder) image(ctx context.Context, targets []target, caBundle string) 
 	if err != nil {
 		return "", fmt.Errorf("the image's CA bundle (-ca-bundle): %w", err)
 	}
+	caSum := sha256.Sum256(ca)
+	fmt.Fprintf(os.Stderr, "release: the image's CA bundle: %s (SHA-256 %x)\n", caBundle, caSum)
 	l := &layout{blobs: map[string][]byte{}}
 	var manifests []descriptor
 	for _, t := range targets {
@@ -124,7 +126,7 @@ func (b *builder) imageManifest(ctx context.Context, l *layout, t target, ca []b
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "s3lock")
-	if err := goBuild(ctx, b.repo, t, "./cmd/s3lock", "v"+b.version, bin); err != nil {
+	if _, err := b.goBuild(ctx, t, "./cmd/s3lock", bin); err != nil {
 		return descriptor{}, err
 	}
 	exe, err := os.ReadFile(bin)

@@ -14,14 +14,21 @@
 //   - with -sign KEY, a detached GnuPG signature of each SHA256SUMS
 //     (NAME.sig, binary, as the registry expects).
 //
-// The same commit gives the same bytes: binaries are built with -trimpath,
-// without a build ID and without cgo; archive entries carry the commit's
-// time, fixed modes and no owner; gzip streams carry no time; the image
-// is made of those and of the CA bundle it is given (-ca-bundle: the same
-// bundle gives the same image). Signatures carry the time they were made,
-// so only unsigned artifacts repeat.
+// The same commit gives the same bytes: binaries are built by the Go that
+// go.mod's toolchain line names, in an environment of their own (build.go:
+// none of the builder's GOFLAGS, GOAMD64, GOEXPERIMENT or go env file),
+// with -trimpath, without a build ID, VCS stamp or cgo; archive entries
+// carry the time of the newest commit that changed more than
+// pipelines/checksums.txt, fixed modes and no owner; gzip streams carry no
+// time; the image is made of those and of the CA bundle it is given
+// (-ca-bundle: the same bundle gives the same image). Signatures carry the
+// time they were made, so only unsigned artifacts repeat.
 //
-// Without -version the release is a snapshot, 0.0.0-snapshot.COMMIT.
+// A release (-version) is built from a clean checkout at its tag, and its
+// CLI archives must be the ones pipelines/checksums.txt pins (pins.go);
+// -pin writes those pins, before the tag. Without -version the release is
+// a snapshot, 0.0.0-snapshot.COMMIT: any version 0.0.0-… builds from any
+// checkout and needs no pins.
 package main
 
 import (
@@ -77,9 +84,16 @@ type config struct {
 	only     []target // nil = every target
 	provider bool     // build the provider's artifacts
 	cli      bool     // build the CLI's artifacts and image
-	caFile   string   // the image's CA bundle
+	caFile   string   // the image's CA bundle; "" = the machine's, for a snapshot
 	signKey  string   // a GnuPG key ID; "" = unsigned
+	pin      bool     // only build the CLI's archives, and pin them
+	pins     string   // the pins file; "" = the checkout's pinsPath
 }
+
+// machineCAFile is the CA bundle a snapshot's image holds when -ca-bundle
+// names none: the builder's (Debian's and Ubuntu's path). A release's
+// image holds the bundle it is given, never the builder's by default.
+const machineCAFile = "/etc/ssl/certs/ca-certificates.crt"
 
 func main() {
 	var cfg config
@@ -91,7 +105,9 @@ func main() {
 	flag.StringVar(&cfg.signKey, "sign", "", "sign each SHA256SUMS with this GnuPG key (gpg --local-user)")
 	flag.BoolVar(&cfg.provider, "provider", true, "build the provider's artifacts (-provider=false: not)")
 	flag.BoolVar(&cfg.cli, "cli", true, "build the CLI's archives and image (-cli=false: not)")
-	flag.StringVar(&cfg.caFile, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle (PEM) the CLI's image holds")
+	flag.StringVar(&cfg.caFile, "ca-bundle", "", "the CA bundle (PEM) the CLI's image holds (required with -version; a snapshot's default: "+machineCAFile+")")
+	flag.BoolVar(&cfg.pin, "pin", false, "build only the CLI's archives and write their SHA-256 into the pins file, before the release is tagged")
+	flag.StringVar(&cfg.pins, "pins", "", "the pins file (default: "+pinsPath+" in -repo)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments %q (the flags are listed by -help)", flag.Args()))
@@ -158,8 +174,12 @@ func release(ctx context.Context, cfg config) (string, error) {
 	if !semver.MatchString(version) {
 		return "", fmt.Errorf("-version %q is not a semantic version like 0.1.0 or 0.2.0-rc.1", cfg.version)
 	}
-	if src.dirty {
-		fmt.Fprintf(os.Stderr, "release: %s has uncommitted changes: the binaries record them as modified and another checkout of %s will not give the same bytes\n", repo, src.commit)
+	if err := checkConfig(&cfg, src, repo, version); err != nil {
+		return "", err
+	}
+	goenv, err := goEnv(ctx)
+	if err != nil {
+		return "", err
 	}
 	dir := filepath.Join(cfg.out, version)
 	if err := os.RemoveAll(dir); err != nil {
@@ -168,7 +188,7 @@ func release(ctx context.Context, cfg config) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	r := &builder{repo: repo, dir: dir, version: version, mtime: src.time, signKey: cfg.signKey}
+	r := &builder{repo: repo, dir: dir, version: version, mtime: src.time, signKey: cfg.signKey, toolchain: src.toolchain, goEnv: goenv}
 	if cfg.provider {
 		if err := r.provider(ctx, selected(providerTargets, cfg.only)); err != nil {
 			return "", err
@@ -177,9 +197,21 @@ func release(ctx context.Context, cfg config) (string, error) {
 	if !cfg.cli {
 		return dir, nil
 	}
-	written, err := r.cli(ctx, selected(cliTargets, cfg.only))
+	written, pins, err := r.cli(ctx, selected(cliTargets, cfg.only))
 	if err != nil {
 		return "", err
+	}
+	switch {
+	case cfg.pin:
+		if err := writePins(cfg.pins, pins); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(os.Stderr, "release: pinned the CLI's archives of %s in %s\n", version, cfg.pins)
+		return dir, nil
+	case !snapshot(version):
+		if err := checkPins(cfg.pins, pins); err != nil {
+			return "", err
+		}
 	}
 	image, err := r.image(ctx, selected(imageTargets, cfg.only), cfg.caFile)
 	if err != nil {
@@ -192,6 +224,32 @@ func release(ctx context.Context, cfg config) (string, error) {
 		err = r.sums(ctx, cliName+"_"+version+"_SHA256SUMS", written)
 	}
 	return dir, err
+}
+
+// checkConfig completes cfg and refuses what may not be built: a release
+// (not a snapshot) from a dirty or untagged checkout, or with an image
+// whose CA bundle is not named.
+func checkConfig(cfg *config, src source, repo, version string) error {
+	if cfg.pins == "" {
+		cfg.pins = filepath.Join(repo, pinsPath)
+	}
+	if cfg.pin {
+		cfg.provider, cfg.cli = false, true
+	}
+	if snapshot(version) {
+		if cfg.caFile == "" {
+			cfg.caFile = machineCAFile
+		}
+		return nil
+	}
+	if err := src.releasable(version, cfg.pin); err != nil {
+		return err
+	}
+	if cfg.caFile == "" && cfg.cli && !cfg.pin && len(selected(imageTargets, cfg.only)) > 0 {
+		return fmt.Errorf("the image of release %s needs its CA bundle named (-ca-bundle FILE, make release CA_BUNDLE=FILE): "+
+			"a release does not take the builder's; CONTRIBUTING.md, Releases, says which", version)
+	}
+	return nil
 }
 
 // selected is the part of ts that only names (all of ts when only is nil).
@@ -211,8 +269,10 @@ func selected(ts, only []target) []target {
 // builder writes one release's artifacts.
 type builder struct {
 	repo, dir, version string
-	mtime              time.Time // of every archive entry: the commit's
+	mtime              time.Time // of every archive entry: the tree's (source.time)
 	signKey            string
+	toolchain          string            // the Go that builds, like go1.26.8
+	goEnv              map[string]string // goEnvPassed, the builder's
 }
 
 // provider writes the registry's zips, the manifest and SHA256SUMS.
@@ -225,7 +285,7 @@ func (b *builder) provider(ctx context.Context, targets []target) error {
 	for _, t := range targets {
 		bin := providerName + "_v" + b.version + exe(t)
 		zip := fmt.Sprintf("%s_%s_%s.zip", prefix, t.os, t.arch)
-		if err := b.archive(ctx, t, ".", zip, []entry{{name: bin, binary: true}, {name: "LICENSE", src: "LICENSE"}}); err != nil {
+		if _, err := b.archive(ctx, t, ".", zip, []entry{{name: bin, binary: true}, {name: "LICENSE", src: "LICENSE"}}); err != nil {
 			return err
 		}
 		written = append(written, zip)
@@ -237,10 +297,12 @@ func (b *builder) provider(ctx context.Context, targets []target) error {
 	return b.sums(ctx, prefix+"_SHA256SUMS", append(written, manifest))
 }
 
-// cli writes the CLI's archives and returns their names.
-func (b *builder) cli(ctx context.Context, targets []target) ([]string, error) {
+// cli writes the CLI's archives and returns their names, and the pins of
+// the archives and the binaries they hold.
+func (b *builder) cli(ctx context.Context, targets []target) ([]string, []pin, error) {
 	prefix := cliName + "_" + b.version
 	var written []string
+	var pins []pin
 	for _, t := range targets {
 		name := fmt.Sprintf("%s_%s_%s.tar.gz", prefix, t.os, t.arch)
 		if t.os == "windows" {
@@ -251,25 +313,33 @@ func (b *builder) cli(ctx context.Context, targets []target) ([]string, error) {
 			{name: "LICENSE", src: "LICENSE"},
 			{name: "README.md", src: "cmd/s3lock/README.md"},
 		}
-		if err := b.archive(ctx, t, "./cmd/s3lock", name, entries); err != nil {
-			return nil, err
+		binSum, err := b.archive(ctx, t, "./cmd/s3lock", name, entries)
+		if err != nil {
+			return nil, nil, err
+		}
+		sum, err := fileSum(filepath.Join(b.dir, name))
+		if err != nil {
+			return nil, nil, err
 		}
 		written = append(written, name)
+		pins = append(pins, pin{b.version, t, sum, name}, pin{b.version, t, binSum, cliName + exe(t)})
 	}
-	return written, nil
+	return written, pins, nil
 }
 
 // archive builds pkg for t and writes an archive (zip or tar.gz, by name)
-// of entries; the entry marked binary is the built program.
-func (b *builder) archive(ctx context.Context, t target, pkg, name string, entries []entry) error {
+// of entries; the entry marked binary is the built program, whose SHA-256
+// it returns.
+func (b *builder) archive(ctx context.Context, t target, pkg, name string, entries []entry) (string, error) {
 	tmp, err := os.MkdirTemp("", "s3lock-release-")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "bin")
-	if err := goBuild(ctx, b.repo, t, pkg, "v"+b.version, bin); err != nil {
-		return err
+	binSum, err := b.goBuild(ctx, t, pkg, bin)
+	if err != nil {
+		return "", err
 	}
 	for i := range entries {
 		if entries[i].binary {
@@ -281,9 +351,9 @@ func (b *builder) archive(ctx context.Context, t target, pkg, name string, entri
 	fmt.Fprintf(os.Stderr, "release: %s\n", name)
 	path := filepath.Join(b.dir, name)
 	if strings.HasSuffix(name, ".zip") {
-		return writeZip(path, entries, b.mtime)
+		return binSum, writeZip(path, entries, b.mtime)
 	}
-	return writeTarGz(path, entries, b.mtime)
+	return binSum, writeTarGz(path, entries, b.mtime)
 }
 
 // sums writes SHA256SUMS over files and, with a key, its signature.
