@@ -70,9 +70,10 @@ const fenceWriteKey = "s3lock-write"
 // When the object has an MD5 ETag and an older recorded epoch, or the call
 // is a read-modify-write, the body is also read once to compute its MD5. The
 // caller's in is not modified. ctx bounds the whole call, and each
-// request gives up after the client's request timeout (WithRequestTimeout:
-// raise it for large or slow bodies; a store that never answers fails the
-// call with an error matching ErrUnavailable). FencedPut needs
+// request gives up after the client's request timeout (WithRequestTimeout),
+// each PUT after that plus 8 s per MiB of its body (a steady 128 KiB/s), so
+// that a large body on a slow link is not cut off; a store that never answers fails the
+// call with an error matching ErrUnavailable. FencedPut needs
 // s3:GetObject and s3:PutObject on the key.
 //
 // The object may be in any bucket; in the client's own bucket, an input
@@ -116,6 +117,15 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 	if w.body, w.start, err = rewindable(in.Body); err != nil {
 		return nil, w.bodyError("reading", err)
 	}
+	// The PUT carries the body: its timeout grows with it.
+	putter := r
+	if w.body != nil {
+		end, err := w.body.Seek(0, io.SeekEnd)
+		if err != nil {
+			return nil, w.bodyError("measuring", err)
+		}
+		putter.timeout += transferAllowance(end - w.start)
+	}
 	var lastErr error // a transient failure of the last PUT
 	for range maxFenceAttempts {
 		// SSE-C objects can only be read with their key: the HEAD carries the write's.
@@ -158,7 +168,7 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 			put.Body = w.body
 		}
 		w.sent = true
-		out, err := request(ctx, r, "PutObject", w.key, func(ctx context.Context) (*s3.PutObjectOutput, error) {
+		out, err := request(ctx, putter, "PutObject", w.key, func(ctx context.Context) (*s3.PutObjectOutput, error) {
 			return r.api.PutObject(ctx, &put)
 		})
 		switch f := classify(err); {

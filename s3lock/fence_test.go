@@ -503,3 +503,65 @@ func TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestFencedPut_GivesALargeBodyTimeToTravel: FencedPut's PUT gets the
+// request timeout plus the transfer allowance of its body, so a large state on a
+// slow link is not cut off by a timeout sized for lease objects (before,
+// every request had the same 30 s, and a state that took longer to upload
+// could never be written); its HEAD keeps the request timeout.
+func TestFencedPut_GivesALargeBodyTimeToTravel(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]time.Duration{0: 0, 1 << 20: 8 * time.Second, 128 << 10: time.Second, 64 << 10: 500 * time.Millisecond} {
+		if got := s3lock.TransferAllowance(n); got != want {
+			t.Errorf("TransferAllowance(%d) = %s; want %s", n, got, want)
+		}
+	}
+	ns := s3test.New(t)
+	api := &deadlineRecorder{S3API: ns.Client, left: map[string]time.Duration{}}
+	const timeout = 2 * time.Second
+	c, err := s3lock.New(api, ns.Bucket, s3lock.WithRequestTimeout(timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("x", 4<<20)
+	if _, err := c.FencedPut(t.Context(), 1, &s3.PutObjectInput{
+		Bucket: aws.String(ns.Bucket), Key: aws.String(ns.Name("large.json")), Body: strings.NewReader(body),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	allowance := s3lock.TransferAllowance(int64(len(body))) // 32 s
+	if left := api.left["HeadObject"]; left > timeout {
+		t.Errorf("the HEAD had %s left; want at most the request timeout, %s", left, timeout)
+	}
+	if left := api.left["PutObject"]; left <= allowance || left > timeout+allowance {
+		t.Errorf("the PUT of %d bytes had %s left; want the request timeout plus %s", len(body), left, allowance)
+	}
+}
+
+// deadlineRecorder records how long each kind of request had before its
+// context's deadline, as it was sent.
+type deadlineRecorder struct {
+	s3lock.S3API
+	mu   sync.Mutex
+	left map[string]time.Duration
+}
+
+func (d *deadlineRecorder) note(ctx context.Context, op string) {
+	if deadline, ok := ctx.Deadline(); ok {
+		d.mu.Lock()
+		d.left[op] = time.Until(deadline)
+		d.mu.Unlock()
+	}
+}
+
+func (d *deadlineRecorder) HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	d.note(ctx, "HeadObject")
+	return d.S3API.HeadObject(ctx, in, opts...)
+}
+
+func (d *deadlineRecorder) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	d.note(ctx, "PutObject")
+	return d.S3API.PutObject(ctx, in, opts...)
+}

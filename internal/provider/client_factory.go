@@ -35,6 +35,9 @@ type clientFactory struct {
 	noRun       error
 	guardConfig runguard.ClientConfig
 	claims      *runClaims
+	// secrets names the secrets written in the provider block itself
+	// (inlineSecrets): the state store warns of them.
+	secrets []string
 }
 
 // credentialsCheckTimeout bounds the check of the credentials with STS
@@ -95,7 +98,8 @@ func newClientFactory(ctx context.Context, cfg providerModelV0, p *s3lockProvide
 		hooks: p.hooks, leases: p.leases, run: p.run, noRun: p.noRun, claims: p.claims,
 		// The run guard renews the run's leases with its own client: it
 		// needs the same encryption and ACL, and the same holder.
-		guardConfig: runguard.ClientConfig{AWS: awsOpts, ExpectedBucketOwner: owner, Objects: objects}}
+		guardConfig: runguard.ClientConfig{AWS: awsOpts, ExpectedBucketOwner: owner, Objects: objects},
+		secrets:     inlineSecrets(cfg)}
 	if holder == "" {
 		holder = "(the SDK's default, one per process)"
 	}

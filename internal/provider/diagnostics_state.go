@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -109,4 +110,18 @@ func stateDeleteFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 			held.Metadata[tfstate.MetaOperation]))
 	}
 	return stateFailed("Cannot delete the workspace's state", s, ws, err)
+}
+
+// stateStoreSecretsOnDisk warns of secrets (their attribute names) written
+// in the state_store block's provider block.
+func stateStoreSecretsOnDisk(secrets []string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Secrets in the state_store block are saved on disk", fmt.Sprintf("The "+
+		"provider \"s3lock\" block in the state_store block sets %s. Terraform saves the state_store block as "+
+		"written, these values included, in .terraform/terraform.tfstate and in every saved plan file (terraform "+
+		"plan -out); marking them sensitive does not prevent that. Leave them out of the configuration: "+
+		"credentials from the AWS credential chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "+
+		"AWS_SESSION_TOKEN, a shared profile with profile, an assume_role block, the role of the machine or CI "+
+		"job; web_identity_token_file for a web identity token), the SSE-C key from %s. Then run "+
+		"terraform init -reconfigure, delete the plan files saved so far, and rotate the secrets that were on disk.",
+		strings.Join(secrets, ", "), envSSECustomerKey))
 }

@@ -65,7 +65,9 @@ func (s *stateStore) Schema(_ context.Context, _ statestore.SchemaRequest, resp 
 			"a run whose lease ended (paused past it, force-unlocked) can no longer write the state, even a " +
 			"write already on its way. The connection, credentials and encryption (`encrypt`, `kms_key_id`, " +
 			"`sse_customer_key`, `acl`) are the `provider \"s3lock\"` block's, nested in the `state_store` " +
-			"block. Experimental in Terraform: needs a Terraform with pluggable state storage (1.15 and later " +
+			"block; give it the credentials and the SSE-C key through the environment (`AWS_ACCESS_KEY_ID`..., " +
+			"`AWS_SSE_CUSTOMER_KEY`), a profile or a role, not as values in the block: Terraform saves the block, " +
+			"secrets included, in `.terraform/terraform.tfstate` and in plan files. Experimental in Terraform: needs a Terraform with pluggable state storage (1.15 and later " +
 			"built with experiments, `TF_ENABLE_PLUGGABLE_STATE_STORAGE=1`); see the guide " +
 			"\"State in S3 with a lock that lapses and fenced writes\".",
 		Attributes: map[string]schema.Attribute{
@@ -144,7 +146,33 @@ func (s *stateStore) Initialize(ctx context.Context, req statestore.InitializeRe
 		resp.Diagnostics.Append(invalidSetting(path.Empty(), err))
 		return
 	}
+	if len(f.secrets) > 0 {
+		resp.Diagnostics.Append(stateStoreSecretsOnDisk(f.secrets))
+	}
 	resp.StateStoreData = store
+}
+
+// inlineSecrets names the secrets a provider block sets itself rather than
+// leaving to the environment, a file or a role. In a state_store block
+// they end up on disk: Terraform saves that block's configuration as
+// written, in .terraform/terraform.tfstate and in plan files, whatever the
+// schema marks sensitive. A warning, not a refusal: it is no lock guarantee
+// that fails, and configurations that work today keep working.
+func inlineSecrets(cfg providerModelV0) []string {
+	var names []string
+	set := func(name string, v types.String) {
+		if !v.IsNull() && !v.IsUnknown() && v.ValueString() != "" {
+			names = append(names, name)
+		}
+	}
+	set("access_key", cfg.AccessKey)
+	set("secret_key", cfg.SecretKey)
+	set("token", cfg.Token)
+	if w := cfg.AssumeRoleWithWebIdentity; w != nil {
+		set("assume_role_with_web_identity.web_identity_token", w.WebIdentityToken)
+	}
+	set("sse_customer_key", cfg.SSECustomerKey)
+	return names
 }
 
 func (s *stateStore) Configure(_ context.Context, req statestore.ConfigureRequest, resp *statestore.ConfigureResponse) {

@@ -14,9 +14,8 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// maxStateBody bounds a state Terraform writes: the largest states seen in
-// the field are tens of megabytes.
-const maxStateBody = 256 << 20
+// maxStateBody bounds a state Terraform writes: the store's bound.
+const maxStateBody = tfstate.MaxStateSize
 
 // ws is the workspace of every store the server makes: its key is the
 // state object's own (a non-default workspace's key is in the URL).

@@ -97,6 +97,25 @@ func ValidateWorkspaceKeyPrefix(prefix string) error {
 	return nil
 }
 
+// checkWorkspace refuses a workspace whose state the store would not keep:
+// a name ValidateWorkspace refuses ("..", "a/b", control characters), or
+// one whose state key ValidateKey refuses (too long to name its lock, a
+// segment that names a lock). Every operation on a workspace checks it
+// first, so that no such name reaches a key (a workspace ".." wrote to
+// env:/../KEY before).
+func (s *Store) checkWorkspace(ws string) error {
+	if ws == DefaultWorkspace {
+		return nil
+	}
+	if err := ValidateWorkspace(ws); err != nil {
+		return err
+	}
+	if err := ValidateKey(s.Key(ws)); err != nil {
+		return fmt.Errorf("the workspace %q cannot keep its state: %w", ws, err)
+	}
+	return nil
+}
+
 // Key is the object key of a workspace's state, as the S3 backend lays
 // them out.
 func (s *Store) Key(ws string) string { return StateKey(s.cfg.WorkspaceKeyPrefix, ws, s.cfg.Key) }
@@ -105,7 +124,9 @@ func (s *Store) Key(ws string) string { return StateKey(s.cfg.WorkspaceKeyPrefix
 func (s *Store) LockName(ws string) string { return s.Key(ws) + LockSuffix }
 
 // Workspaces lists the workspaces that have a state, the default first
-// (always, as with the S3 backend: its state exists once written).
+// (always, as with the S3 backend: its state exists once written). A state
+// under a name the store refuses (checkWorkspace: written by hand, or by an
+// older store that took "..") is not listed: no operation could use it.
 func (s *Store) Workspaces(ctx context.Context) ([]string, error) {
 	prefix := s.cfg.WorkspaceKeyPrefix + "/"
 	names := []string{}
@@ -117,7 +138,7 @@ func (s *Store) Workspaces(ctx context.Context) ([]string, error) {
 		}
 		for _, o := range page.Contents {
 			ws, rest, ok := strings.Cut(strings.TrimPrefix(aws.ToString(o.Key), prefix), "/")
-			if ok && rest == s.cfg.Key && ws != "" && ws != DefaultWorkspace {
+			if ok && rest == s.cfg.Key && ws != DefaultWorkspace && s.checkWorkspace(ws) == nil {
 				names = append(names, ws)
 			}
 		}

@@ -41,6 +41,9 @@ var ErrLockedHere = errors.New("the state is already locked by this Terraform pr
 // *LockFileHeldError) says who holds it. ctx ends the wait (the lock's line
 // is left) and the seal.
 func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) {
+	if err := s.checkWorkspace(ws); err != nil {
+		return "", err
+	}
 	key := s.Key(ws)
 	h := &held{} // reserves the workspace while its lock is taken
 	s.mu.Lock()
@@ -167,6 +170,9 @@ func (s *Store) dropPlaceholder(ctx context.Context, ws string, h *held) {
 // an ID that is not an epoch is that of a lock file a run without s3lock
 // holds, which is removed if it is still that run's.
 func (s *Store) Unlock(ctx context.Context, ws, id string) error {
+	if err := s.checkWorkspace(ws); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	h := s.held[ws]
 	mine := h != nil && h.lease != nil && LockID(h.lease.Epoch()) == id

@@ -20,7 +20,7 @@ import (
 // all-whitespace state gives the placeholder.
 func marked(state []byte, epoch uint64) []byte {
 	body := bytes.TrimRight(state, jsonSpace)
-	out := make([]byte, 0, len(body)+66)
+	out := make([]byte, 0, len(body)+markRoom)
 	out = append(out, body...)
 	if len(body) > 0 {
 		out = append(out, '\n')

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -29,6 +31,9 @@ var ErrLocking = errors.New("this process is taking the state's lock; a write mu
 // next write must find; other bytes (written since by someone else) are not
 // adopted, so that the next write fails rather than overwrite them.
 func (s *Store) Read(ctx context.Context, ws string) ([]byte, error) {
+	if err := s.checkWorkspace(ws); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	h := s.held[ws]
 	var before string
@@ -61,6 +66,9 @@ func (s *Store) Read(ctx context.Context, ws string) ([]byte, error) {
 // unmarked and unconditionally, as the S3 backend does: such bytes are
 // never a holder's to write over, so they do not reopen the fence.
 func (s *Store) Write(ctx context.Context, ws string, state []byte) error {
+	if err := s.checkWorkspace(ws); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	h := s.held[ws]
 	s.mu.Unlock()
@@ -80,6 +88,9 @@ var ErrNotHeld = errors.New("this process holds no lock of that ID (it was unloc
 // through this store), nothing is written and the error is a
 // *StaleWriteError matching ErrNotHeld.
 func (s *Store) WriteUnder(ctx context.Context, ws, lockID string, state []byte) error {
+	if err := s.checkWorkspace(ws); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	h := s.held[ws]
 	s.mu.Unlock()
@@ -100,6 +111,9 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 	s.mu.Unlock()
 	if lease == nil {
 		return fmt.Errorf("writing the state s3://%s/%s: %w", s.cfg.Bucket, key, ErrLocking)
+	}
+	if err := s.checkSize(key, state); err != nil {
+		return err
 	}
 	stale := &StaleWriteError{Bucket: s.cfg.Bucket, Key: key, Lock: s.LockName(ws), Epoch: lease.Epoch()}
 	switch {
@@ -152,6 +166,9 @@ func (s *Store) Delete(ctx context.Context, ws string) error {
 	if ws == DefaultWorkspace {
 		return fmt.Errorf("%w: the default workspace cannot be deleted", ErrInvalidConfig)
 	}
+	if err := s.checkWorkspace(ws); err != nil {
+		return err
+	}
 	key := s.Key(ws)
 	lease, err := s.client.TryAcquire(ctx, s.LockName(ws), s3lock.WithMetadata(map[string]string{
 		MetaOperation: "OperationTypeWorkspaceDelete", MetaWho: s.cfg.Who, MetaState: "s3://" + s.cfg.Bucket + "/" + key}))
@@ -169,20 +186,41 @@ func (s *Store) Delete(ctx context.Context, ws string) error {
 }
 
 // get reads an object: its body and ETag, or nil and "" if it is absent.
+// It is bounded in size (a state of more than the store's maximum, by the
+// object's Content-Length or by what was read, is refused before or
+// instead of being read into memory: ErrStateTooLarge) and in time (a
+// *GetTimeoutError once the request timeout passes without an answer, or
+// its size's transferTimeout without the whole body).
 func (s *Store) get(ctx context.Context, key string) ([]byte, string, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), ExpectedBucketOwner: s.owner()}
 	s.cfg.Objects.OnGet(in)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	deadline := newGetDeadline(s.timeout(0), cancel)
+	defer deadline.stop()
 	out, err := s.api.GetObject(ctx, in)
 	if notFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", s.opError("reading the state", key, err)
+		return nil, "", s.opError("reading the state", key, deadline.cause(ctx, err))
 	}
 	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
+	limit := s.maxState + markRoom
+	size := aws.ToInt64(out.ContentLength)
+	if out.ContentLength == nil {
+		size = -1
+	}
+	if size > limit {
+		return nil, "", s.tooLarge("reading", key, sizeText(size), s.maxState)
+	}
+	deadline.extend(size, s.timeout(max(size, 0)))
+	body, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
 	if err != nil {
-		return nil, "", s.opError("reading the state", key, err)
+		return nil, "", s.opError("reading the state", key, deadline.cause(ctx, err))
+	}
+	if int64(len(body)) > limit {
+		return nil, "", s.tooLarge("reading", key, "more than "+sizeText(limit), s.maxState)
 	}
 	if body == nil {
 		body = []byte{}
@@ -190,14 +228,68 @@ func (s *Store) get(ctx context.Context, key string) ([]byte, string, error) {
 	return body, aws.ToString(out.ETag), nil
 }
 
+// getDeadline ends a state GET with a *GetTimeoutError when its time is up:
+// a timer rather than a context deadline, so that the time can grow once
+// the answer says the state's size.
+type getDeadline struct {
+	timer *time.Timer
+	mu    sync.Mutex
+	err   *GetTimeoutError // what the timer ends the GET with
+}
+
+func newGetDeadline(after time.Duration, cancel context.CancelCauseFunc) *getDeadline {
+	d := &getDeadline{err: &GetTimeoutError{After: after, Size: -1}}
+	d.timer = time.AfterFunc(after, func() {
+		d.mu.Lock()
+		err := d.err
+		d.mu.Unlock()
+		cancel(err)
+	})
+	return d
+}
+
+// extend gives the GET after from now to read a body of size bytes (-1:
+// not known), unless its time is up already.
+func (d *getDeadline) extend(size int64, after time.Duration) {
+	if !d.timer.Stop() {
+		return // it fired: the GET ends with the error it had
+	}
+	d.mu.Lock()
+	d.err = &GetTimeoutError{After: after, Size: size}
+	d.mu.Unlock()
+	d.timer.Reset(after)
+}
+
+func (d *getDeadline) stop() { d.timer.Stop() }
+
+// cause is err, or the *GetTimeoutError that ended ctx.
+func (d *getDeadline) cause(ctx context.Context, err error) error {
+	var te *GetTimeoutError
+	if errors.As(context.Cause(ctx), &te) {
+		return te
+	}
+	return err
+}
+
 // putUnlocked writes a state without the lock: unmarked (so that it never
 // carries a holder's mark), unconditionally, with the configured encryption.
 func (s *Store) putUnlocked(ctx context.Context, key string, state []byte) error {
+	if err := s.checkSize(key, state); err != nil {
+		return err
+	}
 	in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), ExpectedBucketOwner: s.owner(),
 		Body: stdbytes.NewReader(unmarked(state)), ContentType: aws.String(stateContentType)}
 	s.cfg.Objects.OnPut(in)
 	if _, err := s.api.PutObject(ctx, in); err != nil {
 		return s.opError("writing the state", key, err)
+	}
+	return nil
+}
+
+// checkSize refuses to write a state the store would refuse to read.
+func (s *Store) checkSize(key string, state []byte) error {
+	if n := int64(len(state)); n > s.maxState {
+		return s.tooLarge("writing", key, sizeText(n), s.maxState)
 	}
 	return nil
 }
@@ -229,6 +321,9 @@ func (e *LockedError) Error() string {
 // lock taken between them is not seen; a write without the lock is only
 // ever as safe as its timing.)
 func (s *Store) WriteUnlocked(ctx context.Context, ws string, state []byte) error {
+	if err := s.checkWorkspace(ws); err != nil {
+		return err
+	}
 	if err := s.checkUnlocked(ctx, ws); err != nil {
 		return err
 	}

@@ -67,7 +67,11 @@ type Config struct {
 	OnLost func(ws string, err error)
 }
 
-// Store keeps the states of one configuration.
+// Store keeps the states of one configuration. Every method that takes a
+// workspace refuses one whose state it would not keep ("..", "a/b", a name
+// Terraform would not take), with an error matching ErrInvalidConfig; a
+// state of more than MaxStateSize is neither written nor read
+// (ErrStateTooLarge).
 type Store struct {
 	api    s3lock.S3API
 	client *s3lock.Client
@@ -75,6 +79,11 @@ type Store struct {
 
 	mu   sync.Mutex
 	held map[string]*held // by workspace
+
+	// maxState and timeout are MaxStateSize and transferTimeout, but for
+	// tests (export_test.go).
+	maxState int64
+	timeout  func(size int64) time.Duration
 }
 
 // held is a lock this process took: its lease, and the state object as the
@@ -115,7 +124,7 @@ func New(api s3lock.S3API, client *s3lock.Client, cfg Config) (*Store, error) {
 	if _, err := cfg.Objects.Options(); err != nil {
 		return nil, err
 	}
-	return &Store{api: api, client: client, cfg: cfg, held: map[string]*held{}}, nil
+	return &Store{api: api, client: client, cfg: cfg, held: map[string]*held{}, maxState: MaxStateSize, timeout: transferTimeout}, nil
 }
 
 // ErrInvalidConfig matches the errors of a configuration the store cannot use.

@@ -52,7 +52,10 @@ func newStateEnv(t *testing.T, lease string) *stateEnv {
 		t.Fatal(err)
 	}
 	hh := *h
-	hh.Env = append(slices.Clone(h.Env), tfharness.EnvStateStores+"=1")
+	// The keys come from the environment: in the block, Terraform would
+	// save them on disk, and every command would warn of them.
+	hh.Env = append(slices.Clone(h.Env), tfharness.EnvStateStores+"=1",
+		"AWS_ACCESS_KEY_ID="+ns.Target.AccessKey, "AWS_SECRET_ACCESS_KEY="+ns.Target.SecretKey)
 	return &stateEnv{t: t, h: &hh, ns: ns, key: ns.Name("app/terraform.tfstate"), lease: lease, sdk: sdk}
 }
 
@@ -70,8 +73,6 @@ func (e *stateEnv) stateStore(who, wait string) string {
 	return fmt.Sprintf(`  state_store "s3lock_s3" {
     provider "s3lock" {
       region                      = %q
-      access_key                  = %q
-      secret_key                  = %q
       endpoints                   = { s3 = %q }
       use_path_style              = true
       skip_credentials_validation = true
@@ -82,7 +83,7 @@ func (e *stateEnv) stateStore(who, wait string) string {
     lease_duration = %q
     wait_timeout   = %q
   }
-`, tg.Region, tg.AccessKey, tg.SecretKey, tg.Endpoint, who, e.ns.Bucket, e.key, e.lease, wait)
+`, tg.Region, tg.Endpoint, who, e.ns.Bucket, e.key, e.lease, wait)
 }
 
 // resources is terraform_data resources, one per name, whose input is the
