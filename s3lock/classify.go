@@ -17,6 +17,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
 )
 
 // This file is the one home of error classification: what an S3 error
@@ -262,6 +264,12 @@ func describeCause(err error) string {
 	default:
 		msg = err.Error()
 	}
+	// The store's code and message are the store's text: escaped (no line
+	// breaks, no terminal escapes) like a holder read from the bucket.
+	msg = textsafe.Escape(msg, maxCauseText)
+	// The store's code and message are the store's text: escaped (no line
+	// breaks, no terminal escapes) like a holder read from the bucket.
+	msg = textsafe.Escape(msg, maxCauseText)
 	var quota ratelimit.QuotaExceededError
 	if errors.As(err, &quota) || strings.Contains(sdkError(err).Error(), "retry quota exceeded") {
 		msg += "; the SDK's retry quota exceeded, so it stopped retrying"
@@ -272,6 +280,10 @@ func describeCause(err error) string {
 	}
 	return msg
 }
+
+// maxCauseText bounds the store's part of an error message: S3's messages
+// are a sentence.
+const maxCauseText = 1 << 10
 
 // sessionFailed sets msg to the store's answer to a failed CreateSession
 // (sessionAnswer), if err is one.

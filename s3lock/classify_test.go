@@ -108,3 +108,20 @@ func TestOpError_ADirectoryBucketOutOfReachSaysSo(t *testing.T) {
 		t.Errorf("classify = %v; want transient", classify(err))
 	}
 }
+
+// TestOpError_StoreTextIsShownEscaped: the store's error code and message are
+// the store's text; an endpoint that answers a message with a line break and
+// escape sequences gets them escaped in the error, which the CLI prints and
+// Terraform shows (PROTOCOL.md §3, "Text read from the bucket").
+func TestOpError_StoreTextIsShownEscaped(t *testing.T) {
+	err := &OpError{Op: "PutObject", Bucket: "b", Key: "k", Err: &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject",
+		Err: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 400}},
+			Err:      &smithy.GenericAPIError{Code: "Bad\x1b[31m", Message: "no\n::error::forged\x1b]0;title\a"},
+		}}}
+	msg := err.Error()
+	if strings.ContainsAny(msg, "\n\r\x1b\a") || !strings.Contains(msg, `no\n::error::forged\x1b]0;title\a`) ||
+		!strings.Contains(msg, `Bad\x1b[31m`) {
+		t.Errorf("Error() = %q; want the store's code and message escaped", msg)
+	}
+}

@@ -98,6 +98,7 @@ func parseTicketBody(data []byte) (*ticketBody, error) {
 	if !b.Line || b.Nonce == "" {
 		return nil, corrupt("it is not a line ticket (no \"line\" or \"nonce\" field)")
 	}
+	b.Holder = shown(b.Holder)
 	return &b, nil
 }
 

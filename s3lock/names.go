@@ -23,8 +23,10 @@ const (
 
 // ValidateName reports whether name can name a lock. A name is a key path:
 // segments of letters, digits and "-_.=+@,:!~" separated by single slashes,
-// without a leading or trailing slash, without "." or ".." segments (which
-// would escape the name's prefix on file-backed stores), without a segment
+// without a leading or trailing slash, not starting with "::" (a CI runner
+// reads a log line that starts with it as a command), without "." or ".."
+// segments (which would escape the name's prefix on file-backed stores),
+// without a segment
 // that looks like an epoch object ("lock-*.json"), and without the segments
 // "s3lock-probe" (reserved for Verify's probes), "lock-line" (reserved for
 // the waiting line of ordered Acquires) and "lock-slots" (reserved for the
@@ -87,6 +89,10 @@ func pathProblem(path string, segments []string) string {
 		return "it is not valid UTF-8"
 	case strings.HasPrefix(path, "/"):
 		return "it starts with a slash"
+	case strings.HasPrefix(path, "::"):
+		// Names start lines (status, watch): CI runners take a log line
+		// that starts with "::" as a command (GitHub's "::error::").
+		return `it starts with "::", which CI runners read as a command at the start of a log line`
 	}
 	for _, r := range path {
 		if !nameRune(r) {

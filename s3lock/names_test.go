@@ -19,7 +19,7 @@ import (
 
 // TestValidateName: ValidateName accepts valid lock names and refuses each invalid one with an ErrInvalidName saying why.
 func TestValidateName(t *testing.T) {
-	valid := []string{"locks", "team/db/migrate", "a", "v1.2_x-y=z+w@h,o:s!t~", strings.Repeat("n", s3lock.MaxNameLength)}
+	valid := []string{"locks", "team/db/migrate", "a", ":one-colon", "a/::b", "v1.2_x-y=z+w@h,o:s!t~", strings.Repeat("n", s3lock.MaxNameLength)}
 	for _, n := range valid {
 		if err := s3lock.ValidateName(n); err != nil {
 			t.Errorf("ValidateName(%q) = %v; want nil", n, err)
@@ -48,6 +48,7 @@ func TestValidateName(t *testing.T) {
 		"unicode-é":                     "contains 'é'",
 		"lock-1.json/inner":             "looks like an epoch object",
 		"nested/lock-whatever.json/foo": "looks like an epoch object",
+		"::error::forged":               `starts with "::"`,
 	}
 	for n, want := range invalid {
 		err := s3lock.ValidateName(n)

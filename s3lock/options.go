@@ -7,8 +7,9 @@ import (
 	"net"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
 )
 
 // Defaults and limits of the options.
@@ -87,18 +88,24 @@ func WithHolder(id string) Option {
 	}
 }
 
-// ValidateHolder checks a holder identity: non-blank UTF-8 without control
-// characters, at most 256 bytes. The error matches ErrInvalidConfig.
+// maxHolderBytes bounds a holder identity: a name, not a document.
+const maxHolderBytes = 256
+
+// ValidateHolder checks a holder identity: non-blank UTF-8 of graphic
+// characters (no control characters such as escape or newline, no format
+// characters such as bidirectional overrides), at most 256 bytes. The error
+// matches ErrInvalidConfig. Text read back from a lease that breaks this
+// rule is shown escaped.
 func ValidateHolder(id string) error {
 	switch {
 	case strings.TrimSpace(id) == "":
 		return invalid("holder is empty or blank")
-	case len(id) > 256:
-		return invalid("holder is %d bytes long; the limit is 256", len(id))
+	case len(id) > maxHolderBytes:
+		return invalid("holder is %d bytes long; the limit is %d", len(id), maxHolderBytes)
 	case !utf8.ValidString(id):
 		return invalid("holder %q is not valid UTF-8", id)
-	case strings.IndexFunc(id, unicode.IsControl) >= 0:
-		return invalid("holder %q contains control characters", id)
+	case !textsafe.Safe(id):
+		return invalid("holder %q contains control or format characters (escapes, newlines, tabs, bidirectional overrides)", id)
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 		{"history zero", "ok-bucket", []s3lock.Option{s3lock.WithHistory(0)}, "history 0 is outside"},
 		{"history too long", "ok-bucket", []s3lock.Option{s3lock.WithHistory(501)}, "history 501 is outside"},
 		{"empty holder", "ok-bucket", []s3lock.Option{s3lock.WithHolder(" ")}, "holder is empty"},
-		{"holder with newline", "ok-bucket", []s3lock.Option{s3lock.WithHolder("a\nb")}, "control characters"},
+		{"holder with newline", "ok-bucket", []s3lock.Option{s3lock.WithHolder("a\nb")}, "control or format characters"},
 		{"poll too fast", "ok-bucket", []s3lock.Option{s3lock.WithPollInterval(time.Millisecond)}, "poll interval"},
 		{"bad owner", "ok-bucket", []s3lock.Option{s3lock.WithExpectedBucketOwner("abc")}, "12-digit"},
 		{"nil logger", "ok-bucket", []s3lock.Option{s3lock.WithLogger(nil)}, "logger is nil"},

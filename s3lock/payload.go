@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 	"unicode/utf8"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
 )
 
 // maxPayloadBytes bounds the size of an epoch object that this package will
@@ -135,8 +137,21 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 	case (p.Slots != 0 || p.Format >= oldMarkerFormat) && (p.Slots < 2 || p.Slots > MaxSlots || p.Format < oldMarkerFormat):
 		return nil, corrupt("slots %d is not a marker this s3lock writes (format %d or %d, slots 2 to %d)", p.Slots, oldMarkerFormat, markerFormat, MaxSlots)
 	}
+	p.Holder, p.ReleasedBy, p.Reason = shown(p.Holder), shown(p.ReleasedBy), shown(p.Reason)
 	return &p, nil
 }
+
+// maxShownText bounds a holder, releasedBy or reason read from an object:
+// s3lock writes at most maxHolderBytes.
+const maxShownText = maxHolderBytes
+
+// shown makes a text field read from the bucket fit to print (PROTOCOL.md
+// §3, "Text read from the bucket"): s3lock validates what it writes
+// (ValidateHolder), but anyone who may put an object under a lock's keys
+// can write any bytes, and holders end up in terminals, CI logs and
+// Terraform's diagnostics. A text that breaks the rule is kept, escaped
+// (`\x1b`, `\n`), so that it stays on one line and shows what was there.
+func shown(s string) string { return textsafe.Escape(s, maxShownText) }
 
 func metadataSize(m map[string]string) int {
 	n := 0

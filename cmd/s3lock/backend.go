@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -103,12 +102,7 @@ func (a *app) backendConfig(ctx context.Context, bf backendFlags) (tfhttp.Config
 // with no control character (its text may come from requests or the
 // bucket).
 func (a *app) backendLog(msg string) {
-	fmt.Fprintln(a.stderr, "s3lock backend: "+strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, oneLine(msg)))
+	fmt.Fprintln(a.stderr, "s3lock backend: "+oneLine(msg))
 }
 
 // backendProgress reports a lock request that waits, as run does: who holds

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -142,5 +143,5 @@ func classify(ctx context.Context, err error) (code int, hint bool) {
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	s = strings.ReplaceAll(s, "\r", "")
-	return strings.ReplaceAll(s, "\n", "; ")
+	return textsafe.Escape(strings.ReplaceAll(s, "\n", "; "), 0)
 }

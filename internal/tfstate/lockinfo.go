@@ -3,10 +3,9 @@ package tfstate
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -54,28 +53,10 @@ func (li LockInfo) JSON() []byte {
 // that s3lock prints.
 const maxPrintable = 256
 
-// Printable returns s fit to print into a terminal or a log: each control
-// character (escape sequences, carriage returns, newlines) replaced by "?",
-// invalid UTF-8 replaced, and at most maxPrintable bytes.
-func Printable(s string) string {
-	s = strings.ToValidUTF8(s, "?")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s)
-	if len(s) > maxPrintable {
-		cut := maxPrintable
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+// Printable returns s fit to print into a terminal or a log (textsafe):
+// each character that is not graphic (escape sequences, carriage returns,
+// newlines) escaped, and at most maxPrintable bytes.
+func Printable(s string) string { return textsafe.Escape(s, maxPrintable) }
 
 // HolderInfo is Terraform's lock info for a state lock that an s3lock lease
 // holds (what a run that finds it held is shown): the lock ID is the

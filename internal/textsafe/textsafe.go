@@ -1,0 +1,67 @@
+// Package textsafe makes text that s3lock did not write fit to print.
+//
+// Holder names, reasons, waiter names and lock info are validated when
+// s3lock writes them, but anyone who may put objects under a lock's keys can
+// write any bytes there, and a store's error messages are the store's. Such
+// text reaches terminals (where an escape sequence can set the title,
+// recolour or rewrite the screen) and CI logs (where a line that starts with
+// "::error::" or "##vso[" is a command to the runner). Escape keeps it on
+// one line and free of control sequences, and shows what was there.
+package textsafe
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Safe reports whether s prints as itself: valid UTF-8 whose runes are all
+// graphic (letters, marks, numbers, punctuation, symbols, spaces). Control
+// characters (escape, carriage return, newline, tab) and format characters
+// (bidirectional overrides, zero-width spaces) are not.
+func Safe(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsGraphic(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Escape returns s with every rune that is not graphic written as a Go
+// escape (`\x1b`, `\n`, `\u202e`; bytes that are not UTF-8 as `\xff`), and
+// cut to at most max bytes (max <= 0: no cut) at a rune boundary with "…"
+// appended. Text that is Safe and short enough is returned as is, so a
+// backslash in ordinary text is not doubled; a name in which Escape changed
+// something therefore shows escapes, which is the point: the reader sees
+// that the text was not what s3lock writes.
+func Escape(s string, max int) string {
+	if !Safe(s) {
+		var b strings.Builder
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && n <= 1:
+				b.WriteString(`\x`)
+				b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
+				b.WriteString(strconv.FormatUint(uint64(s[i])&0xF, 16))
+			case unicode.IsGraphic(r):
+				b.WriteRune(r)
+			default:
+				q := strconv.QuoteRuneToASCII(r) // 'x' with x escaped
+				b.WriteString(q[1 : len(q)-1])
+			}
+			i += n
+		}
+		s = b.String()
+	}
+	if max > 0 && len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
