@@ -30,6 +30,17 @@
 //     process group): the guard stops renewing and exits without releasing,
 //     so the leases lapse after their duration — whatever that run started
 //     may still be going on;
+//   - the leases are the run's, not the connection's that brought one in
+//     (the plan's provider process adopts a lease the apply's uses): a
+//     connection that closes without a goodbye releases nothing and stops
+//     nothing; the guard goes on renewing while terraform runs, and the run's
+//     end then lets the leases lapse, as above. A closed connection is what a
+//     killed provider leaves (terraform killed with its process group, or the
+//     provider dying of SIGPIPE after it), and lapsing errs on the safe side:
+//     the lock stays taken one lease duration longer, never freed while
+//     something of the run may still be at work. A connection that made no
+//     request after its hello is no provider at work (a provider connects to
+//     claim a lease or ask about one) and does not count;
 //   - when a lease is lost (renewals failing past its deadline, a
 //     force-release), the guard tells terraform on its standard error and
 //     interrupts it as Ctrl-C does, so the run starts no further changes.

@@ -41,6 +41,7 @@ type held struct {
 // conn is what the guard knows of one provider process's connection.
 type conn struct {
 	greeted bool            // it named this guard's run (hello): a provider process of the run
+	working bool            // it made a request after its hello, as a provider process does
 	bye     bool            // it said goodbye: Terraform shut it down cleanly
 	claims  map[string]bool // claims it was granted and has not resolved
 }
@@ -213,8 +214,9 @@ func ancestorOf(a, pid int) bool {
 }
 
 // serve answers one provider process's requests until its connection
-// closes. A connection that closes without a goodbye means its provider
-// process died (killed by terraform, or with it): the run is unclean.
+// closes. A connection that made requests and closes without a goodbye
+// means its provider process died (killed with terraform, or after it):
+// the run is unclean (see the package's doc for why its leases then lapse).
 func (g *guard) serve(c net.Conn) {
 	defer func() {
 		g.mu.Lock()
@@ -223,7 +225,7 @@ func (g *guard) serve(c net.Conn) {
 		for key := range st.claims {
 			g.resolveLocked(key)
 		}
-		if st.greeted && !st.bye {
+		if st.working && !st.bye {
 			g.unclean = true
 			g.log.Print("a provider process went away without a goodbye (killed?): the run's leases will lapse, not be released")
 		}
@@ -267,6 +269,9 @@ func (g *guard) handle(c net.Conn, req request) response {
 	case !greeted:
 		return response{Error: "a connection must name its run (hello) before anything else"}
 	}
+	g.mu.Lock()
+	g.conns[c].working = true
+	g.mu.Unlock()
 	switch req.Op {
 	case opClaim:
 		if req.Config == nil {

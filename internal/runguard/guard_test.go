@@ -213,20 +213,77 @@ func TestGuard_CleanEndReleases(t *testing.T) {
 }
 
 // A provider process that goes away without a goodbye was killed (with
-// terraform, or by it): the run's leases lapse.
+// terraform, or by it): the run's leases lapse. They are the run's, not the
+// connection's: until the run ends the guard renews them, and another
+// provider process of the run finds them held.
 func TestGuard_ProviderWithoutGoodbyeLetsLeasesLapse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	f := startRun(t, "exec sleep 300")
 	c := NewClient(f.run)
-	e.open(t, c, "no-bye")
+	lease := e.open(t, c, "no-bye")
 	c.mu.Lock()
 	_ = c.conn.Close() // gone without a word
 	c.mu.Unlock()
+	dropped, err := e.sdk.Current(t.Context(), e.ns.Name("no-bye"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		st, err := e.sdk.Current(t.Context(), e.ns.Name("no-bye"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Renewals > dropped.Renewals {
+			break
+		}
+		if !st.Held || time.Now().After(deadline) {
+			t.Fatalf("after its provider's connection dropped the lock is %+v; want the guard to go on renewing it\n%s", st, guardLog(f.run))
+		}
+	}
+	next := NewClient(f.run)
+	if held := e.open(t, next, "no-bye"); held.Lost != "" || held.Token != lease.Token {
+		t.Fatalf("the next provider process of the run found %+v; want the run's lease %+v, held", held, lease.Token)
+	}
+	if err := next.Bye(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	f.end()
 	if st := e.settled(t, "no-bye"); st.Released {
 		t.Fatalf("after a provider vanished the lock is %+v; want it left to lapse", st)
 	}
+}
+
+// A process of the run that connects, names the run and goes away without a
+// request is no provider at work: the run still ends cleanly (it once made
+// the run's leases lapse).
+func TestGuard_AConnectionThatOnlyGreetsDoesNotLetLeasesLapse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	c := NewClient(f.run)
+	lease := e.open(t, c, "greeting")
+	conn := dialGuard(t, f.run)
+	if err := c.hello(conn); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	endCleanly(t, e, f, c, "greeting", lease)
+}
+
+// dialGuard connects to run's guard, which must be serving.
+func dialGuard(t *testing.T, run Run) net.Conn {
+	t.Helper()
+	sock, err := run.socket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
 
 // A child of terraform that outlives it means terraform was killed, even
