@@ -135,10 +135,13 @@ func (c *Client) call(ctx context.Context, req request, mayStart bool) (response
 	if err != nil {
 		return response{}, err
 	}
+	if len(b) >= maxLine {
+		return response{}, fmt.Errorf("runguard: the %s request is %d bytes, more than the run guard reads (%d)", req.Op, len(b), maxLine)
+	}
 	if _, err := c.conn.Write(append(b, '\n')); err != nil {
 		return fail(err)
 	}
-	line, err := c.r.ReadBytes('\n')
+	line, err := readLine(c.r)
 	if err != nil {
 		return fail(err)
 	}
@@ -166,11 +169,14 @@ func (c *Client) dial(ctx context.Context, mayStart bool) error {
 		if err != nil {
 			return false
 		}
-		if refused = c.hello(conn); refused != nil {
+		if refused = checkGuard(conn, sock); refused == nil {
+			refused = c.hello(conn)
+		}
+		if refused != nil {
 			_ = conn.Close()
 			return true
 		}
-		c.conn, c.r = conn, bufio.NewReader(conn)
+		c.conn, c.r = conn, newLineReader(conn)
 		return true
 	}
 	if connect() {
@@ -205,6 +211,30 @@ func (c *Client) dial(ctx context.Context, mayStart bool) error {
 	return refused
 }
 
+// checkGuard makes sure that the process at the other end of conn, the
+// guard at sock, runs as this process's user (the kernel's peer
+// credentials, as the guard checks its clients): the requests carry the
+// run's lease tokens, the AWS credentials and the SSE-C key. The socket's
+// directory is the user's own (dir), so only root could have put another
+// user's socket there. Where the kernel's peer credentials cannot be read
+// (systems other than Linux and macOS, where ForProvider has failed first),
+// it refuses every guard.
+func checkGuard(conn net.Conn, sock string) error {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("runguard: %s: a %T is not a unix socket connection", sock, conn)
+	}
+	_, uid, err := peerOf(uc)
+	if err != nil {
+		return fmt.Errorf("runguard: checking who serves %s: %w", sock, err)
+	}
+	if uid != os.Getuid() {
+		return fmt.Errorf("runguard: %s is served by a process of user %d, not of this user (%d): "+
+			"refusing to hand it the run's leases and credentials", sock, uid, os.Getuid())
+	}
+	return nil
+}
+
 // hello names the client's run to the guard at the other end of conn, which
 // refuses a provider of another run (and any process not of its run).
 func (c *Client) hello(conn net.Conn) error {
@@ -217,7 +247,7 @@ func (c *Client) hello(conn net.Conn) error {
 	// A guard that refuses this process answers before it reads: read its
 	// answer even when the greeting could not be written.
 	_, werr := conn.Write(append(b, '\n'))
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	line, err := readLine(newLineReader(conn))
 	if err != nil {
 		return fmt.Errorf("runguard: greeting the run guard of %s: %w", c.run, errors.Join(werr, err))
 	}

@@ -51,7 +51,12 @@
 // in each. The guard admits only processes of its user whose parent is its
 // run's terraform (the kernel's peer credentials), and a provider names its
 // run when it connects, so that one that reaches another run's guard is
-// refused.
+// refused; the provider in turn talks only to a guard of its own user.
+// Admitted are a local-exec command and another plugin as much as a
+// provider, so the guard trusts a request no further than it proves: it
+// takes a lease over only by the full token of an acquisition, never an
+// epoch by number (it would take over another holder's lease while that
+// holder went on renewing it), and reads no line longer than 64 KiB.
 //
 // When terraform is the init process of its pid namespace (a container's
 // entrypoint), the kernel ends the guard together with terraform: the guard

@@ -1,7 +1,6 @@
 package runguard
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -217,6 +216,7 @@ func ancestorOf(a, pid int) bool {
 // closes. A connection that made requests and closes without a goodbye
 // means its provider process died (killed with terraform, or after it):
 // the run is unclean (see the package's doc for why its leases then lapse).
+// A line longer than maxLine is refused unread and ends the connection.
 func (g *guard) serve(c net.Conn) {
 	defer func() {
 		g.mu.Lock()
@@ -232,10 +232,15 @@ func (g *guard) serve(c net.Conn) {
 		g.mu.Unlock()
 		_ = c.Close()
 	}()
-	r := bufio.NewReader(c)
+	r := newLineReader(c)
 	enc := json.NewEncoder(c)
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := readLine(r)
+		if errors.Is(err, errLineTooLong) {
+			g.log.Printf("refused a request: %v", err)
+			_ = enc.Encode(response{Error: fmt.Sprintf("request refused: %v", err)})
+			return
+		}
 		if err != nil {
 			return
 		}
@@ -366,7 +371,10 @@ func (g *guard) resolveLocked(key string) {
 
 // adopt takes the lease of token over for the rest of the run: it renews it
 // (at once, so that it is trusted for a whole lease again) and releases it
-// when the run ends.
+// when the run ends. Only the full token of a lease its sender acquired
+// will do: without its nonce, a token names an epoch whoever holds it, and
+// the guard would take over another holder's lease while that holder goes
+// on renewing it.
 func (g *guard) adopt(c net.Conn, token s3lock.Token, cfg ClientConfig) (Lease, error) {
 	key := leaseKey(cfg, token.Bucket, token.Name)
 	g.mu.Lock()
@@ -381,6 +389,10 @@ func (g *guard) adopt(c net.Conn, token s3lock.Token, cfg ClientConfig) (Lease, 
 		g.resolveLocked(key)
 		g.mu.Unlock()
 	}()
+	if token.Nonce == "" {
+		return Lease{}, fmt.Errorf("refusing to adopt lock %q (epoch %d) in bucket %s by its epoch alone: "+
+			"adopt takes the full token of the lease its sender acquired, with its nonce", token.Name, token.Epoch, token.Bucket)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), adoptTimeout)
 	defer cancel()
 	lease, err := g.resume(ctx, token, cfg)

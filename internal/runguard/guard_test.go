@@ -271,6 +271,90 @@ func TestGuard_AConnectionThatOnlyGreetsDoesNotLetLeasesLapse(t *testing.T) {
 	endCleanly(t, e, f, c, "greeting", lease)
 }
 
+// An adopt takes only the full token of an acquisition: by its epoch alone
+// (no nonce) the guard once took over another holder's lease and renewed it
+// while that holder's own renewals went on too.
+func TestGuard_RefusesAnAdoptWithoutANonce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	c := NewClient(f.run)
+	name := e.ns.Name("epoch-only")
+	if held, err := c.Claim(t.Context(), e.cfg, e.ns.Bucket, name); err != nil || held != nil {
+		t.Fatalf("Claim = %+v, %v; want it granted", held, err)
+	}
+	someone, err := s3lock.New(e.ns.Client, e.ns.Bucket, s3lock.WithHolder("someone-else"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := someone.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = theirs.Release(t.Context()) })
+	epoch := theirs.Token()
+	epoch.Nonce = ""
+	if adopted, err := c.Adopt(t.Context(), epoch, e.cfg); err == nil || !strings.Contains(err.Error(), "nonce") {
+		t.Fatalf("adopting epoch %d without its nonce = %+v, %v; want it refused, naming the nonce", epoch.Epoch, adopted, err)
+	}
+	if err := theirs.Renew(t.Context()); err != nil {
+		t.Fatalf("the holder's renewal after the refused adopt: %v; want its lease untouched", err)
+	}
+	if st, err := someone.Current(t.Context(), name); err != nil || st.Renewals != 1 || st.Holder != "someone-else" {
+		t.Fatalf("the lock is %+v (%v); want it held by someone-else, renewed once (by them)", st, err)
+	}
+	if held, err := c.Claim(t.Context(), e.cfg, e.ns.Bucket, name); err != nil || held != nil {
+		t.Fatalf("Claim after the refused adopt = %+v, %v; want it granted again", held, err)
+	}
+	if err := c.Abandon(t.Context(), e.cfg, e.ns.Bucket, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A request line is read no further than maxLine: one of 1 MiB (a 256 MiB
+// one once raised the guard to 298 MB) is refused and its connection closed
+// before its sender could write it all, and the guard goes on serving the
+// run.
+func TestGuard_RefusesOverlongLines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := startRun(t, "exec sleep 300")
+	c := NewClient(f.run)
+	lease := e.open(t, c, "long-lines")
+	long := []byte(`{"op":"status","token":{"bucket":"b","name":"` + strings.Repeat("a", 1<<20) + `","epoch":1,"nonce":"n"}}` + "\n")
+	for _, tc := range []struct {
+		name  string
+		greet bool
+	}{{name: "as its first line"}, {name: "after its greeting", greet: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := dialGuard(t, f.run)
+			if tc.greet {
+				if err := c.hello(conn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The kernel holds little of what is written: the guard's
+			// reading is what lets the writer go on.
+			if err := conn.(*net.UnixConn).SetWriteBuffer(16 << 10); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetDeadline(time.Now().Add(time.Minute)) // against a hang, not a timing assertion
+			n, err := conn.Write(long)
+			if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("writing a %d-byte line wrote %d bytes: %v; want the guard to close the connection first", len(long), n, err)
+			}
+			answer, _ := bufio.NewReader(conn).ReadString('\n')
+			if want := fmt.Sprintf("longer than %d bytes", maxLine); !strings.Contains(answer, want) {
+				t.Fatalf("the guard answered a %d-byte line (%d written) with %q; want it refused as %s", len(long), n, answer, want)
+			}
+		})
+	}
+	if held, err := c.Status(t.Context(), lease.Token); err != nil || held.Lost != "" {
+		t.Fatalf("the run's provider after the refusals: %+v, %v; want its lease held", held, err)
+	}
+	endCleanly(t, e, f, c, "long-lines", lease)
+}
+
 // dialGuard connects to run's guard, which must be serving.
 func dialGuard(t *testing.T, run Run) net.Conn {
 	t.Helper()

@@ -1,6 +1,10 @@
 package runguard
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
@@ -66,6 +70,30 @@ type response struct {
 	Lease   *Lease `json:"lease,omitempty"`
 	Granted bool   `json:"granted,omitempty"`
 	Error   string `json:"error,omitempty"`
+}
+
+// maxLine bounds one line of the protocol, request or response. The largest
+// request, an adopt, carries a token and a client configuration: a few KiB,
+// tens only with an inline web identity token, session policies and session
+// tags at STS's limits. The guard reads no further than this into a longer
+// line: it refuses it and closes the connection, so no process of the run
+// can make it buffer a line without end (Client.call refuses to send one).
+const maxLine = 64 << 10
+
+// errLineTooLong is a line longer than maxLine.
+var errLineTooLong = fmt.Errorf("a line longer than %d bytes", maxLine)
+
+// newLineReader returns a reader for readLine.
+func newLineReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, maxLine) }
+
+// readLine reads one line, its newline included, valid until the next read
+// from r; a line longer than maxLine is errLineTooLong, read only that far.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, errLineTooLong
+	}
+	return line, err
 }
 
 // leaseKey names a lock on one store: two provider configurations that
