@@ -69,6 +69,21 @@ func unknownAccessKey(err error) bool {
 	return unknownKeyCodes[code]
 }
 
+// badSignature reports whether the store refused err's request because its
+// signature did not match: the secret key is not the access key's (or
+// something between rewrote the request).
+func badSignature(err error) bool {
+	code, _ := answerCode(err)
+	return code == "SignatureDoesNotMatch"
+}
+
+// badSessionToken reports whether the store refused err's request because
+// its session token has expired or is not valid.
+func badSessionToken(err error) bool {
+	code, _ := answerCode(err)
+	return code == "ExpiredToken" || code == "InvalidToken" || code == "TokenRefreshRequired"
+}
+
 func classify(err error) failure {
 	if err == nil {
 		return failOther
@@ -78,14 +93,19 @@ func classify(err error) failure {
 		return failTransient
 	}
 	code, status := answerCode(err)
-	if status == 0 && credentialsFailure(err) {
-		if strings.Contains(sdkError(err).Error(), "retrieve credentials canceled") {
+	if credentialsFailure(err) {
+		_, _, asked := sessionAnswer(err)
+		switch {
+		case strings.Contains(sdkError(err).Error(), "retrieve credentials canceled"):
 			return failCanceled // waiting for another request's CreateSession, the caller's context ended
-		}
-		if _, _, asked := sessionAnswer(err); asked {
+		case asked && status == 0:
 			return failTransient // the CreateSession got no answer: the store is unreachable
+		case !asked:
+			// The request was never sent: a status in err is the
+			// credential provider's (an instance metadata service that
+			// answered 403 made this an S3 permission error).
+			return failCredentials
 		}
-		return failCredentials
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return failCanceled // the caller's context ended

@@ -414,6 +414,12 @@ func (e *OpError) hint() string {
 	case unknownAccessKey(e.Err):
 		return "the store does not know this access key: check the credentials the client uses " +
 			"(AWS_ACCESS_KEY_ID, the profile, or the configured access key) and that they belong to this store"
+	case badSignature(e.Err):
+		return "the store refused the request's signature: the secret key is not the access key's; check the " +
+			"secret key the client uses (AWS_SECRET_ACCESS_KEY, the profile, or the configured secret key)"
+	case badSessionToken(e.Err):
+		return "the session token has expired or is not valid: renew the credentials (a new role session, " +
+			"aws sso login) or unset AWS_SESSION_TOKEN if the keys need none"
 	case errors.Is(e.Kind, ErrAccessDenied):
 		return "check that the credentials may " + permissionFor(e.Op) + " in this bucket"
 	case errors.Is(e.Kind, ErrNoSuchBucket):

@@ -16,7 +16,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// TestAccessDeniedAndMissingBucket: wrong credentials give ErrAccessDenied at once, naming the permission; a missing bucket gives ErrNoSuchBucket with a hint.
+// TestAccessDeniedAndMissingBucket: a wrong secret key gives ErrAccessDenied at once, saying the secret key is wrong (not naming a permission, which is not the problem); a missing bucket gives ErrNoSuchBucket with a hint.
 func TestAccessDeniedAndMissingBucket(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
@@ -41,10 +41,13 @@ func TestAccessDeniedAndMissingBucket(t *testing.T) {
 	if !errors.Is(err, s3lock.ErrAccessDenied) || !errors.As(err, &oe) {
 		t.Fatalf("TryAcquire with a wrong secret = %v; want ErrAccessDenied", err)
 	}
-	for _, part := range []string{ns.Bucket, name + "/", "s3:ListBucket", "Forbidden"} {
+	for _, part := range []string{ns.Bucket, name + "/", "secret key", "Forbidden"} {
 		if !strings.Contains(err.Error(), part) {
 			t.Errorf("error %q does not mention %q", err, part)
 		}
+	}
+	if strings.Contains(err.Error(), "s3:ListBucket") {
+		t.Errorf("error %q blames a permission for a wrong secret key", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()

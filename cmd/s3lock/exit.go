@@ -114,7 +114,7 @@ func signalName(sig os.Signal) string {
 }
 
 // classify turns an error into an exit code, and says whether the message
-// should end with a pointer to --help.
+// should end with a pointer to --help: only for usage errors.
 func classify(ctx context.Context, err error) (code int, hint bool) {
 	var ee *exitErr
 	var sig signalErr
@@ -135,7 +135,10 @@ func classify(ctx context.Context, err error) (code int, hint bool) {
 	case errors.Is(err, s3lock.ErrHeld):
 		return exitHeld, false
 	}
-	return exitError, true
+	// The store failed or refused: the message says what to do, and the
+	// command's help would not (a usage hint on "no such bucket" or an
+	// unreachable endpoint pointed the wrong way).
+	return exitError, false
 }
 
 // oneLine flattens a message onto one line: joined errors are separated by

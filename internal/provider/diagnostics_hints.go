@@ -61,9 +61,10 @@ func hintFor(bucket, objects string, err error) string {
 			"Wait for them (raise the wait time: timeouts.create or wait_timeout), or, if the holder is gone for " +
 			"good, force-release its epoch with the s3lock CLI."
 	case errors.Is(err, s3lock.ErrAccessDenied):
-		return fmt.Sprintf("Check the provider's credentials (access_key and secret_key, profile, assume_role, or the "+
-			"AWS environment) and that they allow s3:ListBucket on bucket %q and s3:GetObject, s3:PutObject and "+
-			"s3:DeleteObject on %s.", bucket, objects)
+		return fmt.Sprintf("The error above says whether the store refused the credentials (no credentials, an "+
+			"unknown access key, a wrong secret key, an expired session token) or a permission. Check the provider's "+
+			"credentials (access_key and secret_key, profile, assume_role, or the AWS environment), and that they "+
+			"allow s3:ListBucket on bucket %q and s3:GetObject, s3:PutObject and s3:DeleteObject on %s.", bucket, objects)
 	case errors.Is(err, s3lock.ErrUnavailable):
 		return "Check the provider's endpoints.s3, region and the network. Each request was retried " +
 			"max_retries times before giving up."
