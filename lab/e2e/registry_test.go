@@ -125,13 +125,26 @@ type signedRelease struct {
 	sums  map[string]string
 }
 
+// buildSignedRelease builds the release from a clone of root's commit
+// tagged v<releaseVersion>: make release builds a real version only from a
+// clean checkout of its tag (CONTRIBUTING.md, Releases), so the artifacts
+// hold root's last commit, not changes not yet committed.
 func buildSignedRelease(t *testing.T, root string) signedRelease {
 	t.Helper()
 	home, fpr, armor := newSigningKey(t)
+	clone := filepath.Join(t.TempDir(), "repo")
+	for _, args := range [][]string{
+		{"clone", "--quiet", "--no-hardlinks", root, clone},
+		{"-C", clone, "-c", "user.name=s3lock lab", "-c", "user.email=lab@s3lock.invalid", "tag", "v" + releaseVersion},
+	} {
+		if b, err := exec.CommandContext(t.Context(), "git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
 	out := t.TempDir()
 	target := runtime.GOOS + "/" + runtime.GOARCH
-	cmd := exec.CommandContext(t.Context(), "go", "-C", filepath.Join(root, "tools", "release"), "run", ".",
-		"-repo", root, "-out", out, "-version", releaseVersion, "-targets", target, "-cli=false", "-sign", fpr)
+	cmd := exec.CommandContext(t.Context(), "go", "-C", filepath.Join(clone, "tools", "release"), "run", ".",
+		"-repo", clone, "-out", out, "-version", releaseVersion, "-targets", target, "-cli=false", "-sign", fpr)
 	cmd.Env = append(os.Environ(), "GNUPGHOME="+home)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
