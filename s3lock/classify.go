@@ -275,6 +275,10 @@ func describeCause(err error) string {
 	case errors.As(err, &netErr):
 		msg = netErr.Error()
 	case sessionFailed(err, &msg):
+	case errors.Is(err, context.DeadlineExceeded):
+		msg = "the time the caller allowed ran out before the store answered"
+	case errors.Is(err, context.Canceled):
+		msg = "the caller stopped (cancelled) before the store answered"
 	case credentialsFailure(err):
 		msg = err.Error()
 		if i := strings.LastIndex(msg, "get credentials: "); i >= 0 {

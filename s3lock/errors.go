@@ -310,15 +310,20 @@ func (e *LeaseLostError) Unwrap() error { return e.Err }
 type waitError struct {
 	Bucket string
 	Name   string
-	Err    error // the context's error
-	Last   error // why the last attempt did not acquire; may be nil
+	Err    error  // the context's error
+	Why    string // what ended the wait, for people (waitEnded)
+	Last   error  // why the last attempt did not acquire; may be nil
 	// Attempting is set when no attempt found the lock held or took it
 	// within WithWait's bound on the attempts (this long).
 	Attempting time.Duration
 }
 
 func (e *waitError) Error() string {
-	msg := fmt.Sprintf("s3lock: gave up waiting for lock %q in bucket %s: %v", e.Name, e.Bucket, e.Err)
+	why := e.Why
+	if why == "" {
+		why = e.Err.Error()
+	}
+	msg := fmt.Sprintf("s3lock: gave up waiting for lock %q in bucket %s: %s", e.Name, e.Bucket, why)
 	if e.Attempting > 0 {
 		msg = fmt.Sprintf("s3lock: gave up on lock %q in bucket %s: no attempt to acquire it finished within %s "+
 			"(the wait, at least %s): the store answers too slowly, or not at all; check the endpoint and the network",

@@ -3,6 +3,8 @@ package s3lock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -176,8 +178,28 @@ func (w *waiter) startWaiting(ctx context.Context) context.Context {
 	if w.a.wait <= 0 {
 		return ctx
 	}
-	ctx, w.cancelWait = context.WithTimeout(ctx, w.a.wait)
+	ctx, w.cancelWait = context.WithTimeoutCause(ctx, w.a.wait, errWaitRanOut)
 	return ctx
+}
+
+// errWaitRanOut is the cause of the end of startWaiting's context.
+var errWaitRanOut = errors.New("s3lock: the wait ran out")
+
+// waitEnded says, for people, what ended a wait whose context ctx is done:
+// the wait (WithWait, d) ran out, the caller's deadline passed, or the
+// caller cancelled it (with the cause it gave, such as a signal) — never
+// Go's "context deadline exceeded".
+func waitEnded(ctx context.Context, d time.Duration) string {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errWaitRanOut):
+		return fmt.Sprintf("the wait (%s) ran out", d)
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "the time the caller allowed ran out"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		return "the caller stopped waiting: " + strings.TrimPrefix(cause.Error(), "s3lock: ")
+	}
+	return "the caller stopped waiting (cancelled)"
 }
 
 // stopWaiting releases what boundAttempts and startWaiting set up.
@@ -229,7 +251,7 @@ func (w *waiter) gaveUp(ctx context.Context) error {
 	if errors.Is(last, errRetry) {
 		last = nil
 	}
-	e := &waitError{Bucket: w.c.bucket, Name: w.name, Err: ctx.Err(), Last: last}
+	e := &waitError{Bucket: w.c.bucket, Name: w.name, Err: ctx.Err(), Why: waitEnded(ctx, w.a.wait), Last: last}
 	if !w.sawHeld && errors.Is(context.Cause(ctx), errAttemptsTimedOut) {
 		e.Attempting = w.attemptsBound
 	}

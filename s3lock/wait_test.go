@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,5 +184,52 @@ func TestAcquire_WaitTimeoutCountsFromFindingTheLockHeld(t *testing.T) {
 	}
 	if _, err := other.Acquire(ctx, name, s3lock.WithWait(-time.Second)); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("WithWait(-1s) = %v; want ErrInvalidConfig", err)
+	}
+}
+
+// TestWait_SaysWhatEndedItInWords: a wait that ends says what ended it — its
+// WithWait, the caller's deadline, or the caller's cancellation with the
+// cause it gave — where it said Go's "context deadline exceeded" and
+// "context canceled" (issue 36); the error still matches the context's.
+func TestWait_SaysWhatEndedItInWords(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("ended")
+	held, err := newLockClient(t, ns, "holder", nil).TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, held)
+	c := newLockClient(t, ns, "waiter", nil)
+
+	for _, tc := range []struct {
+		name string
+		ctx  func(t *testing.T) context.Context // a context that ends after the lock was found held
+		opts []s3lock.AcquireOption
+		says string
+		is   error
+	}{
+		{"WithWait", func(t *testing.T) context.Context { return t.Context() }, []s3lock.AcquireOption{s3lock.WithWait(time.Second)},
+			"the wait (1s) ran out", context.DeadlineExceeded},
+		{"the caller's deadline", func(t *testing.T) context.Context {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			t.Cleanup(cancel)
+			return ctx
+		}, nil, "the time the caller allowed ran out", context.DeadlineExceeded},
+		{"the caller's cancellation", func(t *testing.T) context.Context {
+			ctx, stop := context.WithCancelCause(t.Context())
+			time.AfterFunc(time.Second, func() { stop(errors.New("interrupted by SIGINT")) })
+			return ctx
+		}, nil, "the caller stopped waiting: interrupted by SIGINT", context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.Acquire(tc.ctx(t), name, tc.opts...)
+			if !errors.Is(err, tc.is) || !errors.Is(err, s3lock.ErrHeld) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("Acquire = %v; want it to match %v and ErrHeld, saying %q", err, tc.is, tc.says)
+			}
+			if msg := err.Error(); strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "context canceled") {
+				t.Errorf("Acquire's error %q speaks Go", msg)
+			}
+		})
 	}
 }
