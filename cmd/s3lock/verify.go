@@ -109,24 +109,38 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 		return err
 	}
 	if !out.OK {
-		var failed []string
-		for _, c := range rep.Checks {
-			if c.Status == s3lock.CheckOK {
-				continue
-			}
-			name := c.Name
-			switch {
-			case c.Status != s3lock.CheckFailed:
-			case errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported):
-				name += " (this store does not enforce S3 conditional writes, so s3lock cannot provide mutual exclusion on it)"
-			case errors.Is(c.Err, s3lock.ErrUnorderedListing):
-				name += " (this store does not list keys in order, so s3lock could miss a lock's holder on it)"
-			}
-			failed = append(failed, name)
-		}
-		return exitWith(exitError, fmt.Errorf("%d of %d checks did not pass: %s", len(failed), len(out.Checks), strings.Join(failed, ", ")))
+		return exitWith(exitError, verifyFailure(a.bucket, rep))
 	}
 	return nil
+}
+
+// verifyFailure says which checks did not pass, apart from those an earlier
+// failure kept from running; a missing bucket, which keeps every check from
+// running, is said as such.
+func verifyFailure(bucket string, rep s3lock.Report) error {
+	var failed, unchecked []string
+	for _, c := range rep.Checks {
+		switch {
+		case c.Status == s3lock.CheckOK:
+		case errors.Is(c.Err, s3lock.ErrNoSuchBucket):
+			return fmt.Errorf("the bucket %s does not exist (NoSuchBucket), so no check could run: create it or correct its name", bucket)
+		case c.Status == s3lock.CheckNotChecked:
+			unchecked = append(unchecked, c.Name)
+		case c.Status != s3lock.CheckFailed:
+			failed = append(failed, c.Name)
+		case errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported):
+			failed = append(failed, c.Name+" (this store does not enforce S3 conditional writes, so s3lock cannot provide mutual exclusion on it)")
+		case errors.Is(c.Err, s3lock.ErrUnorderedListing):
+			failed = append(failed, c.Name+" (this store does not list keys in order, so s3lock could miss a lock's holder on it)")
+		default:
+			failed = append(failed, c.Name)
+		}
+	}
+	msg := fmt.Sprintf("%d of %d checks did not pass: %s", len(failed), len(rep.Checks), strings.Join(failed, ", "))
+	if len(unchecked) > 0 {
+		msg += fmt.Sprintf("; %d could not run after them: %s", len(unchecked), strings.Join(unchecked, ", "))
+	}
+	return errors.New(msg)
 }
 
 func (a *app) printReport(rep verifyReport, output string) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,6 +92,19 @@ func (d deny) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // Missing permissions are reported one by one, on top of the real server.
+// TestVerify_MissingBucketSaysSo: verify against a missing bucket said "6
+// of 6 checks did not pass", counting the 3 it never ran (issue 36); it
+// says the bucket does not exist and that no check could run.
+func TestVerify_MissingBucketSaysSo(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	r := c.run("verify", "--bucket", "no-such-bucket-"+s3test.RandomHex(4))
+	if r.code != exitError || !strings.Contains(r.stderr, "does not exist (NoSuchBucket), so no check could run") ||
+		strings.Contains(r.stderr, "checks did not pass") {
+		t.Fatalf("verify against a missing bucket: %s; want exit %d saying the bucket does not exist", r, exitError)
+	}
+}
+
 func TestVerify_ReportsMissingPermissions(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -150,6 +164,15 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 			for name, status := range tc.want {
 				if got[name] != status {
 					t.Errorf("check %q: %q, want %q (report %+v)", name, got[name], status, rep.Checks)
+				}
+				// A check an earlier failure kept from running is counted
+				// apart from those that did not pass.
+				if status == s3lock.CheckNotChecked {
+					msg := verifyFailure(ns.Bucket, sdkRep).Error()
+					_, unchecked, _ := strings.Cut(msg, "could not run after them: ")
+					if !slices.Contains(strings.Split(unchecked, ", "), name) {
+						t.Errorf("verify's error %q does not count check %q as one that could not run", msg, name)
+					}
 				}
 			}
 		})
