@@ -95,6 +95,8 @@ PREFIX (all locks in the bucket without either), as a table or as JSON.
 States: held (by HOLDER, lapses in EXPIRES unless renewed), released, lapsed
 (its holder neither released nor renewed it in time), free (never acquired).
 
+` + expiryHelp + `
+
 A slot lock (one that admits N holders, --slots N) shows as held while any of
 its slots is held, or free, with how many of its N slots are held ("held (2 of
 3 slots)"); its EPOCH and ACQUIRED are its marker's, the epoch that made it a
@@ -165,7 +167,7 @@ store that answers too slowly, or not at all.
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "", "show every lock whose name starts with this")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	durationFlag(cmd.Flags(), &timeout, "timeout", defaultStatusTimeout, "give up after this long (0: never)")
+	durationFlag(cmd.Flags(), &timeout, "timeout", defaultStatusTimeout, "give up after this long", durationSpec{zero: "0: never"})
 	return cmd
 }
 

@@ -54,3 +54,14 @@ const (
 	// alive, rarely enough not to flood it.
 	plainInterval = 5 * time.Second
 )
+
+// expiryHelp explains why a token's expires_at and status's EXPIRES differ:
+// they are the two sides of one lease, judged by two clocks (PROTOCOL.md §6).
+const expiryHelp = `Two figures for one lease, on purpose: the holder trusts its lease until its
+token's expires_at, the lease duration from when its last write was sent, less
+a safety margin (a tenth of the duration, at most 5s, plus 100 ppm for clock
+drift); everyone else sees the lock held until status's EXPIRES, the lease
+duration from the store's time of that write, plus 2s of slack for the store's
+clock. A 5m lease: expires_at about 4m55s after acquire, EXPIRES about 5m2s.
+In between, no one else can take the lock and the holder no longer trusts it:
+that gap keeps two holders from trusting one lock at once.`

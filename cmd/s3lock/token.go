@@ -68,6 +68,8 @@ with --slots N > 1 also slot and slots: the slot held, whose epoch it is, and
 N), key, holder, expires_at (RFC 3339, when this lease stops being trusted
 unless renewed) and lease_duration.
 
+` + expiryHelp + `
+
   token="$(s3lock acquire --lease 30m deploy/prod)"   # on its own line, so a failure stops the script
   export ` + envToken + `="$token"
   ... steps; fencing token: $(echo "$` + envToken + `" | jq .epoch)

@@ -161,3 +161,34 @@ func TestToken_EndlessTokenFileFailsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestToken_ExpiryFiguresAreExplained: a 5m token's expires_at came about
+// 4m55s after acquire while status said the lease lapsed in 5m2s, with no
+// word on why (issue 36). Both helps explain the two figures, with the
+// SDK's own margin, and the token's comes first.
+func TestToken_ExpiryFiguresAreExplained(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("two-figures")
+	var tok struct {
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if err := json.Unmarshal([]byte(c.mustRun("acquire", "--lease", "5m", name).stdout), &tok); err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if err := json.Unmarshal([]byte(c.mustRun("status", name, "-o", "json").stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if !tok.ExpiresAt.Before(st.ExpiresAt) {
+		t.Errorf("the token trusts the lease until %s, after status says it lapses (%s)", tok.ExpiresAt, st.ExpiresAt)
+	}
+	trusted := (5*time.Minute - s3lock.SafetyMargin(5*time.Minute)).Round(time.Second).String()
+	for _, cmd := range []string{"acquire", "status"} {
+		if help := c.mustRun(cmd, "--help").stdout; !strings.Contains(help, "expires_at about "+trusted) || !strings.Contains(help, "Two figures for one lease") {
+			t.Errorf("%s --help does not explain the two expiry figures (a 5m lease trusted for %s):\n%s", cmd, trusted, help)
+		}
+	}
+}
