@@ -130,10 +130,10 @@ func validateLeaseDuration(d time.Duration) error {
 	return nil
 }
 
-// WithRenewInterval sets how often a lease renews itself in the background.
-// The default is a third of the lease duration; New rejects an interval
-// longer than half of it, which would leave no time to retry a failed
-// renewal.
+// WithRenewInterval sets how often a lease renews itself in the background
+// (at least 100ms). The default is a third of the lease duration; New
+// rejects an interval longer than half of it, which would leave no time to
+// retry a failed renewal.
 func WithRenewInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d < minRenewInterval {
@@ -195,8 +195,8 @@ func WithHistory(epochs int) Option {
 }
 
 // WithPollInterval sets how often a waiting Acquire checks the holder's
-// lease (default DefaultPollInterval, at least 10ms). Each check is one
-// small GET; the interval is jittered by ±20%.
+// lease (default DefaultPollInterval, between 10ms and 1m). Each check is
+// one small GET; the interval is jittered by ±20%.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d < minPollInterval || d > maxPollInterval {
@@ -222,7 +222,7 @@ func WithObserver(o Observer) Option {
 }
 
 // WithRequestTimeout bounds each S3 call including the SDK's own retries
-// (default 30s).
+// (default 30s, at least 100ms).
 func WithRequestTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < minRequestTimeout {

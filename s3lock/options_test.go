@@ -1,6 +1,7 @@
 package s3lock_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -63,5 +65,71 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 	}
 	if err := s3lock.ValidateConfig("ok-bucket", s3lock.WithProbePrefix("locks/")); err != nil {
 		t.Errorf("ValidateConfig of good options = %v; want nil", err)
+	}
+}
+
+// TestOptions_ZeroDurationIsRefusedNotADefault: every duration option
+// refuses 0 and negative values with ErrInvalidConfig naming the option and
+// its range, rather than taking 0 for a default (issue 36: a CLI lease of 0
+// became the SDK's one minute). The one duration with a meaning for 0 is
+// WithWait: it tries once, as documented.
+func TestOptions_ZeroDurationIsRefusedNotADefault(t *testing.T) {
+	c, err := s3lock.New(&s3.Client{}, "ok-bucket") // refused options make no request
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		for _, tc := range []struct {
+			name string
+			opt  s3lock.Option
+			says string
+		}{
+			{"WithLeaseDuration", s3lock.WithLeaseDuration(d), "lease duration " + d.String() + " is outside [2s, 720h0m0s]"},
+			{"WithRenewInterval", s3lock.WithRenewInterval(d), "renew interval " + d.String() + " is shorter than 100ms"},
+			{"WithPollInterval", s3lock.WithPollInterval(d), "poll interval " + d.String() + " is outside [10ms, 1m0s]"},
+			{"WithRequestTimeout", s3lock.WithRequestTimeout(d), "request timeout " + d.String() + " is shorter than 100ms"},
+		} {
+			t.Run(tc.name+"("+d.String()+")", func(t *testing.T) {
+				if err := s3lock.ValidateConfig("ok-bucket", tc.opt); !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("ValidateConfig(%s(%s)) = %v; want ErrInvalidConfig saying %q", tc.name, d, err, tc.says)
+				}
+			})
+		}
+		type acquireCase struct {
+			name string
+			opt  s3lock.AcquireOption
+			says string
+		}
+		cases := []acquireCase{{"WithLeaseFor", s3lock.WithLeaseFor(d), "lease duration " + d.String() + " is outside [2s, 720h0m0s]"}}
+		if d < 0 { // WithWait(0) tries once: TestOptions_WaitZeroTriesOnce
+			cases = append(cases, acquireCase{"WithWait", s3lock.WithWait(d), "wait -1s is negative; 0 tries once"})
+		}
+		for _, tc := range cases {
+			t.Run(tc.name+"("+d.String()+")", func(t *testing.T) {
+				_, err := c.Acquire(t.Context(), "lock", tc.opt)
+				if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("Acquire(%s(%s)) = %v; want ErrInvalidConfig saying %q", tc.name, d, err, tc.says)
+				}
+			})
+		}
+	}
+}
+
+// TestOptions_WaitZeroTriesOnce: WithWait(0) is what its documentation says,
+// one attempt: a held lock is reported at once, not waited for.
+func TestOptions_WaitZeroTriesOnce(t *testing.T) {
+	ns := s3test.New(t)
+	holder := newLockClient(t, ns, "holder", nil)
+	name := ns.Name("wait-zero")
+	l, err := holder.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	var held *s3lock.HeldError
+	other := newLockClient(t, ns, "other", nil)
+	if _, err := other.Acquire(t.Context(), name, s3lock.WithWait(0)); !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) ||
+		held.Holder != "holder" || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Acquire(WithWait(0)) of a held lock = %v; want ErrHeld by holder at once", err)
 	}
 }

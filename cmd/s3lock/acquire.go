@@ -36,8 +36,8 @@ type acquireFlags struct {
 func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration) {
 	fs := cmd.Flags()
 	fs.StringVar(&af.lock.holder, "holder", "", "identity written into the lease, shown to whoever finds the lock held (env "+envHolder+"; default user@host:pid plus a random suffix)")
-	durationFlag(fs, &af.lock.lease, "lease", defaultLease, fmt.Sprintf("how long the lease lasts unless renewed (%s to %s)", s3lock.MinLeaseDuration, s3lock.MaxLeaseDuration))
-	durationFlag(fs, &af.wait, "wait", defaultWait, "how long to wait for a held lock; 0 tries once")
+	durationFlag(fs, &af.lock.lease, "lease", defaultLease, "how long the lease lasts unless renewed", leaseSpec)
+	durationFlag(fs, &af.wait, "wait", defaultWait, "how long to wait for a held lock", durationSpec{zero: "0 tries once"})
 	fs.StringToStringVar(&af.metadata, "metadata", nil, "KEY=VALUE pairs stored with the lease, shown by status --output json and to waiters (repeatable)")
 	fs.Lookup("metadata").DefValue = "" // not "[]" in --help
 	fs.BoolVarP(&af.quiet, "quiet", "q", false, "print no progress or acquisition messages")

@@ -49,10 +49,10 @@ type backendFlags struct {
 
 func (bf *backendFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	durationFlag(fs, &bf.lease, "lease", defaultRunLease, fmt.Sprintf("how long the state lock's lease lasts unless renewed: "+
-		"the lock of a run whose s3lock died is free this long after the last renewal (%s to %s)", s3lock.MinLeaseDuration, s3lock.MaxLeaseDuration))
-	durationFlag(fs, &bf.wait, "wait", defaultWait, "how long a lock request waits for a held state lock, in line; 0 tries once "+
-		"(Terraform's -lock-timeout then retries)")
+	durationFlag(fs, &bf.lease, "lease", defaultRunLease, "how long the state lock's lease lasts unless renewed: "+
+		"the lock of a run whose s3lock died is free this long after the last renewal", leaseSpec)
+	durationFlag(fs, &bf.wait, "wait", defaultWait, "how long a lock request waits for a held state lock, in line",
+		durationSpec{zero: "0 tries once (Terraform's -lock-timeout then retries)"})
 	bf.order = s3lock.OrderFIFO
 	fs.Var(orderFlag{&bf.order}, "order", "in which order runs that wait get the state lock: fifo, newest or none (see 's3lock run --help')")
 	fs.StringVar(&bf.holder, "holder", "", "identity written into the lease, shown to whoever finds the state locked (env "+envHolder+

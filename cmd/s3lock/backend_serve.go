@@ -102,7 +102,7 @@ func (sf *serveFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&sf.allowRemote, "allow-remote", false, "listen on an address other hosts can reach (needs --tls-cert and --tls-key)")
 	fs.StringVar(&sf.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with")
 	fs.StringVar(&sf.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
-	durationFlag(fs, &sf.maxHold, "max-hold", 0, "release a lock held longer than this (a client that died holding it); 0: no limit")
+	durationFlag(fs, &sf.maxHold, "max-hold", 0, "release a lock held longer than this (a client that died holding it)", durationSpec{zero: "0: no limit"})
 }
 
 func (a *app) backendServe(ctx context.Context, bf backendFlags, sf serveFlags) error {

@@ -35,7 +35,7 @@ func TestBadInput(t *testing.T) {
 		{"missing bucket for status", c.without("S3LOCK_BUCKET"), []string{"status"}, exitUsage, "--bucket"},
 		{"malformed bucket", nil, []string{"status", "--bucket", "Not_A_Bucket"}, exitUsage, "bucket name"},
 		{"bad duration", nil, []string{"run", "--lease", "5x", name, "--", "true"}, exitUsage, "--lease"},
-		{"lease too short", nil, []string{"run", "--lease", "1s", name, "--", "true"}, exitUsage, "lease duration"},
+		{"lease too short", nil, []string{"run", "--lease", "1s", name, "--", "true"}, exitUsage, `"--lease" flag: must be between 2s and 720h`},
 		{"negative wait", nil, []string{"acquire", "--wait", "-1s", name}, exitUsage, "--wait"},
 		{"unknown order", nil, []string{"run", "--order", "bogus", name, "--", "true"}, exitUsage, `"--order" flag: invalid configuration: order "bogus": use "fifo"`},
 		{"unknown order for acquire", nil, []string{"acquire", name, "--order", "oldest"}, exitUsage, "--order"},

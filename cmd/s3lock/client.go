@@ -16,7 +16,10 @@ import (
 // lockConfig is what every command that locks needs beyond the connection.
 type lockConfig struct {
 	holder string
-	lease  time.Duration // 0: the SDK's default
+	// lease is the --lease of a command that takes a lease (its flag
+	// refuses 0); 0 for a command that takes none (status, renew, watch),
+	// whose client never uses the SDK's default.
+	lease time.Duration
 }
 
 // needBucket returns a usage error when no bucket is configured.

@@ -56,10 +56,11 @@ func (a *app) connectionFlags(pf *pflag.FlagSet) {
 	pf.StringVar(&ar.RoleARN, "assume-role-arn", "", "assume this IAM role with STS AssumeRole (env "+envAssumeRoleARN+")")
 	pf.StringVar(&ar.SessionName, "assume-role-session-name", "", "session name of the assumed role (env "+envAssumeRoleSession+")")
 	pf.StringVar(&ar.ExternalID, "assume-role-external-id", "", "external id the role's trust policy requires (env "+envAssumeRoleExternalID+")")
-	durationFlag(pf, &ar.Duration, "assume-role-duration", 0, "validity of the role's credentials, 15m to 12h (default STS's, 1h)")
+	durationFlag(pf, &ar.Duration, "assume-role-duration", 0, "validity of the role's credentials", roleDurationSpec)
 	pf.StringVar(&ar.Policy, "assume-role-policy", "", "IAM policy (JSON) that further restricts the role's session")
 	pf.StringSliceVar(&ar.PolicyARNs, "assume-role-policy-arns", nil, "managed policies that further restrict the role's session")
 	pf.StringToStringVar(&ar.Tags, "assume-role-tags", nil, "session tags, key=value,...")
+	pf.Lookup("assume-role-tags").DefValue = "" // not "[]" in --help
 	pf.StringSliceVar(&ar.TransitiveTagKeys, "assume-role-transitive-tag-keys", nil, "keys of the session tags that pass on to chained roles")
 	pf.StringVar(&ar.SourceIdentity, "assume-role-source-identity", "", "source identity of the role's session")
 
@@ -68,10 +69,14 @@ func (a *app) connectionFlags(pf *pflag.FlagSet) {
 	pf.StringVar(&w.WebIdentityTokenFile, "web-identity-token-file", "", "file of the OIDC token (env AWS_WEB_IDENTITY_TOKEN_FILE)")
 	pf.StringVar(&w.WebIdentityToken, "web-identity-token", "", "the OIDC token itself; prefer env "+envWebIdentityToken+" or a file: a flag's value shows in ps")
 	pf.StringVar(&w.SessionName, "web-identity-session-name", "", "session name of the web identity's role (env AWS_ROLE_SESSION_NAME)")
-	durationFlag(pf, &w.Duration, "web-identity-duration", 0, "validity of the web identity role's credentials, 15m to 12h")
+	durationFlag(pf, &w.Duration, "web-identity-duration", 0, "validity of the web identity role's credentials", roleDurationSpec)
 	pf.StringVar(&w.Policy, "web-identity-policy", "", "IAM policy (JSON) that further restricts the web identity role's session")
 	pf.StringSliceVar(&w.PolicyARNs, "web-identity-policy-arns", nil, "managed policies that further restrict the web identity role's session")
 }
+
+// roleDurationSpec is the range of a role session's duration; without the
+// flag (0, which it refuses), STS's default.
+var roleDurationSpec = durationSpec{min: awsclient.MinRoleDuration, max: awsclient.MaxRoleDuration, defText: "STS's, 1h"}
 
 // The connection flags whose values resolveConnectionEnv reads from the
 // flag set: an Options field that tells "not given" from "" or false.

@@ -86,7 +86,8 @@ func (a *app) runCommand() *cobra.Command {
 		},
 	}
 	af.register(cmd, defaultRunLease)
-	durationFlag(cmd.Flags(), &grace, "grace-period", 0, "how long before the lease could run out a command gets SIGTERM when renewals keep failing (default a quarter of --lease, at most 10s)")
+	durationFlag(cmd.Flags(), &grace, "grace-period", 0, "how long before the lease could run out a command gets SIGTERM when renewals keep failing",
+		durationSpec{defText: "a quarter of --lease, at most 10s"})
 	return cmd
 }
 
@@ -359,8 +360,9 @@ func childExitCode(ps *os.ProcessState, waitErr error) int {
 	return exitError
 }
 
-// graceFor returns the grace period for a lease: the flag's value, or by
-// default a quarter of the lease, at most 10s. It must leave SIGTERM well
+// graceFor returns the grace period for a lease: the flag's value, or,
+// when it was not given (0, which the flag refuses), a quarter of the
+// lease, at most 10s. It must leave SIGTERM well
 // before the lease could run out even between two healthy renewals (every
 // third of the lease).
 func graceFor(flag, lease time.Duration) (time.Duration, error) {

@@ -2,14 +2,17 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 // Environment variables read by s3lock, besides the standard AWS ones.
@@ -82,32 +85,109 @@ func boolFromEnv(flags *pflag.FlagSet, p *bool, flag, env string) error {
 	return nil
 }
 
-// durationFlag registers a duration flag that rejects negative values.
-func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
-	fs.Var(&nonNegDuration{p: p}, name, usage)
-	*p = def
-	fs.Lookup(name).DefValue = def.String()
+// durationSpec says which values a duration flag takes. A negative value
+// is never one; 0 is one only when zero says what it means.
+type durationSpec struct {
+	// min and max bound the values other than 0 (0: no bound); --help
+	// shows them after the usage.
+	min, max time.Duration
+	// zero is what 0 means, e.g. "0 tries once", appended to the usage;
+	// "" refuses 0 (a flag whose absence means something 0 could not say).
+	zero string
+	// defText is the default that --help shows when the flag's absence is
+	// not one fixed duration ("STS's, 1h"): the variable then stays 0 when
+	// the flag is not given, and 0 must be refused (zero "").
+	defText string
 }
 
-type nonNegDuration struct{ p *time.Duration }
+// Duration flags that take a lease: the SDK's limits, 0 refused (a lease
+// of 0 would otherwise be taken for the SDK's default of a minute).
+var leaseSpec = durationSpec{min: s3lock.MinLeaseDuration, max: s3lock.MaxLeaseDuration}
 
-func (d *nonNegDuration) String() string {
+// durationFlag registers a duration flag with default def that takes the
+// values spec allows and refuses any other with an error that names the
+// range and the default.
+func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string, spec durationSpec) {
+	if spec.min > 0 || spec.max > 0 {
+		usage += " (" + spec.rangeText() + ")"
+	}
+	if spec.zero != "" {
+		usage += "; " + spec.zero
+	}
+	defText := spec.defText
+	if defText == "" {
+		defText = helpDuration(def)
+	}
+	fs.Var(&checkedDuration{p: p, spec: spec, name: name, defText: defText}, name, usage)
+	*p = def
+	fs.Lookup(name).DefValue = defText
+}
+
+// rangeText is the range of the values other than 0: "2s to 720h", "at
+// least 2s", "at most 1h" or "more than 0".
+func (s durationSpec) rangeText() string {
+	switch {
+	case s.min > 0 && s.max > 0:
+		return helpDuration(s.min) + " to " + helpDuration(s.max)
+	case s.min > 0:
+		return "at least " + helpDuration(s.min)
+	case s.max > 0:
+		return "at most " + helpDuration(s.max)
+	}
+	return "more than 0"
+}
+
+// helpDuration writes d as people write it: 720h, 10m, 1h30m, 2s, 100ms.
+func helpDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
+// checkedDuration is the value of a duration flag: it refuses what its
+// spec does not allow.
+type checkedDuration struct {
+	p             *time.Duration
+	spec          durationSpec
+	name, defText string
+}
+
+func (d *checkedDuration) String() string {
 	if d.p == nil {
 		return "0s"
 	}
 	return d.p.String()
 }
 
-func (d *nonNegDuration) Set(s string) error {
+func (d *checkedDuration) Set(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
 		return errors.New("not a duration (examples: 90s, 5m, 1h30m)")
 	}
-	if v < 0 {
-		return errors.New("must not be negative")
+	sp := d.spec
+	switch {
+	case v < 0 && sp.zero != "":
+		return fmt.Errorf("must not be negative; %s", sp.zero)
+	case v == 0 && sp.zero != "":
+	case v <= 0, sp.min > 0 && v < sp.min, sp.max > 0 && v > sp.max:
+		// pflag names the flag and the value first.
+		return fmt.Errorf("must be %s; leave --%s out for the default (%s)", sp.mustBe(), d.name, d.defText)
 	}
 	*d.p = v
 	return nil
 }
 
-func (d *nonNegDuration) Type() string { return "duration" }
+// mustBe completes "must be": "2s to 720h" reads "between 2s and 720h".
+func (s durationSpec) mustBe() string {
+	if s.min > 0 && s.max > 0 {
+		return "between " + helpDuration(s.min) + " and " + helpDuration(s.max)
+	}
+	return s.rangeText()
+}
+
+func (d *checkedDuration) Type() string { return "duration" }

@@ -280,7 +280,7 @@ func TestBadInput_ConnectionSettings(t *testing.T) {
 		says string
 	}{
 		{"role duration out of range", nil, []string{"--assume-role-arn", "arn:aws:iam::1:role/r", "--assume-role-duration", "5m"},
-			"duration 5m0s is outside [15m, 12h]"},
+			`"--assume-role-duration" flag: must be between 15m and 12h`},
 		{"role ARN", nil, []string{"--assume-role-arn", "locks"}, `ARN "locks" is not of the form arn:`},
 		{"role ARN from the environment", append(c.without(envAssumeRoleARN), envAssumeRoleARN+"=locks"), nil, `ARN "locks"`},
 		{"session name without a role", nil, []string{"--assume-role-session-name", "ci"}, "assume role: a role ARN is required: " +

@@ -68,11 +68,18 @@ func (r *leaseResource) Metadata(_ context.Context, req resource.MetadataRequest
 func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	tb := timeouts.Block(ctx, timeouts.Opts{
 		Create: true,
-		CreateDescription: "How long `terraform apply` waits for the lock when someone else holds it, " +
-			"e.g. `\"30m\"`. Default `\"5m\"`.",
+		CreateDescription: fmt.Sprintf("How long `terraform apply` waits for the lock when someone else holds it, "+
+			"e.g. `\"30m\"` (between %s and %s); `\"0s\"` fails at once. Default `\"5m\"`.",
+			formatDuration(minWaitTimeout), formatDuration(maxWaitTimeout)),
 	})
 	if b, ok := tb.(schema.SingleNestedBlock); ok {
 		b.MarkdownDescription = "How long operations may take."
+		// The framework only checks that create parses: a negative wait
+		// would try once as "0s" does, silently.
+		if create, ok := b.Attributes["create"].(schema.StringAttribute); ok {
+			create.Validators = append(create.Validators, waitTimeoutValidator)
+			b.Attributes["create"] = create
+		}
 		tb = b
 	}
 	resp.Schema = schema.Schema{

@@ -143,8 +143,12 @@ type durationValidator struct {
 }
 
 func (v durationValidator) Description(context.Context) string {
-	return fmt.Sprintf("must be a duration such as \"90s\", \"5m\" or \"1h30m\", between %s and %s",
-		formatDuration(v.min), formatDuration(v.max))
+	orZero := ""
+	if v.allowZero {
+		orZero = `, or "0s"`
+	}
+	return fmt.Sprintf("must be a duration such as \"90s\", \"5m\" or \"1h30m\", between %s and %s%s",
+		formatDuration(v.min), formatDuration(v.max), orZero)
 }
 
 func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
@@ -163,6 +167,10 @@ func (v durationValidator) ValidateString(ctx context.Context, req validator.Str
 		resp.Diagnostics.Append(durationOutOfRange(req.Path, raw, lockContext(ctx, req.Config, req.Path), v.min, v.max, v.allowZero))
 	}
 }
+
+// waitTimeoutValidator checks how long an acquisition waits for a held
+// lock: "0s" tries once.
+var waitTimeoutValidator = durationValidator{min: minWaitTimeout, max: maxWaitTimeout, allowZero: true}
 
 // formatDuration writes d the way people write durations: "1h", "1h30m",
 // "90s" stays "1m30s", "500ms".
