@@ -14,7 +14,20 @@ epoch, a number that only grows: pass it to what the lock protects as a
 fencing token. A lease lasts --lease unless renewed; a holder that crashes
 blocks others only until its lease lapses.
 
-Configuration comes from flags, else from the environment:
+  export S3LOCK_BUCKET=my-locks   # plus the usual AWS credentials
+  s3lock verify                   # once: may this store and these credentials lock?
+  s3lock run migrations --wait 15m -- ./migrate.sh up
+  s3lock status migrations
+
+Settings come from flags, else from the environment; credentials from the
+standard AWS chain. To try it on this machine: make local, in a checkout.`
+
+// rootFlags are the flags the top-level help lists; every command takes
+// them and the other connection flags, which its own --help lists.
+var rootFlags = []string{"bucket", "endpoint", "use-path-style", "region", "profile", "debug", "stats", "help", "version"}
+
+// environmentHelp is the help topic 's3lock help environment'.
+const environmentHelp = `Configuration comes from flags, else from the environment:
   --bucket                 S3LOCK_BUCKET
   --endpoint               S3LOCK_ENDPOINT (else AWS_ENDPOINT_URL_S3, AWS's own)
   --use-path-style         S3LOCK_USE_PATH_STYLE (true/false)
@@ -78,9 +91,7 @@ their AWS variables.
 Progress goes to stderr; stdout carries only machine-readable output (tokens,
 JSON, tables), so it can be captured. With --stats, s3lock also prints a
 summary on stderr when it exits: how long it waited, the epoch it acquired,
-renewals, how the lease ended, and its S3 requests by operation and outcome.
-
-` + exitCodesHelp
+renewals, how the lease ended, and its S3 requests by operation and outcome.`
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -140,6 +151,9 @@ func (a *app) rootCommand() *cobra.Command {
 		a.forceReleaseCommand(),
 		a.verifyCommand(),
 		a.backendCommand(),
+		helpTopic("environment", "Every setting's flag and environment variable: credentials, roles, proxies, TLS", environmentHelp),
+		helpTopic("exit-codes", "Exit codes: what each one means (every command's --help lists them too)", exitCodesHelp),
 	)
+	setRootHelp(root)
 	return root
 }
