@@ -93,6 +93,10 @@ func (p *process) Stop() {
 	})
 }
 
+// Exited returns a channel that is closed when the process has exited,
+// stopped or not.
+func (p *process) Exited() <-chan struct{} { return p.exited }
+
 // Logs returns the last part of what the process printed so far.
 func (p *process) Logs() string { return p.logs.String() }
 
