@@ -11,11 +11,17 @@
 //
 // `demo step` is the guarded step itself: it records when it ran, under
 // which epoch, into the timeline.
+//
+// The README shows a run's timeline: `demo -readme` (make demo
+// DEMOARGS=-readme) writes this run's there, and every other run fails if
+// the README's no longer has the participants, epochs and columns of a run
+// (readme.go).
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,9 +59,11 @@ func main() {
 		}
 		return
 	}
+	writeReadme := flag.Bool("readme", false, "write this run's timeline into README.md as its sample (else check that the sample there looks like this run)")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if err := run(ctx, *writeReadme); err != nil {
 		fmt.Fprintln(os.Stderr, "\ndemo FAILED:", err)
 		os.Exit(1)
 	}
@@ -72,6 +80,8 @@ type demo struct {
 	srv      *s3server.Server
 	locks    *s3lock.Client
 	timeline string // the file the guarded steps record into
+
+	writeReadme bool // write the run's timeline into the README, not check it
 }
 
 // participant is one process contending for the lock, with its output log.
@@ -84,10 +94,13 @@ type participant struct {
 // applies are the terraform working directories, one apply run each.
 var applies = []string{"apply-a", "apply-b"}
 
+// migrationWho names the `s3lock run` participant.
+const migrationWho = "migration"
+
 // run runs the whole demo in a scratch directory it removes afterwards and
 // returns an error if any participant failed or the lock was misused.
-func run(ctx context.Context) error {
-	d := &demo{origin: time.Now()}
+func run(ctx context.Context, writeReadme bool) error {
+	d := &demo{origin: time.Now(), writeReadme: writeReadme}
 	tmp, err := os.MkdirTemp("", "s3lock-demo-")
 	if err != nil {
 		return err
@@ -196,13 +209,13 @@ func (d *demo) participants(ctx context.Context) []participant {
 		cmd.Env = append(cmd.Env, timeline.EnvFile+"="+d.timeline)
 		parts = append(parts, participant{who: who, cmd: cmd})
 	}
-	migration := exec.CommandContext(ctx, d.cli, "run", "--wait", "5m", "--lease", "30s", "--holder", "migration", lockName, "--", d.self, "step")
+	migration := exec.CommandContext(ctx, d.cli, "run", "--wait", "5m", "--lease", "30s", "--holder", migrationWho, lockName, "--", d.self, "step")
 	migration.Env = append(os.Environ(),
 		"S3LOCK_BUCKET="+bucket, "S3LOCK_ENDPOINT="+d.srv.Endpoint, "S3LOCK_USE_PATH_STYLE=true",
 		"AWS_REGION="+s3server.Region, "AWS_ACCESS_KEY_ID="+s3server.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+s3server.SecretAccessKey,
-		"AWS_PROFILE=", "AWS_SESSION_TOKEN=", "S3LOCK_WHO=migration", timeline.EnvFile+"="+d.timeline)
+		"AWS_PROFILE=", "AWS_SESSION_TOKEN=", "S3LOCK_WHO="+migrationWho, timeline.EnvFile+"="+d.timeline)
 	migration.Cancel = func() error { return migration.Process.Signal(os.Interrupt) }
-	return append(parts, participant{who: "migration", cmd: migration})
+	return append(parts, participant{who: migrationWho, cmd: migration})
 }
 
 // runAll starts every participant at the same moment, each writing to its
@@ -282,6 +295,24 @@ func (d *demo) report(ctx context.Context, parts []participant, launched map[str
 		return fmt.Errorf("lock %s is still held after every participant finished", lockName)
 	}
 	fmt.Printf("\nOK: %d guarded steps ran one at a time, in epoch order, and the lock is free.\n", len(sections))
+	return d.readmeSample(sections, launched)
+}
+
+// readmeSample writes the run's timeline into the README as its sample
+// (-readme), or checks that the sample there still looks like this run.
+func (d *demo) readmeSample(sections []timeline.Section, launched map[string]time.Time) error {
+	readme := filepath.Join(d.h.RepoRoot, "README.md")
+	if !d.writeReadme {
+		return checkSample(readme, sections)
+	}
+	sample, err := renderSample(sections, launched)
+	if err != nil {
+		return err
+	}
+	if err := writeSample(readme, sample); err != nil {
+		return err
+	}
+	d.say("wrote this run's timeline into %s", readme)
 	return nil
 }
 
