@@ -209,14 +209,16 @@ func TestWait_SaysWhatEndedItInWords(t *testing.T) {
 		says string
 		is   error
 	}{
-		{"WithWait", func(t *testing.T) context.Context { return t.Context() }, []s3lock.AcquireOption{s3lock.WithWait(time.Second)},
+		{"WithWait", func(t *testing.T) context.Context { t.Helper(); return t.Context() }, []s3lock.AcquireOption{s3lock.WithWait(time.Second)},
 			"the wait (1s) ran out", context.DeadlineExceeded},
 		{"the caller's deadline", func(t *testing.T) context.Context {
+			t.Helper()
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			t.Cleanup(cancel)
 			return ctx
 		}, nil, "the time the caller allowed ran out", context.DeadlineExceeded},
 		{"the caller's cancellation", func(t *testing.T) context.Context {
+			t.Helper()
 			ctx, stop := context.WithCancelCause(t.Context())
 			time.AfterFunc(time.Second, func() { stop(errors.New("interrupted by SIGINT")) })
 			return ctx
