@@ -49,6 +49,13 @@ func ValidateKey(key string) error {
 	if err := s3lock.ValidateName(key + LockSuffix); err != nil {
 		return fmt.Errorf("%w: the state key %q cannot name its lock %q: %w", ErrInvalidConfig, key, key+LockSuffix, err)
 	}
+	// The key is itself held to a lock name's rules: a state at
+	// "locks/lock-0000000002.json" would be read as epoch 2 of the lock
+	// "locks" (and force-releasing that epoch would overwrite the state),
+	// one at "x/lock-line" would sit where the line of the lock "x" is.
+	if err := s3lock.ValidateName(key); err != nil {
+		return fmt.Errorf("%w: the state key %q would sit among a lock's objects: %w", ErrInvalidConfig, key, err)
+	}
 	return nil
 }
 

@@ -414,3 +414,16 @@ func TestLockFile_ForceUnlockOfALapsedLeaseRemovesItsLockFile(t *testing.T) {
 		t.Error("the lapsed lease's lock file is still there after its force-unlock")
 	}
 }
+
+// TestStore_RefusesKeysAmongALocksObjects: `backend run --key
+// coll/lock-0000000002.json` was accepted; its state was then read as epoch 2
+// of the lock "coll", and force-releasing that epoch replaced the state with
+// a lease (issue 35, found by a new user). A key is held to a lock name's
+// rules, so that it never sits among a lock's objects.
+func TestStore_RefusesKeysAmongALocksObjects(t *testing.T) {
+	for _, key := range []string{"coll/lock-0000000002.json", "lock-1.json", "x/lock-line", "x/lock-slots/y", "x/s3lock-probe", "::error::x/terraform.tfstate"} {
+		if err := tfstate.ValidateKey(key); !errors.Is(err, tfstate.ErrInvalidConfig) {
+			t.Errorf("ValidateKey(%q) = %v; want ErrInvalidConfig", key, err)
+		}
+	}
+}
