@@ -138,8 +138,8 @@ func (p *progress) waited() time.Duration {
 	return time.Since(p.start)
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (a writer or a reader) is a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -214,18 +214,25 @@ func (a *app) readToken(cmd *cobra.Command, arg string) (s3lock.Token, error) {
 			return s3lock.Token{}, usagef("no lease token: pass --token (JSON, @FILE or -) or set %s", envToken)
 		}
 	case arg == "-":
+		if isTerminal(a.stdin) {
+			fmt.Fprintln(a.stderr, "s3lock: reading the lease token from standard input (paste it, then Ctrl-D; Ctrl-C stops)")
+		}
 		var err error
-		if raw, err = readTokenFrom(a.stdin, "standard input"); err != nil {
+		if raw, err = readCancellable(cmd.Context(), "standard input", func() (string, error) {
+			return readTokenFrom(a.stdin, "standard input")
+		}); err != nil {
 			return s3lock.Token{}, err
 		}
 	case strings.HasPrefix(arg, "@"):
-		f, err := os.Open(arg[1:])
-		if err != nil {
-			return s3lock.Token{}, usagef("reading the token: %v", err)
-		}
-		raw, err = readTokenFrom(f, arg[1:])
-		_ = f.Close()
-		if err != nil {
+		var err error
+		if raw, err = readCancellable(cmd.Context(), arg[1:], func() (string, error) {
+			f, err := os.Open(arg[1:]) // a FIFO without a writer blocks here
+			if err != nil {
+				return "", usagef("reading the token: %v", err)
+			}
+			defer f.Close()
+			return readTokenFrom(f, arg[1:])
+		}); err != nil {
 			return s3lock.Token{}, err
 		}
 	}
@@ -235,6 +242,38 @@ func (a *app) readToken(cmd *cobra.Command, arg string) (s3lock.Token, error) {
 	}
 	return s3lock.ParseToken(raw)
 }
+
+// readCancellable returns what read returns, or stops waiting for it when
+// ctx ends (a signal): a terminal, a pipe or a FIFO without a writer may
+// block read for ever, and SIGINT and SIGTERM went unheeded. The read is
+// left behind; the process is about to exit.
+func readCancellable(ctx context.Context, from string, read func() (string, error)) (string, error) {
+	type result struct {
+		s   string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := read()
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		return "", &stoppedError{msg: fmt.Sprintf("stopped reading the token from %s: %v", from, context.Cause(ctx)), err: ctx.Err()}
+	}
+}
+
+// stoppedError is a read that a signal stopped: it says so in words and
+// matches the context's error (so the exit code is the signal's).
+type stoppedError struct {
+	msg string
+	err error
+}
+
+func (e *stoppedError) Error() string { return e.msg }
+func (e *stoppedError) Unwrap() error { return e.err }
 
 // readTokenFrom reads a token from r (named from in errors), refusing more
 // than maxTokenBytes: a file or pipe that never ends (/dev/zero) must not
