@@ -40,7 +40,8 @@ func TestBucketText_HolderThatIsNotOursIsShownEscaped(t *testing.T) {
 	c := newLockClient(t, ns, "reader", nil)
 	name := ns.Name("hostile-holder")
 	putRaw(t, ns, s3lock.Token{Name: name, Epoch: 1}.Key(),
-		[]byte(`{"leaderId":`+hostileJSON+`,"validityMs":600000,"expired":false,"s3lock":1,"epoch":1,"nonce":"n1"}`))
+		[]byte(`{"leaderId":`+hostileJSON+`,"validityMs":600000,"expired":false,"s3lock":1,"epoch":1,"nonce":"n1",`+
+			`"metadata":{"ok":"plain",`+hostileJSON+`:`+hostileJSON+`}}`))
 
 	_, err := c.TryAcquire(t.Context(), name)
 	var held *s3lock.HeldError
@@ -58,6 +59,15 @@ func TestBucketText_HolderThatIsNotOursIsShownEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	printable(t, "Current().Holder", st.Holder)
+	if len(st.Metadata) != 2 || st.Metadata["ok"] != "plain" {
+		t.Errorf("Current().Metadata = %q; want ok=plain and the hostile entry, escaped", st.Metadata)
+	}
+	for k, v := range st.Metadata {
+		if k != "ok" {
+			printable(t, "a metadata key", k)
+			printable(t, "a metadata value", v)
+		}
+	}
 	states, err := c.List(t.Context(), ns.Name(""))
 	if err != nil || len(states) != 1 {
 		t.Fatalf("List = %v, %v", states, err)
@@ -110,4 +120,20 @@ func TestBucketText_WaiterNameThatIsNotOursIsShownEscaped(t *testing.T) {
 		t.Fatalf("Line()[0].Err = %v", ws[0].Err)
 	}
 	printable(t, "Line()[0].Holder", ws[0].Holder)
+}
+
+// TestBucketText_MetadataIsHeldToAHoldersRule: metadata is shown to whoever
+// reads the lock (status, jq -r on its JSON), so WithMetadata refuses what
+// ValidateHolder refuses, and text read back that breaks the rule is
+// escaped (above).
+func TestBucketText_MetadataIsHeldToAHoldersRule(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c := newLockClient(t, ns, "writer", nil)
+	for _, m := range []map[string]string{{"k": "v\n::error::x"}, {"k\x1b[31m": "v"}, {"k": "\u202ev"}, {"k": "a\tb"}} {
+		if _, err := c.TryAcquire(t.Context(), ns.Name("meta"), s3lock.WithMetadata(m)); !errors.Is(err, s3lock.ErrInvalidConfig) ||
+			!strings.Contains(err.Error(), "control or format characters") {
+			t.Errorf("TryAcquire with metadata %q = %v; want ErrInvalidConfig naming the characters", m, err)
+		}
+	}
 }

@@ -98,7 +98,7 @@ func parseTicketBody(data []byte) (*ticketBody, error) {
 	if !b.Line || b.Nonce == "" {
 		return nil, corrupt("it is not a line ticket (no \"line\" or \"nonce\" field)")
 	}
-	b.Holder = shown(b.Holder)
+	b.Holder, b.Metadata = shown(b.Holder), shownMetadata(b.Metadata)
 	return &b, nil
 }
 

@@ -319,7 +319,8 @@ type slotRef struct {
 }
 
 // WithMetadata attaches string metadata to the lease (at most 16 KiB in
-// all), shown by Current to anyone who reads the lock.
+// all, graphic characters only, as ValidateHolder), shown by Current to
+// anyone who reads the lock.
 func WithMetadata(m map[string]string) AcquireOption {
 	return func(a *acquireConfig) error {
 		if n := metadataSize(m); n > maxMetadataBytes {
@@ -328,6 +329,10 @@ func WithMetadata(m map[string]string) AcquireOption {
 		for k, v := range m {
 			if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) {
 				return invalid("metadata keys must be non-empty and keys and values valid UTF-8 (key %q)", k)
+			}
+			if !textsafe.Safe(k) || !textsafe.Safe(v) {
+				return invalid("metadata %q=%q contains control or format characters (escapes, newlines, tabs, "+
+					"bidirectional overrides); metadata is shown to whoever reads the lock, so it is held to a holder's rule", k, v)
 			}
 		}
 		a.metadata = make(map[string]string, len(m))

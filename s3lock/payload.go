@@ -138,7 +138,20 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 		return nil, corrupt("slots %d is not a marker this s3lock writes (format %d or %d, slots 2 to %d)", p.Slots, oldMarkerFormat, markerFormat, MaxSlots)
 	}
 	p.Holder, p.ReleasedBy, p.Reason = shown(p.Holder), shown(p.ReleasedBy), shown(p.Reason)
+	p.Metadata = shownMetadata(p.Metadata)
 	return &p, nil
+}
+
+// shownMetadata is metadata read from the bucket with its keys and values
+// made fit to print, as shown does (WithMetadata writes only such text).
+func shownMetadata(m map[string]string) map[string]string {
+	for k, v := range m {
+		if !textsafe.Safe(k) || !textsafe.Safe(v) {
+			delete(m, k)
+			m[textsafe.Escape(k, 0)] = textsafe.Escape(v, 0)
+		}
+	}
+	return m
 }
 
 // maxShownText bounds a holder, releasedBy or reason read from an object:

@@ -75,7 +75,7 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 	deadline := s.cfg.Now().Add(s.cfg.Wait)
 	opts := []s3lock.AcquireOption{
 		s3lock.WithWait(s.cfg.Wait),
-		s3lock.WithMetadata(map[string]string{MetaOperation: operation, MetaWho: s.cfg.Who, MetaState: "s3://" + s.cfg.Bucket + "/" + s.Key(ws)}),
+		s3lock.WithMetadata(s.lockMetadata(ws, operation)),
 	}
 	if s.cfg.Order != "" {
 		opts = append(opts, s3lock.WithOrder(s.cfg.Order))
@@ -296,4 +296,11 @@ func ParseLockID(id string) (uint64, error) {
 			"showed it: in its Lock Info with the state store, as \"already locked: ID=N\" with the http backend)", id)
 	}
 	return epoch, nil
+}
+
+// lockMetadata is the metadata of a state's lease: what Terraform said the
+// operation is and who runs it, made fit to print (s3lock holds metadata to
+// a holder's rule, and a Who from a request is any text), and the state.
+func (s *Store) lockMetadata(ws, operation string) map[string]string {
+	return map[string]string{MetaOperation: Printable(operation), MetaWho: Printable(s.cfg.Who), MetaState: "s3://" + s.cfg.Bucket + "/" + s.Key(ws)}
 }

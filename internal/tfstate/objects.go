@@ -170,8 +170,7 @@ func (s *Store) Delete(ctx context.Context, ws string) error {
 		return err
 	}
 	key := s.Key(ws)
-	lease, err := s.client.TryAcquire(ctx, s.LockName(ws), s3lock.WithMetadata(map[string]string{
-		MetaOperation: "OperationTypeWorkspaceDelete", MetaWho: s.cfg.Who, MetaState: "s3://" + s.cfg.Bucket + "/" + key}))
+	lease, err := s.client.TryAcquire(ctx, s.LockName(ws), s3lock.WithMetadata(s.lockMetadata(ws, "OperationTypeWorkspaceDelete")))
 	if err != nil {
 		return err
 	}
