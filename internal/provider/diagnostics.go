@@ -3,10 +3,13 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -152,3 +155,135 @@ const (
 	checkFailed    = "Could not check lease"
 	lockReadFailed = "Could not read lock"
 )
+
+// acquisitionFailed is lockFailed(acquireFailed, ...) of an acquisition
+// whose wait the setting waitAttr bounds (`timeouts.create` for the
+// resource, `wait_timeout` for the ephemeral resource): a lock still held
+// when the wait ran out says who holds it (the SDK's error) and which
+// setting raises the wait.
+func acquisitionFailed(l leaseRef, err error, waitAttr string) diag.Diagnostic {
+	var held *s3lock.HeldError
+	var se *s3lock.SupersededError
+	if !errors.As(err, &held) || errors.As(err, &se) {
+		return lockFailed(acquireFailed, l, err, "")
+	}
+	return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(held.Slots, waitAttr)))
+}
+
+// heldHint says what to do about a lock (of slots slots) that others hold or
+// queued for first; waitAttr names the setting that raises the wait, ""
+// when no wait was asked for.
+func heldHint(slots int, waitAttr string) string {
+	wait := ""
+	if waitAttr != "" {
+		wait = " (raise " + waitAttr + ")"
+	}
+	if slots > 1 {
+		return fmt.Sprintf("All %d slots of the lock are held by others, or (with order = \"fifo\" or \"newest\") "+
+			"others queued for a slot first. Wait for a slot to free%s, or, if a holder is gone for good, "+
+			"force-release its slot's epoch (the s3lock_force_release action with slot, or `s3lock force-release "+
+			"--slot`).", slots, wait)
+	}
+	return "Someone else holds the lock, or (with order = \"fifo\" or \"newest\") others queued for it first. " +
+		"Wait for them" + wait + ", or, if the holder is gone for good, force-release its epoch with the s3lock CLI."
+}
+
+// lockWaited is the warning that names, in Terraform's own output, whom an
+// acquisition waited for: while it waits, Terraform shows only "Still
+// opening..." or "Still creating...", and a provider can add nothing to
+// that line. got is the lease it took (its epoch, and slot). wholeRun, for
+// an ephemeral lease held for the whole run, says what Terraform's
+// "Closing..." of that lease after the plan means: not a release.
+func lockWaited(got leaseRef, w lockWait, wholeRun bool) diag.Diagnostic {
+	at := fmt.Sprintf("at epoch %d", got.epoch)
+	if got.slot > 0 {
+		at = fmt.Sprintf("in slot %d %s", got.slot, at)
+	}
+	detail := fmt.Sprintf("Lock %q in bucket %q: this run waited %s for it. %s It holds the lock now, %s (s3://%s/%s).",
+		got.name, got.bucket, tookFor(w.took), waitStory(w), at, got.bucket, got.token().Key())
+	if wholeRun {
+		detail += " " + runLeaseKept
+	}
+	return diag.NewWarningDiagnostic(fmt.Sprintf("Waited for lock %q", got.name), detail)
+}
+
+// runLeaseKept says what Terraform's "Closing..." of an ephemeral lease held
+// for the whole run means.
+const runLeaseKept = "The run keeps the lease until terraform exits: the \"Closing...\" that Terraform shows " +
+	"for it when the plan ends only ends the plan's use of it; the apply runs under the same epoch."
+
+// tookFor words how long a wait took, to the second.
+func tookFor(d time.Duration) string {
+	if d = d.Round(time.Second); d <= 0 {
+		return "less than a second"
+	}
+	return formatDuration(d)
+}
+
+// waitStory says, as sentences, whom a wait waited for: the holder when it
+// began, with this run's place in line, and the last one when another.
+func waitStory(w lockWait) string {
+	first, story := heldBy(w.first)
+	story = "When it asked, " + story + "."
+	if w.last != nil {
+		if last, then := heldBy(w.last); last != first {
+			story += " Then " + then + "."
+		}
+	}
+	return story
+}
+
+// heldBy says what a wait observer reported: who held the lock (a
+// *s3lock.HeldError), with how many were ahead in its line, or who held the
+// S3 backend's lock file of a state (a *tfstate.LockFileHeldError); who
+// tells holders apart (the slot and epoch, or the lock file's ID).
+func heldBy(err error) (who, text string) {
+	var held *s3lock.HeldError
+	var file *tfstate.LockFileHeldError
+	switch {
+	case errors.As(err, &file):
+		return file.Info.ID, "the S3 backend's lock file was held by a run without s3lock: " + file.Info.Holder()
+	case !errors.As(err, &held):
+		return err.Error(), fmt.Sprintf("the lock was held (%v)", err)
+	case held.Queued:
+		return "queued", fmt.Sprintf("the lock was free, but %s queued for it first", runsAhead(held.Ahead))
+	}
+	by := fmt.Sprintf("%q", held.Holder)
+	if held.Holder == "" {
+		by = "a holder whose identity could not be read"
+	}
+	text = fmt.Sprintf("it was held by %s (epoch %d, since %s%s)", by, held.Epoch, formatTime(held.AcquiredAt),
+		stateOperation(held))
+	if held.Slots > 1 {
+		text = fmt.Sprintf("all %d of its slots were held, the one to run out first, slot %d, by %q (epoch %d, since %s)",
+			held.Slots, held.Slot, held.Holder, held.Epoch, formatTime(held.AcquiredAt))
+	}
+	if held.Ahead > 0 {
+		text += fmt.Sprintf(", and %s ahead of this one in line", runsAhead(held.Ahead))
+	}
+	return fmt.Sprintf("%d/%d", held.Slot, held.Epoch), text
+}
+
+// stateOperation is, for a state's lock (whose lease carries Terraform's
+// lock info), "; Terraform's lock info: who ..., operation ..."; "" for
+// other locks.
+func stateOperation(held *s3lock.HeldError) string {
+	var info []string
+	for _, k := range []struct{ name, key string }{{"who", tfstate.MetaWho}, {"operation", tfstate.MetaOperation}} {
+		if v := held.Metadata[k.key]; v != "" {
+			info = append(info, fmt.Sprintf("%s %q", k.name, v))
+		}
+	}
+	if len(info) == 0 {
+		return ""
+	}
+	return "; Terraform's lock info: " + strings.Join(info, ", ")
+}
+
+// runsAhead says "1 other run was" or "n other runs were".
+func runsAhead(n int) string {
+	if n == 1 {
+		return "1 other run was"
+	}
+	return fmt.Sprintf("%d other runs were", n)
+}

@@ -52,14 +52,9 @@ func hintFor(bucket, objects string, err error) string {
 	var held *s3lock.HeldError
 	switch {
 	case errors.As(err, &held) && held.Slots > 1:
-		return fmt.Sprintf("All %d slots of the lock are held by others, or (with order = \"fifo\" or \"newest\") "+
-			"others queued for a slot first. Wait for a slot to free (raise the wait time: timeouts.create or "+
-			"wait_timeout), or, if a holder is gone for good, force-release its slot's epoch (the "+
-			"s3lock_force_release action with slot, or `s3lock force-release --slot`).", held.Slots)
+		return heldHint(held.Slots, "")
 	case errors.Is(err, s3lock.ErrHeld):
-		return "Someone else holds the lock, or (with order = \"fifo\" or \"newest\") others queued for it first. " +
-			"Wait for them (raise the wait time: timeouts.create or wait_timeout), or, if the holder is gone for " +
-			"good, force-release its epoch with the s3lock CLI."
+		return heldHint(1, "")
 	case errors.Is(err, s3lock.ErrAccessDenied):
 		return fmt.Sprintf("The error above says whether the store refused the credentials (no credentials, an "+
 			"unknown access key, a wrong secret key, an expired session token) or a permission. Check the provider's "+

@@ -125,3 +125,11 @@ func stateStoreSecretsOnDisk(secrets []string) diag.Diagnostic {
 		"terraform init -reconfigure, delete the plan files saved so far, and rotate the secrets that were on disk.",
 		strings.Join(secrets, ", "), envSSECustomerKey))
 }
+
+// stateLockWaited is the warning of a state lock that was had after a wait:
+// whom it waited for (the lock's holder, with Terraform's lock info, or the
+// S3 backend's lock file) and how long.
+func stateLockWaited(s *tfstate.Store, ws string, w lockWait) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Waited for the state lock", fmt.Sprintf("%s: this run waited %s for its lock. %s",
+		stateWhere(s, ws), tookFor(w.took), waitStory(w)))
+}

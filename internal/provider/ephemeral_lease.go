@@ -67,7 +67,10 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"the run ends: success, failure, Ctrl-C, a plan-only run, a declined approval. If `terraform` is " +
 			"killed (SIGKILL), the lease lapses after `lease_duration` instead. If the lease is lost during the " +
 			"run (the store unreachable for longer than `lease_duration`, or an operator force-released it), " +
-			"the provider interrupts the run as Ctrl-C does, so it starts no further changes, and says why.\n\n" +
+			"the provider interrupts the run as Ctrl-C does, so it starts no further changes, and says why. " +
+			"A run that waited for the lock says in a warning whom it waited for, how long and its place in " +
+			"line. The `Closing...` Terraform prints for the lease when the plan ends is not a release: the " +
+			"run keeps the lease, under the same epoch, until `terraform` exits.\n\n" +
 			"Make the resources that must run under the lock depend on it with " +
 			"`depends_on = [ephemeral.s3lock_lease.<name>]`. A saved plan applied by another command " +
 			"(`plan -out` in one job, `apply PLANFILE` in another) cannot share the lease: see the " +
@@ -227,7 +230,7 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}
 	if set.scope == scopeRun {
-		held, ok := e.openForRun(ctx, client, lock, set, func() (*s3lock.Lease, error) {
+		held, ok := e.openForRun(ctx, client, lock, set, func() (*s3lock.Lease, lockWait, error) {
 			return acquireLease(ctx, e.factory, client, name, set.wait, append(opts, s3lock.WithoutAutoRenew())...)
 		}, &resp.Diagnostics)
 		if !ok {
@@ -239,12 +242,15 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 			holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt})
 		return
 	}
-	lease, err := acquireLease(ctx, e.factory, client, name, set.wait, opts...)
+	lease, waited, err := acquireLease(ctx, e.factory, client, name, set.wait, opts...)
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(acquireFailed, lock, err, ""))
+		resp.Diagnostics.Append(acquisitionFailed(lock, err, waitTimeoutAttr))
 		return
 	}
 	token := lease.Token()
+	if waited.waited() {
+		resp.Diagnostics.Append(lockWaited(tokenRef(token), waited, false))
+	}
 	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "slot": token.Slot,
 		"epoch": lease.Epoch(), "key": token.Key()})
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
@@ -252,6 +258,10 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	e.result(ctx, resp, cfg, openedLease{epoch: lease.Epoch(), slot: token.Slot, key: token.Key(),
 		holder: lease.Holder(), acquired: lease.AcquiredAt(), expires: lease.ExpiresAt()})
 }
+
+// waitTimeoutAttr is the attribute that bounds the ephemeral lease's wait,
+// for the diagnostics that say how to raise it.
+const waitTimeoutAttr = "wait_timeout"
 
 // openSettings are the settings of an Open, defaults applied.
 type openSettings struct {

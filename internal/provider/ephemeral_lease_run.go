@@ -60,7 +60,7 @@ func isRunLease(ctx context.Context, p privateGetter) bool {
 // it has the slots set asks for, or a new one that acquire takes and the
 // guard adopts. The guard takes a lease over by its token, which carries
 // the slot of a slot lease, with a client of client's holder.
-func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.Client, lock leaseRef, set openSettings, acquire func() (*s3lock.Lease, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
+func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.Client, lock leaseRef, set openSettings, acquire func() (*s3lock.Lease, lockWait, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
 	bucket, name := lock.bucket, lock.name
 	if e.factory.run == nil {
 		diags.Append(wholeRunUnavailable(lock, e.factory.whyNoRun()))
@@ -96,10 +96,10 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.
 			"slot": held.Token.Slot, "epoch": held.Token.Epoch})
 		return held, true
 	}
-	lease, err := acquire()
+	lease, waited, err := acquire()
 	if err != nil {
 		_ = run.Abandon(ctx, cfg, bucket, name)
-		diags.Append(lockFailed(acquireFailed, lock, err, ""))
+		diags.Append(acquisitionFailed(lock, err, waitTimeoutAttr))
 		return nil, false
 	}
 	token := lease.Detach()
@@ -111,6 +111,9 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.
 	tflog.Info(ctx, "acquired lock for this run; it is held until terraform exits", map[string]any{
 		"bucket": bucket, "lock": name, "slot": token.Slot, "epoch": token.Epoch, "key": adopted.Key,
 	})
+	if waited.waited() {
+		diags.Append(lockWaited(tokenRef(token), waited, true))
+	}
 	if why := run.Run().EndsWithTerraform(); why != "" {
 		diags.Append(runLeaseLapsesAfterRun(tokenRef(token), set.dur, why))
 	}

@@ -75,18 +75,20 @@ func loadToken(ctx context.Context, p privateGetter) (*s3lock.Token, diag.Diagno
 // acquireLease takes the lock: at once if it is free; if it is held, it
 // waits up to wait (in the lock's line when opts order it: s3lock.WithOrder),
 // reporting the holders it waits for and how many waiters are ahead of it
-// through tflog (and the test hook). Any other failure of the first attempt,
-// such as an unreachable store or denied access, is returned at once: only a
-// held lock is worth waiting for. A wait of 0 tries once. All of that is
-// s3lock.WithWait's policy; this only logs what the SDK reports.
-func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name string, wait time.Duration, opts ...s3lock.AcquireOption) (*s3lock.Lease, error) {
-	var first sync.Once
+// through tflog (and the test hook), and returns what the wait saw (the zero
+// lockWait when it did not wait), for the diagnostic that names the holder
+// in Terraform's output. Any other failure of the first attempt, such as an
+// unreachable store or denied access, is returned at once: only a held lock
+// is worth waiting for. A wait of 0 tries once. All of that is
+// s3lock.WithWait's policy; this only reports what the SDK reports.
+func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name string, wait time.Duration, opts ...s3lock.AcquireOption) (*s3lock.Lease, lockWait, error) {
+	rec := newWaitRecorder(f.now)
 	observe := func(h *s3lock.HeldError) {
-		first.Do(func() {
+		if rec.observe(h) {
 			tflog.Info(ctx, "lock is held; waiting for it", map[string]any{
 				"bucket": h.Bucket, "lock": h.Name, "holder": h.Holder, "epoch": h.Epoch, "wait": wait.String(),
 			})
-		})
+		}
 		fields := map[string]any{
 			"bucket":      h.Bucket,
 			"lock":        h.Name,
@@ -107,7 +109,57 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 			f.hooks.onWait(h)
 		}
 	}
-	return c.Acquire(ctx, name, append(opts, s3lock.WithWait(max(wait, 0)), s3lock.WithWaitObserver(observe))...)
+	lease, err := c.Acquire(ctx, name, append(opts, s3lock.WithWait(max(wait, 0)), s3lock.WithWaitObserver(observe))...)
+	return lease, rec.done(), err
+}
+
+// lockWait is what an acquisition saw while it waited for a held lock, for
+// the diagnostic that says so: the holder when the wait began (first), the
+// last one it waited for (last: the same holder, or one that took the lock
+// in between), both a *s3lock.HeldError or, for a state, a
+// *tfstate.LockFileHeldError; and how long the acquisition took. The zero
+// lockWait is an acquisition that did not wait.
+type lockWait struct {
+	first, last error
+	took        time.Duration
+}
+
+// waited reports whether the acquisition waited.
+func (w lockWait) waited() bool { return w.first != nil }
+
+// waitRecorder records a lockWait from a wait observer's calls.
+type waitRecorder struct {
+	now   func() time.Time
+	start time.Time
+	mu    sync.Mutex
+	w     lockWait
+}
+
+// newWaitRecorder starts recording a wait at now().
+func newWaitRecorder(now func() time.Time) *waitRecorder {
+	return &waitRecorder{now: now, start: now()}
+}
+
+// observe records one report of the wait; it reports whether it was the
+// first.
+func (r *waitRecorder) observe(held error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := r.w.first == nil
+	if first {
+		r.w.first = held
+	}
+	r.w.last = held
+	return first
+}
+
+// done ends the recording and returns what it saw.
+func (r *waitRecorder) done() lockWait {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.w
+	w.took = r.now().Sub(r.start)
+	return w
 }
 
 // resumeLease takes over the lease of a token, or, when there is no token

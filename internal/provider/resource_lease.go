@@ -307,14 +307,17 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
-	lease, err := acquireLease(ctx, r.factory, client, name, wait, opts...)
+	lease, waited, err := acquireLease(ctx, r.factory, client, name, wait, opts...)
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(acquireFailed, lock, err, ""))
+		resp.Diagnostics.Append(acquisitionFailed(lock, err, "timeouts.create"))
 		return
 	}
 	// The lease outlives this process: stop its background work and keep
 	// the token that lets later runs resume it.
 	token := lease.Detach()
+	if waited.waited() {
+		resp.Diagnostics.Append(lockWaited(tokenRef(token), waited, false))
+	}
 	tflog.Info(ctx, "acquired lock", map[string]any{"bucket": bucket, "lock": name, "slot": token.Slot,
 		"epoch": lease.Epoch(), "key": token.Key()})
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/statestore"
 	"github.com/hashicorp/terraform-plugin-framework/statestore/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
@@ -38,6 +39,62 @@ func NewStateStore() statestore.StateStore { return &stateStore{} }
 
 type stateStore struct {
 	store *tfstate.Store
+	waits *stateWaits
+}
+
+// stateStoreData is what Initialize hands to Configure: the store, and the
+// recorder its wait observer reports to.
+type stateStoreData struct {
+	store *tfstate.Store
+	waits *stateWaits
+}
+
+// stateWaits records the wait of the Lock in progress (Terraform locks one
+// state at a time), for the warning that names whom it waited for and for
+// the log: the store's wait observer is set once, in Initialize.
+type stateWaits struct {
+	now func() time.Time
+	mu  sync.Mutex
+	ctx context.Context //nolint:containedctx // the Lock in progress's, for its log
+	rec *waitRecorder
+}
+
+// begin starts recording the wait of a Lock.
+func (w *stateWaits) begin(ctx context.Context) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ctx, w.rec = ctx, newWaitRecorder(w.now)
+}
+
+// observe is the store's wait observer.
+func (w *stateWaits) observe(held error) {
+	w.mu.Lock()
+	ctx, rec := w.ctx, w.rec
+	w.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	if rec.observe(held) {
+		tflog.Info(ctx, "state lock is held; waiting for it", map[string]any{"held": held.Error()})
+	}
+}
+
+// end ends the recording and returns what it saw.
+func (w *stateWaits) end() lockWait {
+	if w == nil {
+		return lockWait{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec := w.rec
+	w.ctx, w.rec = nil, nil
+	if rec == nil {
+		return lockWait{}
+	}
+	return rec.done()
 }
 
 var (
@@ -131,6 +188,8 @@ func (s *stateStore) Initialize(ctx context.Context, req statestore.InitializeRe
 	}
 	tc := tfstate.Config{Bucket: bucket, Key: cfg.Key.ValueString(), WorkspaceKeyPrefix: cfg.WorkspaceKeyPrefix.ValueString(),
 		Objects: f.guardConfig.Objects, ExpectedBucketOwner: f.guardConfig.ExpectedBucketOwner, Who: lockWho(), Gone: terraformGone()}
+	waits := &stateWaits{now: f.now}
+	tc.WaitObserver = waits.observe
 	if tc.Lease, err = parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultStateLeaseDuration)); err == nil {
 		tc.Wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultStateWaitTimeout))
 	}
@@ -149,7 +208,7 @@ func (s *stateStore) Initialize(ctx context.Context, req statestore.InitializeRe
 	if len(f.secrets) > 0 {
 		resp.Diagnostics.Append(stateStoreSecretsOnDisk(f.secrets))
 	}
-	resp.StateStoreData = store
+	resp.StateStoreData = &stateStoreData{store: store, waits: waits}
 }
 
 // inlineSecrets names the secrets a provider block sets itself rather than
@@ -179,13 +238,13 @@ func (s *stateStore) Configure(_ context.Context, req statestore.ConfigureReques
 	if req.StateStoreData == nil {
 		return
 	}
-	store, ok := req.StateStoreData.(*tfstate.Store)
+	data, ok := req.StateStoreData.(*stateStoreData)
 	if !ok {
-		resp.Diagnostics.Append(unexpectedProviderData(fmt.Errorf("the state store expected data of type *tfstate.Store but got %T; "+
+		resp.Diagnostics.Append(unexpectedProviderData(fmt.Errorf("the state store expected data of type *stateStoreData but got %T; "+
 			"this is a bug in the provider, please report it", req.StateStoreData)))
 		return
 	}
-	s.store = store
+	s.store, s.waits = data.store, data.waits
 }
 
 func (s *stateStore) GetStates(ctx context.Context, _ statestore.GetStatesRequest, resp *statestore.GetStatesResponse) {
@@ -218,7 +277,9 @@ func (s *stateStore) Lock(ctx context.Context, req statestore.LockRequest, resp 
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
+	s.waits.begin(ctx)
 	id, err := s.store.Lock(ctx, req.StateID, req.Operation)
+	waited := s.waits.end()
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errInterrupted) {
 			err = errInterrupted
@@ -227,6 +288,12 @@ func (s *stateStore) Lock(ctx context.Context, req statestore.LockRequest, resp 
 		return
 	}
 	resp.LockID = id
+	if waited.waited() {
+		// Terraform 1.16 shows only "Acquiring state lock" while this
+		// waits, and drops a LockState's warnings (the framework logs
+		// them at WARN); a Terraform that shows them names the holder.
+		resp.Diagnostics.Append(stateLockWaited(s.store, req.StateID, waited))
+	}
 }
 
 func (s *stateStore) Unlock(ctx context.Context, req statestore.UnlockRequest, resp *statestore.UnlockResponse) {

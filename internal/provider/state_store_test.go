@@ -6,11 +6,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/statestore"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 // requireStateStores skips the test, saying why, on a CLI that cannot run
@@ -147,4 +153,84 @@ func indent(s, prefix string) string {
 // TF_ACC_PROVIDER_NAMESPACE's namespace on the CLI's registry host.
 func providerSource() string {
 	return testCLI.RegistryHost() + "/" + os.Getenv("TF_ACC_PROVIDER_NAMESPACE") + "/s3lock"
+}
+
+// TestStateStore_LockNamesWhomItWaitedFor: a state lock had after a wait
+// says whom it waited for (the holder, with Terraform's lock info: who and
+// the operation) and how long, in a warning of the LockState response and
+// in the log at WARN (the framework logs every warning). Terraform 1.16 prints only "Acquiring state lock"
+// while the state store waits, and drops a LockState's warnings; the
+// warning is there for the Terraform that shows them.
+func TestStateStore_LockNamesWhomItWaitedFor(t *testing.T) {
+	ns := s3test.New(t)
+	key := ns.Name("app/terraform.tfstate")
+	store := func(holder, who string, cfg tfstate.Config) *tfstate.Store {
+		c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder(holder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Bucket, cfg.Key, cfg.Who = ns.Bucket, key, who
+		s, err := tfstate.New(ns.Client, c, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	alice := store("s3lock-provider", "alice@build-7", tfstate.Config{})
+	id, err := alice.Lock(t.Context(), tfstate.DefaultWorkspace, "OperationTypeApply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := &stateWaits{now: time.Now}
+	ours := &stateStore{store: store("s3lock-provider-2", "bob@laptop", tfstate.Config{Wait: time.Minute, Order: s3lock.OrderFIFO, WaitObserver: waits.observe}), waits: waits}
+
+	// Unlocked once ours waits in the lock's line.
+	observer, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder("observer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlocked := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if line, err := observer.Line(t.Context(), alice.LockName(tfstate.DefaultWorkspace)); err == nil && len(line) > 0 {
+				unlocked <- alice.Unlock(t.Context(), tfstate.DefaultWorkspace, id)
+				return
+			}
+		}
+		unlocked <- fmt.Errorf("the second lock never queued")
+	}()
+	var resp statestore.LockResponse
+	ours.Lock(t.Context(), statestore.LockRequest{StateID: tfstate.DefaultWorkspace, Operation: "OperationTypePlan"}, &resp)
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	if resp.Diagnostics.HasError() || resp.LockID == "" {
+		t.Fatalf("lock after a wait: %v (id %q)", resp.Diagnostics, resp.LockID)
+	}
+	if len(resp.Diagnostics) != 1 || resp.Diagnostics[0].Severity() != diag.SeverityWarning {
+		t.Fatalf("diagnostics %v; want one warning", resp.Diagnostics)
+	}
+	d := resp.Diagnostics[0]
+	detail := strings.Join(strings.Fields(d.Detail()), " ")
+	for _, want := range []string{`The state of workspace "default" (s3://` + ns.Bucket + "/" + key, "this run waited",
+		`When it asked, it was held by "s3lock-provider" (epoch 1, since `,
+		`; Terraform's lock info: who "alice@build-7", operation "OperationTypeApply").`} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("the warning %q lacks %q", detail, want)
+		}
+	}
+	if d.Summary() != "Waited for the state lock" {
+		t.Errorf("summary %q", d.Summary())
+	}
+	if err := ours.store.Unlock(t.Context(), tfstate.DefaultWorkspace, resp.LockID); err != nil {
+		t.Fatal(err)
+	}
+
+	// A lock had at once says nothing.
+	resp = statestore.LockResponse{}
+	ours.Lock(t.Context(), statestore.LockRequest{StateID: tfstate.DefaultWorkspace, Operation: "OperationTypePlan"}, &resp)
+	if len(resp.Diagnostics) != 0 || resp.LockID == "" {
+		t.Errorf("lock of a free state: %v (id %q); want it without diagnostics", resp.Diagnostics, resp.LockID)
+	}
+	_ = ours.store.Unlock(t.Context(), tfstate.DefaultWorkspace, resp.LockID)
 }

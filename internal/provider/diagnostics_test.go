@@ -1,0 +1,106 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// TestLockWaited: the warning of a lease had after a wait names whom it
+// waited for in every shape a wait takes, with its place in line and how
+// long; only a whole run's lease explains Terraform's "Closing...".
+func TestLockWaited(t *testing.T) {
+	since := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	alice := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "alice@build-7", Epoch: 3, AcquiredAt: since}
+	behind := *alice
+	behind.Ahead = 2
+	bob := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "bob", Epoch: 4, AcquiredAt: since}
+	queued := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Queued: true, Ahead: 1}
+	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "carol", Epoch: 7, Slots: 3, Slot: 2, AcquiredAt: since}
+	file := &tfstate.LockFileHeldError{Bucket: "b", Key: "k.tflock", Info: tfstate.LockInfo{ID: "0b4d", Who: "dave@ci", Operation: "OperationTypeApply"}}
+	got := leaseRef{bucket: "b", name: "deploy/prod", epoch: 5}
+	cases := []struct {
+		name     string
+		got      leaseRef
+		w        lockWait
+		wholeRun bool
+		want     []string
+		wantNot  []string
+	}{
+		{name: "held", got: got, w: lockWait{first: alice, last: alice, took: 12*time.Second + 400*time.Millisecond},
+			want: []string{`Lock "deploy/prod" in bucket "b": this run waited 12s for it.`,
+				`When it asked, it was held by "alice@build-7" (epoch 3, since 2026-12-07T12:00:00Z).`,
+				`It holds the lock now, at epoch 5 (s3://b/deploy/prod/lock-0000000005.json).`},
+			wantNot: []string{"Then", "Closing", "ahead"}},
+		{name: "in line, for the whole run", got: got, wholeRun: true, w: lockWait{first: &behind, last: alice, took: 2 * time.Minute},
+			want: []string{"waited 2m for it", `held by "alice@build-7" (epoch 3, since 2026-12-07T12:00:00Z), and 2 other runs were ahead of this one in line.`,
+				`the "Closing..." that Terraform shows for it when the plan ends only ends the plan's use of it`},
+			wantNot: []string{"Then"}},
+		{name: "another holder in between", got: got, w: lockWait{first: alice, last: bob, took: 300 * time.Millisecond},
+			want: []string{"waited less than a second for it", `held by "alice@build-7"`, `Then it was held by "bob" (epoch 4,`}},
+		{name: "free, others queued first", got: got, w: lockWait{first: queued, last: queued, took: time.Second},
+			want: []string{"When it asked, the lock was free, but 1 other run was queued for it first."}},
+		{name: "slots", got: leaseRef{bucket: "b", name: "deploy/prod", epoch: 9, slot: 1}, w: lockWait{first: slots, last: slots, took: time.Second},
+			want: []string{`all 3 of its slots were held, the one to run out first, slot 2, by "carol" (epoch 7,`,
+				"It holds the lock now, in slot 1 at epoch 9"}},
+		{name: "state lock file", got: got, w: lockWait{first: file, last: file, took: time.Second},
+			want: []string{`the S3 backend's lock file was held by a run without s3lock: dave@ci, lock ID "0b4d", OperationTypeApply.`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := lockWaited(tc.got, tc.w, tc.wholeRun)
+			if d.Severity() != diag.SeverityWarning || d.Summary() != `Waited for lock "deploy/prod"` {
+				t.Errorf("%v %q; want the warning \"Waited for lock ...\"", d.Severity(), d.Summary())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(d.Detail(), w) {
+					t.Errorf("the detail lacks %q:\n%s", w, d.Detail())
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(d.Detail(), w) {
+					t.Errorf("the detail has %q:\n%s", w, d.Detail())
+				}
+			}
+		})
+	}
+}
+
+// TestAcquisitionFailed: a wait that ran out names the holder (the SDK's
+// error) and the setting that raises the wait, the block's own (issue 36:
+// the resource's hint named a wait_timeout it does not have); other
+// failures are lockFailed's.
+func TestAcquisitionFailed(t *testing.T) {
+	l := leaseRef{bucket: "b", name: "deploy/prod"}
+	held := fmt.Errorf("s3lock: gave up waiting: %w", &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "alice", Epoch: 3})
+	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "alice", Epoch: 3, Slots: 2, Slot: 1}
+	for _, attr := range []string{"timeouts.create", "wait_timeout"} {
+		other := map[string]string{"timeouts.create": "wait_timeout", "wait_timeout": "timeouts.create"}[attr]
+		for _, err := range []error{held, slots} {
+			d := acquisitionFailed(l, err, attr)
+			if d.Summary() != acquireFailed || !strings.Contains(d.Detail(), `held by "alice" (epoch 3`) ||
+				!strings.Contains(d.Detail(), "(raise "+attr+")") || strings.Contains(d.Detail(), other) {
+				t.Errorf("%s, %v: %q\n%s\nwant the holder and \"raise %s\", not %s", attr, err, d.Summary(), d.Detail(), attr, other)
+			}
+		}
+	}
+	if d := acquisitionFailed(l, &s3lock.SupersededError{By: "commit-43"}, "wait_timeout"); d.Summary() != "Superseded by a newer run" {
+		t.Errorf("superseded: %q", d.Summary())
+	}
+	if d := acquisitionFailed(l, fmt.Errorf("x: %w", s3lock.ErrAccessDenied), "wait_timeout"); d.Summary() != acquireFailed ||
+		strings.Contains(d.Detail(), "wait_timeout") {
+		t.Errorf("access denied: %q\n%s", d.Summary(), d.Detail())
+	}
+	// Without a wait to raise (a force-release that found a slot held),
+	// the hint names no setting.
+	if h := hintFor("b", "deploy/prod/*", errors.Join(s3lock.ErrHeld)); !strings.Contains(h, "Wait for them,") || strings.Contains(h, "raise") {
+		t.Errorf("hintFor a held lock: %q", h)
+	}
+}
