@@ -100,6 +100,8 @@ func TestBadInput(t *testing.T) {
 		{"backend serve with a TLS certificate that does not load", with(envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef"),
 			[]string{"backend", "serve", "--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"}, exitUsage, "--tls-cert"},
 		{"backend run with a key that is a lock file", nil, []string{"backend", "run", "--key", "app/terraform.tfstate.tflock", "--", "true"}, exitUsage, "lock's object"},
+		{"a holder from the environment with a bidirectional override", with(envHolder + "=deploy (job \u202e x)"),
+			[]string{"acquire", "--wait", "0", name}, exitUsage, "--holder (or " + envHolder + ")"},
 		{"backend run with a workspace ..", nil, []string{"backend", "run", "--key", "k", "--workspace", "..", "--", "true"}, exitUsage, "--workspace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,6 +54,13 @@ func (a *app) clientOptions(bucket string, lc lockConfig, extra ...s3lock.Option
 		// The error never contains the customer key.
 		return nil, fmt.Errorf("--encrypt, --kms-key-id, --sse-customer-key, --acl: %w", err)
 	}
+	if lc.holder != "" {
+		if err := s3lock.ValidateHolder(lc.holder); err != nil {
+			// The holder may come from the environment, set by a CI
+			// template ("... ($CI_JOB_NAME)"): say where to look.
+			return nil, fmt.Errorf("--holder (or %s): %w", envHolder, err)
+		}
+	}
 	opts := append(a.lockOptions(lc), extra...)
 	opts = append(opts, objects...)
 	if err := s3lock.ValidateConfig(bucket, opts...); err != nil {

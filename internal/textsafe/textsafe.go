@@ -17,19 +17,24 @@ import (
 )
 
 // Safe reports whether s prints as itself: valid UTF-8 whose runes are all
-// graphic (letters, marks, numbers, punctuation, symbols, spaces). Control
-// characters (escape, carriage return, newline, tab) and format characters
-// (bidirectional overrides, zero-width spaces) are not.
+// graphic (letters, marks, numbers, punctuation, symbols, spaces) or joiners.
+// Control characters (escape, carriage return, newline, tab) and the other
+// format characters (bidirectional overrides, zero-width spaces) are not.
 func Safe(s string) bool {
 	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsGraphic(r) {
+		if r == utf8.RuneError || !shows(r) {
 			return false
 		}
 	}
 	return true
 }
 
-// Escape returns s with every rune that is not graphic written as a Go
+// shows reports whether r prints as itself: a graphic rune, or a zero-width
+// joiner or non-joiner, which join emoji ("👨‍💻") and the letters of some
+// scripts and move nothing on a line.
+func shows(r rune) bool { return unicode.IsGraphic(r) || r == '\u200c' || r == '\u200d' }
+
+// Escape returns s with every rune that does not show as itself written as a Go
 // escape (`\x1b`, `\n`, `\u202e`; bytes that are not UTF-8 as `\xff`), and
 // cut to at most max bytes (max <= 0: no cut) at a rune boundary with "…"
 // appended. Text that is Safe and short enough is returned as is, so a
@@ -46,7 +51,7 @@ func Escape(s string, max int) string {
 				b.WriteString(`\x`)
 				b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
 				b.WriteString(strconv.FormatUint(uint64(s[i])&0xF, 16))
-			case unicode.IsGraphic(r):
+			case shows(r):
 				b.WriteRune(r)
 			default:
 				q := strconv.QuoteRuneToASCII(r) // 'x' with x escaped

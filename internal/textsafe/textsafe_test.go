@@ -9,7 +9,7 @@ import (
 )
 
 func TestEscape_TextThatPrintsAsItselfIsKept(t *testing.T) {
-	for _, s := range []string{"", "ci@runner-7:4242-a1b2", `C:\builds\x`, "Jürgen Wölk", "日本語 ✓", "::not at a line start"} {
+	for _, s := range []string{"", "ci@runner-7:4242-a1b2", `C:\builds\x`, "Jürgen Wölk", "日本語 ✓", "::not at a line start", "deploy 👨\u200d💻", "می\u200cخواهم"} {
 		if !textsafe.Safe(s) || textsafe.Escape(s, 0) != s {
 			t.Errorf("Escape(%q) = %q, Safe = %v; want it kept", s, textsafe.Escape(s, 0), textsafe.Safe(s))
 		}
