@@ -77,6 +77,7 @@ func (c *Client) forceRelease(ctx context.Context, name string, epoch uint64) er
 			etag, p = obs.etag, *obs.body
 			p.Reason = "force-released"
 		}
+		p.asRead() // what was there stays there, escapes and all: evidence for whoever looks
 		p.Renewals++
 		p.Write = randomHex(8)
 		p.Released = true

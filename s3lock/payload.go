@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 	"unicode/utf8"
 
@@ -69,6 +70,25 @@ type payload struct {
 	// Slots is set in a slot lock's marker only: how many holders the lock
 	// admits.
 	Slots int `json:"slots,omitempty"`
+
+	// read holds the text fields as the object had them, when shown
+	// escaped them (nil otherwise): a rewrite of someone else's object
+	// (ForceRelease) keeps what was there.
+	read *payloadText
+}
+
+// payloadText is the text of a payload that readers escape.
+type payloadText struct {
+	holder, releasedBy, reason string
+	metadata                   map[string]string
+}
+
+// asRead puts back the text fields as the object had them (see read).
+func (p *payload) asRead() {
+	if t := p.read; t != nil {
+		p.Holder, p.ReleasedBy, p.Reason, p.Metadata = t.holder, t.releasedBy, t.reason, t.metadata
+		p.read = nil
+	}
 }
 
 // marker reports whether p is a slot lock's marker that is in force (not
@@ -137,8 +157,12 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 	case (p.Slots != 0 || p.Format >= oldMarkerFormat) && (p.Slots < 2 || p.Slots > MaxSlots || p.Format < oldMarkerFormat):
 		return nil, corrupt("slots %d is not a marker this s3lock writes (format %d or %d, slots 2 to %d)", p.Slots, oldMarkerFormat, markerFormat, MaxSlots)
 	}
+	read := payloadText{holder: p.Holder, releasedBy: p.ReleasedBy, reason: p.Reason, metadata: maps.Clone(p.Metadata)}
 	p.Holder, p.ReleasedBy, p.Reason = shown(p.Holder), shown(p.ReleasedBy), shown(p.Reason)
 	p.Metadata = shownMetadata(p.Metadata)
+	if p.Holder != read.holder || p.ReleasedBy != read.releasedBy || p.Reason != read.reason || !maps.Equal(p.Metadata, read.metadata) {
+		p.read = &read
+	}
 	return &p, nil
 }
 
