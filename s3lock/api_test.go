@@ -20,8 +20,11 @@ import (
 // ErrUnorderedListing (2026-12-05), the one refusal of a store for a property
 // other than conditional writes (the listing order, assumption A2'), which
 // callers must tell apart because the remedy differs (a general purpose
-// bucket, not another store).
-const maxExports = 151
+// bucket, not another store). 152 since LostNotThisLease (2026-12-07): a
+// token that names no lease of the lock is the caller's mistake, not a lease
+// lost (the CLI exits with its own code), and only a reason of its own tells
+// it from a lease replaced by a newer epoch.
+const maxExports = 152
 
 // The package's exported declarations are counted as `go doc` shows them:
 // functions, types, methods on exported types (Error, Is, Unwrap and String

@@ -247,8 +247,14 @@ const (
 	// release) was confirmed; by the store's clock it lapses or has lapsed.
 	LostLapsed LossReason = "lapsed"
 	// LostReplaced: a newer epoch of the lock exists, or the epoch object
-	// now belongs to another acquisition.
+	// of a held lease now belongs to another acquisition.
 	LostReplaced LossReason = "replaced"
+	// LostNotThisLease: the epoch object a token names (Resume, Lookup)
+	// belongs to another acquisition than the token's Nonce: the token
+	// names no lease of this lock — a wrong or edited token, one from
+	// another bucket's lock of that name, or a lock whose objects were
+	// deleted and its epoch acquired anew.
+	LostNotThisLease LossReason = "not this lease"
 	// LostForceReleased: an operator released it with ForceRelease.
 	LostForceReleased LossReason = "force-released"
 	// LostReleased: a takeover (Resume) or Lookup found it released
@@ -290,6 +296,9 @@ func (e *LeaseLostError) Error() string {
 		detail = "it was " + string(e.Reason)
 	}
 	msg := fmt.Sprintf("s3lock: lease on s3://%s/%s (epoch %d) lost: %s", e.Bucket, e.Key, e.Epoch, detail)
+	if e.Reason == LostNotThisLease {
+		msg = fmt.Sprintf("s3lock: the token names no lease of s3://%s/%s (epoch %d): %s", e.Bucket, e.Key, e.Epoch, detail)
+	}
 	if e.Err != nil {
 		msg += ": " + causeText(e.Err)
 	}

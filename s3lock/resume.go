@@ -80,8 +80,8 @@ func ParseToken(s string) (Token, error) {
 // for an operator who must finish a crashed holder's work. Otherwise the
 // error is a *LeaseLostError (matching ErrLeaseLost) whose Reason says why:
 // LostReleased when it was released (a release already done), LostLapsed,
-// LostForceReleased, LostReplaced, or LostDeleted when the epoch object is
-// gone. The resumed lease trusts itself only for what is left of the lease
+// LostForceReleased, LostReplaced, LostNotThisLease when t's Nonce is not
+// the epoch's acquisition's, or LostDeleted when the epoch object is gone. The resumed lease trusts itself only for what is left of the lease
 // as judged by the store's clock (State.TrustedUntil), and renews itself
 // unless WithoutAutoRenew is given. It costs one LIST and one GET (two of
 // each to adopt a slot without a Nonce: the lock's marker says it is a slot
@@ -289,7 +289,8 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	case b.marker():
 		return heldLease{}, c.slotsError(name, obs, 1)
 	case nonce != "" && b.Nonce != nonce:
-		return heldLease{}, lost(LostReplaced, "its epoch object belongs to another acquisition (holder "+b.Holder+")")
+		return heldLease{}, lost(LostNotThisLease, "its epoch object belongs to another acquisition (holder "+b.Holder+
+			"), not the token's: check the token and the bucket")
 	case b.Released && b.ReleasedBy != "":
 		return heldLease{}, lost(LostForceReleased, "it was force-released by "+b.ReleasedBy)
 	case b.Released && b.Reason != "":

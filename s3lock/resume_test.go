@@ -53,7 +53,7 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 	forged := parsed
 	forged.Nonce = "0000"
 	_, err = step2.Resume(t.Context(), forged)
-	wantLost(t, "Resume with a wrong nonce", err, s3lock.LostReplaced)
+	wantLost(t, "Resume with a wrong nonce", err, s3lock.LostNotThisLease)
 	other := parsed
 	other.Bucket = "another-bucket"
 	if _, err := step2.Resume(t.Context(), other); !errors.Is(err, s3lock.ErrInvalidConfig) {
@@ -200,7 +200,7 @@ func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
 	forged := tok
 	forged.Nonce = "0000"
 	_, err = reader.Lookup(t.Context(), forged)
-	wantLost(t, "Lookup with a wrong nonce", err, s3lock.LostReplaced)
+	wantLost(t, "Lookup with a wrong nonce", err, s3lock.LostNotThisLease)
 	if err := holder.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()}); err != nil {
 		t.Fatal(err)
 	}

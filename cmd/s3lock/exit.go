@@ -31,6 +31,9 @@ const (
 	// --slots asked for (a slot lock asked for as a mutex, or the other way
 	// round); waiting does not change that. watch exits so on a slot lock.
 	exitSlotsMismatch = 7
+	// exitNotThisLease: the token names no lease of this lock: its epoch
+	// belongs to another acquisition (a wrong token, or another bucket's).
+	exitNotThisLease = 8
 	// exitCannotRun and exitNotFound follow the shells' convention for a
 	// command that could not be started.
 	exitCannotRun = 126
@@ -55,6 +58,8 @@ const exitCodesHelp = `Exit codes:
   7    the lock admits another number of holders than --slots asked for (no
        --slots: a mutex); every holder must use the same --slots. watch: the
        lock is a slot lock, which watch cannot follow
+  8    renew, release: the token names no lease of this lock (its epoch
+       belongs to another acquisition): check the token and --bucket
   126  run: the command could not be started; 127: it was not found
   128+N  stopped by signal N while waiting (130 for SIGINT, 143 for SIGTERM),
        or while watch --until waited (a watch without --until exits 0)
@@ -118,6 +123,7 @@ func signalName(sig os.Signal) string {
 func classify(ctx context.Context, err error) (code int, hint bool) {
 	var ee *exitErr
 	var sig signalErr
+	var lost *s3lock.LeaseLostError
 	switch {
 	case errors.As(err, &ee):
 		return ee.code, ee.hint
@@ -126,6 +132,8 @@ func classify(ctx context.Context, err error) (code int, hint bool) {
 	case errors.Is(err, s3lock.ErrInvalidName), errors.Is(err, s3lock.ErrInvalidConfig),
 		errors.Is(err, awsclient.ErrInvalidOptions), errors.Is(err, awsclient.ErrNoRegion):
 		return exitUsage, true
+	case errors.As(err, &lost) && lost.Reason == s3lock.LostNotThisLease:
+		return exitNotThisLease, false
 	case errors.Is(err, s3lock.ErrLeaseLost):
 		return exitLost, false
 	case errors.Is(err, s3lock.ErrSuperseded):

@@ -112,6 +112,30 @@ func TestToken_LostLease(t *testing.T) {
 	}
 }
 
+// TestToken_NamingNoLeaseIsNotALostLease: a token whose nonce names no lease
+// of the lock (edited, or another acquisition's) exited 4, "the lease was
+// lost, work may not have been exclusive" (issue 36): no work ran under it.
+// It exits 8 and says the token names no lease; the lease the lock has is
+// untouched.
+func TestToken_NamingNoLeaseIsNotALostLease(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	name := c.name("other-acquisition")
+	tok := parseTokenOutput(t, c.mustRun("acquire", "--quiet", name).stdout)
+	wrong := tok
+	wrong.Nonce = strings.Repeat("0", len(tok.Nonce))
+	for _, cmd := range []string{"renew", "release"} {
+		r := c.run(cmd, "--token", tokenJSON(t, wrong))
+		if r.code != exitNotThisLease || !strings.Contains(r.stderr, "the token names no lease") || strings.Contains(r.stderr, "lost") {
+			t.Fatalf("%s with another acquisition's nonce: %s; want exit %d saying the token names no lease", cmd, r, exitNotThisLease)
+		}
+	}
+	if st := c.current(name); !st.Held || st.Epoch != tok.Epoch || st.Renewals != 0 {
+		t.Fatalf("the lock is %+v; want epoch %d still held, untouched", st, tok.Epoch)
+	}
+	c.mustRun("release", "--token", tokenJSON(t, tok))
+}
+
 // The token names its bucket; a different --bucket is refused.
 func TestToken_BucketMismatch(t *testing.T) {
 	t.Parallel()
