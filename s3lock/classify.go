@@ -291,9 +291,6 @@ func describeCause(err error) string {
 	// The store's code and message are the store's text: escaped (no line
 	// breaks, no terminal escapes) like a holder read from the bucket.
 	msg = textsafe.Escape(msg, maxCauseText)
-	// The store's code and message are the store's text: escaped (no line
-	// breaks, no terminal escapes) like a holder read from the bucket.
-	msg = textsafe.Escape(msg, maxCauseText)
 	var quota ratelimit.QuotaExceededError
 	if errors.As(err, &quota) || strings.Contains(sdkError(err).Error(), "retry quota exceeded") {
 		msg += "; the SDK's retry quota exceeded, so it stopped retrying"

@@ -10,6 +10,7 @@
 package textsafe
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -34,39 +35,34 @@ func Safe(s string) bool {
 // scripts and move nothing on a line.
 func shows(r rune) bool { return unicode.IsGraphic(r) || r == '\u200c' || r == '\u200d' }
 
-// Escape returns s with every rune that does not show as itself written as a Go
-// escape (`\x1b`, `\n`, `\u202e`; bytes that are not UTF-8 as `\xff`), and
-// cut to at most max bytes (max <= 0: no cut) at a rune boundary with "…"
-// appended. Text that is Safe and short enough is returned as is, so a
-// backslash in ordinary text is not doubled; a name in which Escape changed
-// something therefore shows escapes, which is the point: the reader sees
-// that the text was not what s3lock writes.
+// Escape returns s with every rune that does not show as itself written as
+// a Go escape (`\x1b`, `\n`, `\u202e`; bytes that are not UTF-8 as `\xff`),
+// and cut to at most max bytes (max <= 0: no cut), never inside a rune or an
+// escape, with "…" appended. Text that is Safe and short enough is returned
+// as is, so a backslash in ordinary text is not doubled; a name in which
+// Escape changed something therefore shows escapes, which is the point: the
+// reader sees that the text was not what s3lock writes.
 func Escape(s string, max int) string {
-	if !Safe(s) {
-		var b strings.Builder
-		for i := 0; i < len(s); {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			switch {
-			case r == utf8.RuneError && n <= 1:
-				b.WriteString(`\x`)
-				b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
-				b.WriteString(strconv.FormatUint(uint64(s[i])&0xF, 16))
-			case shows(r):
-				b.WriteRune(r)
-			default:
-				q := strconv.QuoteRuneToASCII(r) // 'x' with x escaped
-				b.WriteString(q[1 : len(q)-1])
-			}
-			i += n
-		}
-		s = b.String()
+	if Safe(s) && (max <= 0 || len(s) <= max) {
+		return s
 	}
-	if max > 0 && len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		piece := s[i : i+n]
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			piece = fmt.Sprintf(`\x%02x`, s[i])
+		case !shows(r):
+			q := strconv.QuoteRuneToASCII(r) // 'x' with x escaped
+			piece = q[1 : len(q)-1]
 		}
-		s = s[:cut] + "…"
+		if max > 0 && b.Len()+len(piece) > max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(piece)
+		i += n
 	}
-	return s
+	return b.String()
 }

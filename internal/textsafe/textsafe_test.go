@@ -50,3 +50,12 @@ func TestEscape_CutsLongTextAtARuneBoundary(t *testing.T) {
 		t.Errorf("Escape(short) = %q", got)
 	}
 }
+
+func TestEscape_NeverCutsAnEscapeInTwo(t *testing.T) {
+	if got := textsafe.Escape(strings.Repeat("\x1b", 100), 10); got != `\x1b\x1b…` {
+		t.Errorf("Escape(100 × ESC, 10) = %q; want two whole escapes and …", got)
+	}
+	if got := textsafe.Escape("ab\u202ecd", 7); got != `ab…` {
+		t.Errorf("Escape(ab RLO cd, 7) = %q; want ab…", got)
+	}
+}
