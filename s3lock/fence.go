@@ -117,7 +117,9 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 	if w.body, w.start, err = rewindable(in.Body); err != nil {
 		return nil, w.bodyError("reading", err)
 	}
-	// The PUT carries the body: its timeout grows with it.
+	// The PUT carries the body: its timeout grows with it. The fence holds
+	// however long the upload takes on a store that checks If-Match when
+	// the upload completes, as S3 does (PROTOCOL.md §15, Bounds).
 	putter := r
 	if w.body != nil {
 		end, err := w.body.Seek(0, io.SeekEnd)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
+	"github.com/s3lock/terraform-provider-s3lock/internal/transfer"
 )
 
 // Defaults and limits of the options.
@@ -37,7 +38,7 @@ const (
 	// second hands a released lock over in about a tenth of a second.
 	DefaultPollInterval = 200 * time.Millisecond
 	// defaultRequestTimeout bounds each S3 call, including the SDK's retries.
-	defaultRequestTimeout = 30 * time.Second
+	defaultRequestTimeout = transfer.RequestTimeout
 )
 
 // Option configures a Client in New.

@@ -3,6 +3,8 @@ package s3lock
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/transfer"
 )
 
 // The protocol's timing constants. PROTOCOL.md derives each one.
@@ -152,28 +154,13 @@ const (
 	minRequestTimeout = 100 * time.Millisecond
 	minPollInterval   = 10 * time.Millisecond
 	maxPollInterval   = time.Minute
-
-	// minTransferRate is the slowest steady transfer a request's timeout
-	// allows for (transferAllowance): 128 KiB/s, a 1 Mbit/s link, far below
-	// what one connection to S3 gets. The request timeout is sized for
-	// lease objects of a few hundred bytes; a body of megabytes (a
-	// FencedPut of a Terraform state) on a slow link would never fit in it.
-	// A store that stalls still fails the request, only later by the
-	// body's size.
-	minTransferRate = 128 << 10 // bytes per second
 )
 
 // transferAllowance is how much longer than its request timeout a request
-// that carries n bytes of body is given: n at minTransferRate (8 s per
-// MiB). FencedPut gives its PUT the client's request timeout plus the
-// allowance for its body.
-func transferAllowance(n int64) time.Duration {
-	if n <= 0 {
-		return 0
-	}
-	// In two parts, so that no size overflows the nanoseconds.
-	return time.Duration(n/minTransferRate)*time.Second + time.Duration(n%minTransferRate)*time.Second/minTransferRate
-}
+// that carries n bytes of body is given (transfer.Allowance: 8 s per MiB).
+// FencedPut gives its PUT the client's request timeout plus the allowance
+// for its body.
+func transferAllowance(n int64) time.Duration { return transfer.Allowance(n) }
 
 // Variables only so that tests can shorten them (export_test.go); the
 // protocol never changes them.

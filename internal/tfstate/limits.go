@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/transfer"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -22,27 +23,11 @@ const MaxStateSize = 256 << 20
 // "\n"): a stored body may exceed MaxStateSize by this much.
 const markRoom = 1 + 64 + 1
 
-// requestTimeout and minTransferRate time the store's own GET of a state
-// as the s3lock SDK times the PUT of one (FencedPut: its default request
-// timeout, which the provider and the CLI keep, plus the body at its
-// slowest steady rate, 128 KiB/s): so that a large state on a slow link can
-// be locked, written and read. A timeout that scales rather than a
-// setting: it grows only with what is sent, so a store that stalls on a
-// small state fails as soon as before, and there is no number for users to
-// get right.
-const (
-	requestTimeout  = 30 * time.Second
-	minTransferRate = 128 << 10 // bytes per second
-)
-
-// transferTimeout is how long a state transfer of n bytes may take: the
-// request timeout plus n at minTransferRate (8 s per MiB).
-func transferTimeout(n int64) time.Duration {
-	n = max(n, 0)
-	// In two parts, so that no size overflows the nanoseconds.
-	return requestTimeout + time.Duration(n/minTransferRate)*time.Second +
-		time.Duration(n%minTransferRate)*time.Second/minTransferRate
-}
+// transferTimeout is how long a state transfer of n bytes may take, as the
+// s3lock SDK times FencedPut's PUT of one (transfer.Timeout: the request
+// timeout plus 8 s per MiB), so that a large state on a slow link can be
+// locked, written and read.
+func transferTimeout(n int64) time.Duration { return transfer.Timeout(n) }
 
 // ErrStateTooLarge is a state larger than the store reads or writes
 // (MaxStateSize).

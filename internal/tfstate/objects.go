@@ -279,6 +279,9 @@ func (s *Store) putUnlocked(ctx context.Context, key string, state []byte) error
 	in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), ExpectedBucketOwner: s.owner(),
 		Body: stdbytes.NewReader(unmarked(state)), ContentType: aws.String(stateContentType)}
 	s.cfg.Objects.OnPut(in)
+	// Timed as every other state transfer (it had no timeout at all).
+	ctx, cancel := context.WithTimeout(ctx, s.timeout(int64(len(state))))
+	defer cancel()
 	if _, err := s.api.PutObject(ctx, in); err != nil {
 		return s.opError("writing the state", key, err)
 	}
