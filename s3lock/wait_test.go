@@ -68,7 +68,9 @@ func TestAcquire_GivesUpWhenContextEnds(t *testing.T) {
 	}
 	mustRelease(t, la)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	// Long enough for a first attempt on a loaded machine (under the race
+	// detector, 500 ms ran out before any attempt found the lock held).
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	_, err = b.Acquire(ctx, name)
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, s3lock.ErrHeld) {

@@ -67,7 +67,19 @@ func TestWatch_SeesEveryHandoffAndALapse(t *testing.T) {
 
 	// The lock changes hands 20 times, at once: each holder's successor is
 	// already waiting in Acquire, and each holds it for three poll
-	// intervals. The watcher sees every epoch held.
+	// intervals, or until the watcher has seen its epoch held, if that takes
+	// longer (on a loaded machine a poll came late and missed a 150 ms
+	// holder). The watcher sees every epoch held.
+	var seenMu sync.Mutex
+	seen := map[uint64]chan struct{}{}
+	seenCh := func(e uint64) chan struct{} {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		if seen[e] == nil {
+			seen[e] = make(chan struct{})
+		}
+		return seen[e]
+	}
 	start := time.Now()
 	counter.Reset()
 	leaders := []*s3lock.Client{newLockClient(t, ns, "leader-a", []s3lock.Option{s3lock.WithPollInterval(10 * time.Millisecond)}),
@@ -82,6 +94,11 @@ func TestWatch_SeesEveryHandoffAndALapse(t *testing.T) {
 					return
 				}
 				time.Sleep(150 * time.Millisecond)
+				select {
+				case <-seenCh(l.Epoch()):
+				case <-time.After(10 * time.Second):
+					t.Errorf("the watcher did not see epoch %d held within 10s", l.Epoch())
+				}
 				if err := l.Release(t.Context()); err != nil {
 					t.Error(err)
 				}
@@ -92,8 +109,9 @@ func TestWatch_SeesEveryHandoffAndALapse(t *testing.T) {
 	heldSeen := map[uint64]string{}
 	for len(heldSeen) < 20 {
 		ev := nextEvent(t, events, 5*time.Second)
-		if ev.phase == s3lock.PhaseHeld {
+		if ev.phase == s3lock.PhaseHeld && heldSeen[ev.epoch] == "" {
 			heldSeen[ev.epoch] = ev.holder
+			close(seenCh(ev.epoch))
 		}
 	}
 	wg.Wait()
