@@ -180,9 +180,11 @@ func TestGitHubAction_PinnedByCommit(t *testing.T) {
 	}
 }
 
-// TestGitLabTemplate_PinsItsOwnInstaller: the template's
-// S3LOCK_INSTALLER_SHA256 is pipelines/install.sh's of the same tree.
-func TestGitLabTemplate_PinsItsOwnInstaller(t *testing.T) {
+// TestGitLabTemplate_PinsItsOwnInstallerAndChecksums: the template's
+// S3LOCK_INSTALLER_SHA256 and S3LOCK_CHECKSUMS_SHA256 are the SHA-256 of
+// pipelines/install.sh and pipelines/checksums.txt of the same tree (make
+// release-pin writes the second).
+func TestGitLabTemplate_PinsItsOwnInstallerAndChecksums(t *testing.T) {
 	t.Parallel()
 	root, err := tfharness.RepoRoot()
 	if err != nil {
@@ -196,13 +198,235 @@ func TestGitLabTemplate_PinsItsOwnInstaller(t *testing.T) {
 	if err := yaml.Unmarshal(data, &jobs); err != nil {
 		t.Fatal(err)
 	}
-	installer, err := os.ReadFile(filepath.Join(root, "pipelines", "install.sh"))
+	for variable, file := range map[string]string{"S3LOCK_INSTALLER_SHA256": "install.sh", "S3LOCK_CHECKSUMS_SHA256": "checksums.txt"} {
+		if got, want := jobs[".s3lock"].Variables[variable], fileSHA256(t, filepath.Join(root, "pipelines", file)); got != want {
+			t.Errorf("pipelines/gitlab/s3lock.gitlab-ci.yml pins pipelines/%s with %s %s, but its SHA-256 is %s: set it", file, variable, got, want)
+		}
+	}
+}
+
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(installer)
-	if got, want := jobs[".s3lock"].Variables["S3LOCK_INSTALLER_SHA256"], hex.EncodeToString(sum[:]); got != want {
-		t.Errorf("pipelines/gitlab/s3lock.gitlab-ci.yml pins the installer %s, but pipelines/install.sh's SHA-256 is %s: "+
-			"set S3LOCK_INSTALLER_SHA256 to it", got, want)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestGitLabTemplate_RefusesChecksumsItDoesNotPin: the pins fetched at
+// S3LOCK_REF, which the job's author types apart from the include's
+// integrity, are used only if they are the ones the template pins; a
+// wrong ref serving pins of a tampered archive, downloaded from a
+// compromised mirror, installs nothing. The job leaves no installer
+// behind.
+func TestGitLabTemplate_RefusesChecksumsItDoesNotPin(t *testing.T) {
+	t.Parallel()
+	s := newReleaseServer(t)
+	dir := t.TempDir()
+	out, err := s.gitlabJob(t, s.gitlabTemplate(t), dir, machineEnv(), map[string]string{
+		"S3LOCK_REF": tamperedRef, "S3LOCK_DOWNLOAD_URL": s.srv.URL + "/tampered",
+		"S3LOCK_LOCK": "lock", "S3LOCK_COMMAND": "true",
+	})
+	if err == nil || !strings.Contains(string(out), "pipelines/checksums.txt at S3LOCK_REF "+tamperedRef+" is not the one this template pins") {
+		t.Errorf("the template at a ref whose pins are not its own: %v\n%s; want refused, naming checksums.txt", err, out)
+	}
+	noInstallerLeft(t, dir)
+	if left, _ := filepath.Glob(filepath.Join(dir, "s3lock.*")); len(left) > 0 {
+		t.Errorf("the refused job installed s3lock: %q", left)
+	}
+}
+
+// TestGitHubAction_AtAMajorVersionTagAsksForTheVersion: uses: …@v1 names
+// no release; the error says so and names the version input, rather than
+// the installer's "no version" for "v1".
+func TestGitHubAction_AtAMajorVersionTagAsksForTheVersion(t *testing.T) {
+	t.Parallel()
+	p := newPipelines(t)
+	for _, ref := range []string{"v1", "v1.2"} {
+		job := p.githubJob(t, "job", "")
+		job.ref = ref
+		_, err := job.run(t, map[string]string{"mode": "release"})
+		if err == nil || !strings.Contains(err.Error(), "'"+ref+"', a major-version tag") || !strings.Contains(err.Error(), "set its version input") {
+			t.Errorf("the action at %s without the version input: %v; want refused as a major-version tag, naming the input", ref, err)
+		}
+	}
+}
+
+// TestInstaller_UsesAnS3lockOnPATHOnlyIfNoOneElseCanChangeIt: the pinned
+// binary on PATH is used only if its file, its real directory (symbolic
+// links followed) and the directories above are not writable by others:
+// else it could be swapped between its check and its use (an old
+// /tmp/s3lock-VERSION of an earlier installer on a shell runner).
+func TestInstaller_UsesAnS3lockOnPATHOnlyIfNoOneElseCanChangeIt(t *testing.T) {
+	t.Parallel()
+	s := newReleaseServer(t)
+	installed, log, err := s.installer(t, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	binary, err := os.ReadFile(filepath.Join(installed, "s3lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// place puts the pinned binary, with mode, into a new directory with
+	// dirMode, under parent (a new private directory if ""); it returns
+	// the directory.
+	place := func(parent string, dirMode, mode os.FileMode) string {
+		if parent == "" {
+			parent = t.TempDir()
+		}
+		dir, err := os.MkdirTemp(parent, "bin") //nolint:usetesting // under parent, which t.TempDir cannot make
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "s3lock")
+		if err := os.WriteFile(bin, binary, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(bin, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, dirMode); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	open := place("", 0o777, 0o755)
+	below := place(open, 0o755, 0o755)
+	linked := t.TempDir()
+	if err := os.Symlink(filepath.Join(open, "s3lock"), filepath.Join(linked, "s3lock")); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{
+		"in a directory anyone may write":                   open,
+		"writable by anyone, in a private directory":        place("", 0o755, 0o777),
+		"mode 0666, in a directory anyone may write":        place("", 0o777, 0o666),
+		"writable by its group":                             place("", 0o755, 0o775),
+		"in a directory below one anyone may write":         below,
+		"a symbolic link into a directory anyone may write": linked,
+	} {
+		got, log, err := s.installer(t, map[string]string{"PATH": dir + string(os.PathListSeparator) + os.Getenv("PATH")})
+		if err != nil || got == dir || got == open || got == below || !strings.Contains(log, "not using") {
+			t.Errorf("the pinned s3lock on PATH %s: printed %q, %v\n%s; want it not used, and a fresh install", name, got, err, log)
+		}
+	}
+
+	// A symbolic link to the pinned binary in a private directory: the
+	// directory printed is the binary's own.
+	safe := place("", 0o700, 0o755)
+	if err := os.Remove(filepath.Join(linked, "s3lock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(safe, "s3lock"), filepath.Join(linked, "s3lock")); err != nil {
+		t.Fatal(err)
+	}
+	got, log, err := s.installer(t, map[string]string{
+		"PATH":                linked + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"S3LOCK_DOWNLOAD_URL": s.srv.URL + "/nothing-here",
+	})
+	real, _ := filepath.EvalSymlinks(safe)
+	if err != nil || got != real {
+		t.Errorf("a link on PATH to the pinned s3lock in a private directory: printed %q, %v\n%s; want %s used", got, err, log, real)
+	}
+}
+
+// TestInstaller_RefusesAnInstallDirOthersCanReplace: S3LOCK_INSTALL_DIR
+// may not be a symbolic link, with a trailing slash or without, nor lie
+// below a directory others may write that is not sticky (they could
+// rename it and put their own in its place).
+func TestInstaller_RefusesAnInstallDirOthersCanReplace(t *testing.T) {
+	t.Parallel()
+	s := newReleaseServer(t)
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{link, link + "/", link + "//"} {
+		if got, log, err := s.installer(t, map[string]string{"S3LOCK_INSTALL_DIR": dir}); err == nil || !strings.Contains(log, "symbolic link") {
+			t.Errorf("S3LOCK_INSTALL_DIR %s, a symbolic link: printed %q, %v\n%s; want refused", dir, got, err, log)
+		}
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(open, "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if got, log, err := s.installer(t, map[string]string{"S3LOCK_INSTALL_DIR": private}); err == nil || !strings.Contains(log, "above it, may be written by other users and is not sticky") {
+		t.Errorf("S3LOCK_INSTALL_DIR in a directory anyone may write: printed %q, %v\n%s; want refused", got, err, log)
+	}
+	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if got, log, err := s.installer(t, map[string]string{"S3LOCK_INSTALL_DIR": private}); err != nil || got != private {
+		t.Errorf("S3LOCK_INSTALL_DIR in a sticky directory anyone may write (as /tmp): printed %q, %v\n%s; want it used", got, err, log)
+	}
+}
+
+// TestInstaller_FailedInstallLeavesNothingBehind: an archive refused, or
+// not found, leaves no directory in RUNNER_TEMP.
+func TestInstaller_FailedInstallLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	s := newReleaseServer(t)
+	for name, vars := range map[string]map[string]string{
+		"another SHA-256": {"S3LOCK_SHA256": strings.Repeat("0", 64)},
+		"not found":       {"S3LOCK_DOWNLOAD_URL": s.srv.URL + "/nothing-here"},
+		"tampered":        {"S3LOCK_DOWNLOAD_URL": s.srv.URL + "/tampered"},
+	} {
+		runnerTemp := t.TempDir()
+		vars["RUNNER_TEMP"] = runnerTemp
+		if _, log, err := s.installer(t, vars); err == nil {
+			t.Fatalf("%s: the installer succeeded\n%s", name, log)
+		}
+		if left, _ := os.ReadDir(runnerTemp); len(left) > 0 {
+			t.Errorf("%s: the failed install left %v in RUNNER_TEMP", name, left)
+		}
+	}
+}
+
+// TestInstaller_TakesPinsInUpperCase: a SHA-256 is hex in either case, in
+// the pins as in S3LOCK_SHA256.
+func TestInstaller_TakesPinsInUpperCase(t *testing.T) {
+	t.Parallel()
+	s := newReleaseServer(t)
+	data, err := os.ReadFile(cliPins(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upper strings.Builder
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) == 4 && !strings.HasPrefix(line, "#") {
+			line = f[0] + " " + f[1] + " " + strings.ToUpper(f[2]) + " " + f[3] + "\n"
+		}
+		upper.WriteString(line)
+	}
+	pins := filepath.Join(t.TempDir(), "checksums.txt")
+	if err := os.WriteFile(pins, []byte(upper.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	installed, log, err := s.installer(t, map[string]string{"S3LOCK_CHECKSUMS": pins})
+	if err != nil {
+		t.Fatalf("pins in upper case: %v\n%s; want the archive installed", err, log)
+	}
+	// The binary on PATH is checked against its pin in upper case too.
+	got, log, err := s.installer(t, map[string]string{
+		"S3LOCK_CHECKSUMS":    pins,
+		"PATH":                installed + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"S3LOCK_DOWNLOAD_URL": s.srv.URL + "/nothing-here",
+		"S3LOCK_SHA256":       strings.ToUpper(archiveSum(t)),
+	})
+	if err != nil || got != installed {
+		t.Errorf("the pinned binary on PATH, pinned in upper case: printed %q, %v\n%s; want %s used", got, err, log, installed)
 	}
 }

@@ -3,6 +3,8 @@ package install_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -87,28 +89,15 @@ func TestGitLabTemplate_TwoJobsTakeTurns(t *testing.T) {
 	template := p.gitlabTemplate(t)
 	epochs := p.concurrently(t, []string{"job-1", "job-2"}, func(who string) string {
 		dir := t.TempDir()
-		vars := map[string]string{
+		out, err := p.gitlabJob(t, template, dir, p.baseEnv(who, tl), map[string]string{
 			"S3LOCK_LOCK": lock, "S3LOCK_BUCKET": p.ns.Bucket, "S3LOCK_COMMAND": `"$STEP_BINARY"`, "S3LOCK_WAIT": "2m",
-			"S3LOCK_VERSION": releaseVersion, "S3LOCK_REF": sourceRef, "S3LOCK_SOURCE": p.srv.URL + "/source", "S3LOCK_DOWNLOAD_URL": p.srv.URL + "/release",
-			"CI": "true", "GITLAB_CI": "true", "CI_PROJECT_PATH": "group/project", "CI_PIPELINE_ID": "100",
-			"CI_JOB_ID": "20" + who[len(who)-1:], "CI_JOB_NAME": who, "TMPDIR": dir,
-		}
-		env := p.baseEnv(who, tl)
-		for k, v := range template.Variables {
-			if _, set := vars[k]; !set {
-				vars[k] = v
-			}
-		}
-		for k, v := range vars {
-			env = append(env, k+"="+v)
-		}
-		script := "set -eo pipefail\n" + strings.Join(template.Script, "\n") + "\n"
-		cmd := exec.CommandContext(t.Context(), "bash", "--noprofile", "--norc", "-c", script)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
+			"CI_JOB_ID": "20" + who[len(who)-1:], "CI_JOB_NAME": who,
+		})
+		if err != nil {
 			t.Errorf("%s: the template's script: %v\n%s", who, err, out)
 			return ""
 		}
+		noInstallerLeft(t, dir)
 		report, err := os.ReadFile(filepath.Join(dir, template.Artifacts.Reports.Dotenv))
 		if err != nil {
 			t.Errorf("%s: the job's dotenv report: %v", who, err)
@@ -117,6 +106,45 @@ func TestGitLabTemplate_TwoJobsTakeTurns(t *testing.T) {
 		return strings.TrimPrefix(strings.TrimSpace(string(report)), "S3LOCK_EPOCH=")
 	})
 	p.checkTurns(t, lock, tl, epochs)
+}
+
+// gitlabJob runs the template's script as a GitLab job of a project whose
+// include pins the test's release would, in dir (its TMPDIR too), with env
+// and vars besides the template's own variables, and returns its output.
+// The pins the job is given (S3LOCK_CHECKSUMS_SHA256) are cliPins, served
+// at sourceRef.
+func (s *releaseServer) gitlabJob(t *testing.T, template gitlabJob, dir string, env []string, vars map[string]string) ([]byte, error) {
+	t.Helper()
+	all := map[string]string{
+		"S3LOCK_VERSION": releaseVersion, "S3LOCK_REF": sourceRef, "S3LOCK_SOURCE": s.srv.URL + "/source",
+		"S3LOCK_DOWNLOAD_URL": s.srv.URL + "/release", "S3LOCK_CHECKSUMS_SHA256": fileSHA256(t, cliPins(t)),
+		"CI": "true", "GITLAB_CI": "true", "CI_PROJECT_PATH": "group/project", "CI_PIPELINE_ID": "100",
+		"CI_JOB_ID": "200", "CI_JOB_NAME": "job", "TMPDIR": dir,
+	}
+	for k, v := range vars {
+		all[k] = v
+	}
+	for k, v := range template.Variables {
+		if _, set := all[k]; !set {
+			all[k] = v
+		}
+	}
+	for k, v := range all {
+		env = append(env, k+"="+v)
+	}
+	script := "set -eo pipefail\n" + strings.Join(template.Script, "\n") + "\n"
+	cmd := exec.CommandContext(t.Context(), "bash", "--noprofile", "--norc", "-c", script)
+	cmd.Dir, cmd.Env = dir, env
+	return cmd.CombinedOutput()
+}
+
+// noInstallerLeft fails the test if a job left the template's installer
+// directory in its TMPDIR, dir.
+func noInstallerLeft(t *testing.T, dir string) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(dir, "s3lock-installer.*")); len(left) > 0 {
+		t.Errorf("the template's job left its installer behind: %q", left)
+	}
 }
 
 // pipelines is what the CI tests share: a release served on loopback with
@@ -133,8 +161,12 @@ func newPipelines(t *testing.T) *pipelines {
 
 // sourceRef is the commit the tests' GitLab jobs include the template
 // from: the server's /source/ serves the installer and the pins at any
-// ref.
-const sourceRef = "0123456789abcdef0123456789abcdef01234567"
+// ref but tamperedRef, where the pins are those of the tampered archive
+// (a commit with other pins, or a compromised mirror of the repository).
+const (
+	sourceRef   = "0123456789abcdef0123456789abcdef01234567"
+	tamperedRef = "fedcba9876543210fedcba9876543210fedcba98"
+)
 
 // releaseServer serves on loopback what CI jobs download: the release
 // (/release/), the same with its archive's bytes changed (/tampered/),
@@ -157,17 +189,28 @@ func newReleaseServer(t *testing.T) *releaseServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pinsData, err := os.ReadFile(pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tamperedPins := filepath.Join(t.TempDir(), "checksums.txt")
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join(rel, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if strings.HasSuffix(e.Name(), ".tar.gz") {
+			was := sha256.Sum256(data)
 			data = append(data, 0) // gzip ignores it; the SHA-256 does not
+			is := sha256.Sum256(data)
+			pinsData = bytes.ReplaceAll(pinsData, []byte(hex.EncodeToString(was[:])), []byte(hex.EncodeToString(is[:])))
 		}
 		if err := os.WriteFile(filepath.Join(tampered, e.Name()), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(tamperedPins, pinsData, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /release/", http.StripPrefix("/release/", http.FileServer(http.Dir(rel))))
@@ -176,6 +219,10 @@ func newReleaseServer(t *testing.T) *releaseServer {
 		http.ServeFile(w, r, filepath.Join(root, "pipelines", "install.sh"))
 	})
 	mux.HandleFunc("GET /source/{ref}/pipelines/checksums.txt", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("ref") == tamperedRef {
+			http.ServeFile(w, r, tamperedPins)
+			return
+		}
 		http.ServeFile(w, r, pins)
 	})
 	srv := httptest.NewServer(mux)
@@ -505,9 +552,9 @@ type gitlabJob struct {
 	} `yaml:"artifacts"`
 }
 
-func (p *pipelines) gitlabTemplate(t *testing.T) gitlabJob {
+func (s *releaseServer) gitlabTemplate(t *testing.T) gitlabJob {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(p.root, "pipelines", "gitlab", "s3lock.gitlab-ci.yml"))
+	data, err := os.ReadFile(filepath.Join(s.root, "pipelines", "gitlab", "s3lock.gitlab-ci.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,22 +16,30 @@ import (
 )
 
 // pinsPath is where a checkout pins the SHA-256 of its releases' CLI
-// archives (pins.go), relative to its root. It is the one file a release
-// may change after its hashes are taken: it is left out of the tree's
-// time and of what counts as uncommitted.
-const pinsPath = "pipelines/checksums.txt"
+// archives (pins.go), relative to its root, and templatePath the GitLab CI
+// template, which pins pinsPath's own SHA-256 (S3LOCK_CHECKSUMS_SHA256).
+// They are the files -pin writes after the archives' hashes are taken:
+// they are left out of the tree's time, and, while pinning, of what counts
+// as uncommitted. A release counts them as any other file: its pins are
+// the ones committed at its tag.
+const (
+	pinsPath     = "pipelines/checksums.txt"
+	templatePath = "pipelines/gitlab/s3lock.gitlab-ci.yml"
+)
 
 // source is what a release records of its checkout.
 type source struct {
 	commit    string    // abbreviated, for snapshot versions
-	time      time.Time // of the newest commit that changed more than pinsPath, for archive entries
-	dirty     string    // uncommitted changes (git status), pinsPath aside; "" = none
+	time      time.Time // of the newest commit that changed more than the pins, for archive entries
+	dirty     string    // uncommitted changes (git status); "" = none
+	dirtyCode string    // the same, pinsPath and templatePath aside (what -pin may leave)
 	tags      []string  // the tags of the commit
 	toolchain string    // go.mod's toolchain line, like go1.26.8
 }
 
-// outsidePins is a git pathspec of everything but pinsPath.
-var outsidePins = []string{"--", ".", ":(exclude)" + pinsPath}
+// outsidePins is a git pathspec of everything but pinsPath and
+// templatePath.
+var outsidePins = []string{"--", ".", ":(exclude)" + pinsPath, ":(exclude)" + templatePath}
 
 func readSource(ctx context.Context, repo string) (source, error) {
 	var s source
@@ -50,7 +58,10 @@ func readSource(ctx context.Context, repo string) (source, error) {
 		return s, fmt.Errorf("git log in %s: commit time %q: %w", repo, ct, err)
 	}
 	s.commit, s.time = commit, time.Unix(secs, 0).UTC()
-	if s.dirty, err = git(ctx, repo, append([]string{"status", "--porcelain"}, outsidePins...)...); err != nil {
+	if s.dirty, err = git(ctx, repo, "status", "--porcelain"); err != nil {
+		return s, err
+	}
+	if s.dirtyCode, err = git(ctx, repo, append([]string{"status", "--porcelain"}, outsidePins...)...); err != nil {
 		return s, err
 	}
 	tags, err := git(ctx, repo, "tag", "--points-at", "HEAD")
@@ -63,13 +74,18 @@ func readSource(ctx context.Context, repo string) (source, error) {
 }
 
 // releasable says why version may not be released from s ("" = it may):
-// a release is built from a clean checkout at its tag, vVERSION. pinning
-// (-pin) comes before the tag: the pins are committed, and that commit
+// a release is built from a clean checkout at its tag, vVERSION, pins
+// included. pinning (-pin) comes before the tag, and may find the pins of
+// an earlier -pin uncommitted: the pins are committed, and that commit
 // tagged.
 func (s source) releasable(version string, pinning bool) error {
-	if s.dirty != "" {
-		return fmt.Errorf("the checkout has uncommitted changes, and a release (%s) is built from a commit: "+
-			"commit or remove them, or build a snapshot (no -version):\n%s", version, s.dirty)
+	dirty := s.dirty
+	if pinning {
+		dirty = s.dirtyCode
+	}
+	if dirty != "" {
+		return fmt.Errorf("the checkout has uncommitted changes, and a release (%s) is built from a commit, its pins (%s) too: "+
+			"commit or remove them, or build a snapshot (no -version):\n%s", version, pinsPath, dirty)
 	}
 	if !pinning && !slices.Contains(s.tags, "v"+version) {
 		return fmt.Errorf("the checkout's commit %s is not tagged v%s (its tags: %q): a release is built from its tag; "+
@@ -109,6 +125,19 @@ func git(ctx context.Context, repo string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s in %s (a release is built from a git checkout): %w: %s", strings.Join(args, " "), repo, err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// gitFile returns the bytes of path as committed at rev.
+func gitFile(ctx context.Context, repo, rev, path string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", "-C", repo, "show", rev+":"+path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git show %s:%s in %s (a release's pins are the ones committed at its tag): %w: %s",
+			rev, path, repo, err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
 }
 
 // goEnvPassed are the settings of the builder's Go a release build keeps:

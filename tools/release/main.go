@@ -18,15 +18,16 @@
 // go.mod's toolchain line names, in an environment of their own (build.go:
 // none of the builder's GOFLAGS, GOAMD64, GOEXPERIMENT or go env file),
 // with -trimpath, without a build ID, VCS stamp or cgo; archive entries
-// carry the time of the newest commit that changed more than
-// pipelines/checksums.txt, fixed modes and no owner; gzip streams carry no
+// carry the time of the newest commit that changed more than the pins
+// (pipelines/checksums.txt and the GitLab CI template), fixed modes and no owner; gzip streams carry no
 // time; the image is made of those and of the CA bundle it is given
 // (-ca-bundle: the same bundle gives the same image). Signatures carry the
 // time they were made, so only unsigned artifacts repeat.
 //
 // A release (-version) is built from a clean checkout at its tag, and its
-// CLI archives must be the ones pipelines/checksums.txt pins (pins.go);
-// -pin writes those pins, before the tag. Without -version the release is
+// CLI archives must be the ones pipelines/checksums.txt pins as committed
+// at the tag (pins.go), whose SHA-256 the GitLab CI template there pins;
+// -pin writes both, before the tag. Without -version the release is
 // a snapshot, 0.0.0-snapshot.COMMIT: any version 0.0.0-… builds from any
 // checkout and needs no pins.
 package main
@@ -107,7 +108,7 @@ func main() {
 	flag.BoolVar(&cfg.cli, "cli", true, "build the CLI's archives and image (-cli=false: not)")
 	flag.StringVar(&cfg.caFile, "ca-bundle", "", "the CA bundle (PEM) the CLI's image holds (required with -version; a snapshot's default: "+machineCAFile+")")
 	flag.BoolVar(&cfg.pin, "pin", false, "build only the CLI's archives and write their SHA-256 into the pins file, before the release is tagged")
-	flag.StringVar(&cfg.pins, "pins", "", "the pins file (default: "+pinsPath+" in -repo)")
+	flag.StringVar(&cfg.pins, "pins", "", "another pins file than "+pinsPath+" in -repo, for a snapshot (0.0.0-...) only")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments %q (the flags are listed by -help)", flag.Args()))
@@ -207,9 +208,15 @@ func release(ctx context.Context, cfg config) (string, error) {
 			return "", err
 		}
 		fmt.Fprintf(os.Stderr, "release: pinned the CLI's archives of %s in %s\n", version, cfg.pins)
+		if cfg.pins == filepath.Join(repo, pinsPath) {
+			if err := writeTemplatePins(filepath.Join(repo, templatePath), cfg.pins); err != nil {
+				return "", err
+			}
+			fmt.Fprintf(os.Stderr, "release: pinned %s's SHA-256 in %s\n", pinsPath, templatePath)
+		}
 		return dir, nil
 	case !snapshot(version):
-		if err := checkPins(cfg.pins, pins); err != nil {
+		if err := checkCommittedPins(ctx, repo, pins); err != nil {
 			return "", err
 		}
 	}
@@ -227,9 +234,13 @@ func release(ctx context.Context, cfg config) (string, error) {
 }
 
 // checkConfig completes cfg and refuses what may not be built: a release
-// (not a snapshot) from a dirty or untagged checkout, or with an image
-// whose CA bundle is not named.
+// (not a snapshot) from a dirty or untagged checkout, with pins other than
+// the checkout's (-pins), or with an image whose CA bundle is not named.
 func checkConfig(cfg *config, src source, repo, version string) error {
+	if cfg.pins != "" && !snapshot(version) {
+		return fmt.Errorf("-pins %s: a release's pins are %s as committed at its tag, not another file; "+
+			"-pins is for snapshots (0.0.0-..., like the lab's)", cfg.pins, pinsPath)
+	}
 	if cfg.pins == "" {
 		cfg.pins = filepath.Join(repo, pinsPath)
 	}
@@ -250,6 +261,26 @@ func checkConfig(cfg *config, src source, repo, version string) error {
 			"a release does not take the builder's; CONTRIBUTING.md, Releases, says which", version)
 	}
 	return nil
+}
+
+// checkCommittedPins returns an error unless the pins committed at HEAD
+// (the release's tag) pin built, and the GitLab CI template committed there
+// pins those pins: what users of that commit's action and template check
+// the release against.
+func checkCommittedPins(ctx context.Context, repo string, built []pin) error {
+	pins, err := gitFile(ctx, repo, "HEAD", pinsPath)
+	if err != nil {
+		return err
+	}
+	name := pinsPath + " at HEAD"
+	if err := checkPins(name, pins, built); err != nil {
+		return err
+	}
+	template, err := gitFile(ctx, repo, "HEAD", templatePath)
+	if err != nil {
+		return err
+	}
+	return checkTemplatePins(templatePath+" at HEAD", template, pins)
 }
 
 // selected is the part of ts that only names (all of ts when only is nil).

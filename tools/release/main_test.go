@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,7 @@ func newFakeRepo(t *testing.T) *fakeRepo {
 	r.write(t, "cmd/s3lock/main.go", "package main\n\nvar version = \"dev\"\n\nfunc main() { println(version) }\n")
 	r.write(t, "cmd/s3lock/evil.go", "//go:build evil\n\npackage main\n\nfunc init() { version = \"evil\" }\n")
 	r.write(t, "pipelines/install.sh", "#!/bin/sh\n")
+	r.write(t, templatePath, ".s3lock:\n  variables:\n    S3LOCK_CHECKSUMS_SHA256: "+strings.Repeat("0", 64)+" # pins\n")
 	r.git(t, "init", "-q")
 	r.commit(t, "the source")
 	return r
@@ -175,6 +178,17 @@ func TestRelease_PinThenTagThenRelease(t *testing.T) {
 	if want := []string{"1.2.3 linux/amd64 s3lock_1.2.3_linux_amd64.tar.gz", "1.2.3 linux/amd64 s3lock"}; !slices.Equal(files, want) {
 		t.Fatalf("-pin pinned %q; want %q", files, want)
 	}
+	pinsData, err := os.ReadFile(filepath.Join(r.dir, pinsPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, err := os.ReadFile(filepath.Join(r.dir, templatePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkTemplatePins(templatePath, template, pinsData); err != nil || !strings.HasSuffix(string(template), " # pins\n") {
+		t.Fatalf("-pin left the template %q: %v; want it to pin the pins, its comment kept", template, err)
+	}
 	r.commit(t, "pin 1.2.3")
 	r.git(t, "tag", "v1.2.3")
 	dir, err := r.release(t, config{version: "1.2.3"})
@@ -244,5 +258,97 @@ func TestPins_ReadAndWrite(t *testing.T) {
 	}
 	if _, _, err := readPins(path); err == nil || !strings.Contains(err.Error(), ":1:") {
 		t.Errorf("a malformed line: %v; want an error naming the line", err)
+	}
+}
+
+// TestRelease_RefusesPinsNotCommittedAtItsTag: the pins a release is
+// checked against are the ones committed at its tag, the ones users of
+// that commit get: pins written by -pin but not committed make the
+// checkout dirty, a file the index is told to ignore is not read, and
+// -pins names no other file.
+func TestRelease_RefusesPinsNotCommittedAtItsTag(t *testing.T) {
+	r := newFakeRepo(t)
+	r.git(t, "tag", "v1.2.3")
+	if _, err := r.release(t, config{version: "1.2.3", pin: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.release(t, config{version: "1.2.3"}); err == nil || !strings.Contains(err.Error(), "uncommitted changes") {
+		t.Fatalf("a release at its tag with its pins written but not committed: %v; want refused as uncommitted", err)
+	}
+
+	// Pins committed at the tag that are not the build's, and the right
+	// ones in the working tree, hidden from git status.
+	pins := filepath.Join(r.dir, pinsPath)
+	good, err := os.ReadFile(pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, built, err := parsePins(pinsPath, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range built {
+		built[i].sum = strings.Repeat("0", 64)
+	}
+	if err := os.Remove(pins); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePins(pins, built); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeTemplatePins(filepath.Join(r.dir, templatePath), pins); err != nil {
+		t.Fatal(err)
+	}
+	r.commit(t, "wrong pins")
+	r.git(t, "tag", "-f", "v1.2.3")
+	r.git(t, "update-index", "--skip-worktree", pinsPath)
+	if err := os.WriteFile(pins, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.release(t, config{version: "1.2.3"}); err == nil || !strings.Contains(err.Error(), "does not build the pinned bytes") {
+		t.Errorf("a release whose committed pins are not its archives (the right ones only in the working tree): %v; want refused", err)
+	}
+
+	alt := filepath.Join(t.TempDir(), "checksums.txt")
+	if err := os.WriteFile(alt, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.release(t, config{version: "1.2.3", pins: alt}); err == nil || !strings.Contains(err.Error(), "-pins") {
+		t.Errorf("a release with -pins naming another file: %v; want refused", err)
+	}
+	if _, err := r.release(t, config{version: "1.2.3", pin: true, pins: alt}); err == nil || !strings.Contains(err.Error(), "-pins") {
+		t.Errorf("-pin of a release with -pins naming another file: %v; want refused", err)
+	}
+}
+
+// TestRelease_RefusesATemplateThatDoesNotPinItsPins: the GitLab CI
+// template at the tag must pin the SHA-256 of the pins at the tag, or its
+// jobs would refuse the release.
+func TestRelease_RefusesATemplateThatDoesNotPinItsPins(t *testing.T) {
+	r := newFakeRepo(t)
+	if _, err := r.release(t, config{version: "1.2.3", pin: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.git(t, "checkout", "--", templatePath)
+	r.commit(t, "pin 1.2.3, the template not")
+	r.git(t, "tag", "v1.2.3")
+	if _, err := r.release(t, config{version: "1.2.3"}); err == nil || !strings.Contains(err.Error(), "would refuse") {
+		t.Errorf("a release whose template does not pin its pins: %v; want refused", err)
+	}
+}
+
+// TestPins_UppercaseHashesMatch: a SHA-256 is hex in either case, in the
+// pins file as in the template.
+func TestPins_UppercaseHashesMatch(t *testing.T) {
+	sum := strings.Repeat("ab", 32)
+	built := []pin{{"0.1.0", target{"linux", "amd64"}, sum, "s3lock"}}
+	data := []byte("0.1.0 linux/amd64 " + strings.ToUpper(sum) + " s3lock\n")
+	if err := checkPins("checksums.txt", data, built); err != nil {
+		t.Errorf("a pin in upper case: %v; want it to match", err)
+	}
+	h := sha256.Sum256(data)
+	template := []byte("    S3LOCK_CHECKSUMS_SHA256: " + strings.ToUpper(hex.EncodeToString(h[:])) + "\n")
+	if err := checkTemplatePins("template", template, data); err != nil {
+		t.Errorf("the template's pin in upper case: %v; want it to match", err)
 	}
 }

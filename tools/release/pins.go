@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -24,6 +25,12 @@ import (
 // has the SHA-256 the copy at its own ref pins, and takes an s3lock found
 // on PATH only if it is the pinned binary. -pin writes the lines of a
 // version before its tag; a release at the tag must build those bytes.
+// SHA-256s are read in either case and written in lower case.
+//
+// The GitLab CI template (templatePath) fetches the pins file at the
+// commit it is included from, and uses it only if it has the SHA-256 the
+// template pins (S3LOCK_CHECKSUMS_SHA256): -pin writes that too, and a
+// release checks that the template at its tag pins the pins at its tag.
 
 // pinsHeader starts a new pins file.
 const pinsHeader = `# The SHA-256 of each s3lock release's CLI archives and of the binary each
@@ -54,6 +61,12 @@ func readPins(path string) (header string, pins []pin, err error) {
 	if err != nil {
 		return "", nil, err
 	}
+	return parsePins(path, data)
+}
+
+// parsePins reads the pins in data, the pins file name; each SHA-256 in
+// lower case, as they are compared.
+func parsePins(name string, data []byte) (header string, pins []pin, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -67,10 +80,10 @@ func readPins(path string) (header string, pins []pin, err error) {
 		var p pin
 		if len(f) == 4 {
 			goos, goarch, _ := strings.Cut(f[1], "/")
-			p = pin{version: f[0], target: target{goos, goarch}, sum: f[2], file: f[3]}
+			p = pin{version: f[0], target: target{goos, goarch}, sum: strings.ToLower(f[2]), file: f[3]}
 		}
 		if len(f) != 4 || !semver.MatchString(p.version) || p.target.arch == "" || !isSHA256(p.sum) {
-			return "", nil, fmt.Errorf("%s:%d: %q is not VERSION OS/ARCH SHA256 FILE", path, n, line)
+			return "", nil, fmt.Errorf("%s:%d: %q is not VERSION OS/ARCH SHA256 FILE", name, n, line)
 		}
 		pins = append(pins, p)
 	}
@@ -98,9 +111,10 @@ func writePins(path string, pins []pin) error {
 }
 
 // checkPins returns an error unless every one of built is pinned, with
-// the same SHA-256, in the pins file at path.
-func checkPins(path string, built []pin) error {
-	_, pinned, err := readPins(path)
+// the same SHA-256, in data, the pins file path (as committed: a release's
+// pins are its tag's, not the checkout's).
+func checkPins(path string, data []byte, built []pin) error {
+	_, pinned, err := parsePins(path, data)
 	if err != nil {
 		return err
 	}
@@ -110,8 +124,8 @@ func checkPins(path string, built []pin) error {
 		switch {
 		case i < 0:
 			errs = append(errs, fmt.Errorf("%s pins no SHA-256 for %s (%s %s): pin the release before its tag "+
-				"(make release-pin VERSION=%s, commit %s, tag that commit; CONTRIBUTING.md, Releases)",
-				path, b.file, b.version, b.target, b.version, pinsPath))
+				"(make release-pin VERSION=%s, commit %s and %s, tag that commit; CONTRIBUTING.md, Releases)",
+				path, b.file, b.version, b.target, b.version, pinsPath, templatePath))
 		case pinned[i].sum != b.sum:
 			errs = append(errs, fmt.Errorf("%s (%s) built with SHA-256 %s, but %s pins %s: this checkout does not "+
 				"build the pinned bytes (another Go than go.mod's toolchain line, or a change after pinning)",
@@ -119,6 +133,53 @@ func checkPins(path string, built []pin) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// templatePin matches the template's S3LOCK_CHECKSUMS_SHA256 line: its
+// value is the pins file's SHA-256.
+var templatePin = regexp.MustCompile(`(?m)^(\s+S3LOCK_CHECKSUMS_SHA256:\s+)"?([0-9A-Fa-f]{64})"?`)
+
+// templatePins returns the SHA-256 of the pins file that template (the
+// GitLab CI template's text, named name) pins, in lower case.
+func templatePins(name string, template []byte) (string, error) {
+	m := templatePin.FindAllSubmatch(template, -1)
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s has %d S3LOCK_CHECKSUMS_SHA256 lines with a SHA-256; want 1 (the SHA-256 of %s)", name, len(m), pinsPath)
+	}
+	return strings.ToLower(string(m[0][2])), nil
+}
+
+// writeTemplatePins sets the S3LOCK_CHECKSUMS_SHA256 of the GitLab CI
+// template at path to the SHA-256 of the pins file at pinsFile.
+func writeTemplatePins(path, pinsFile string) error {
+	sum, err := fileSum(pinsFile)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := templatePins(path, data); err != nil {
+		return err
+	}
+	data = templatePin.ReplaceAll(data, []byte("${1}"+sum))
+	return os.WriteFile(path, data, 0o644)
+}
+
+// checkTemplatePins returns an error unless template, the GitLab CI
+// template named name, pins the SHA-256 of pins (the pins file's bytes).
+func checkTemplatePins(name string, template, pins []byte) error {
+	got, err := templatePins(name, template)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(pins)
+	if want := hex.EncodeToString(sum[:]); got != want {
+		return fmt.Errorf("%s pins %s with SHA-256 %s, but it is %s: the template would refuse the release's pins "+
+			"(make release-pin VERSION=... writes both; commit them, and tag that commit)", name, pinsPath, got, want)
+	}
+	return nil
 }
 
 func isSHA256(s string) bool {
