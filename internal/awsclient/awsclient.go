@@ -27,6 +27,7 @@ package awsclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -106,8 +107,14 @@ func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
 		return aws.Config{}, err
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("awsclient: loading the AWS configuration: %w", err)
+	var noProfile config.SharedConfigProfileNotExistError
+	switch {
+	case errors.As(err, &noProfile):
+		return aws.Config{}, fmt.Errorf("%w: the AWS profile %q is in none of the shared config files "+
+			"(AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE, by default ~/.aws/config and ~/.aws/credentials): "+
+			"correct AWS_PROFILE or the profile setting, or add the profile", ErrInvalidOptions, noProfile.Profile)
+	case err != nil:
+		return aws.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	if err := opts.checkRegion(&cfg); err != nil {
 		return aws.Config{}, err
@@ -242,6 +249,10 @@ func (o Options) ssoEndpoint(so *ssocreds.Options) {
 // eusc-de-east-1 (the European Sovereign Cloud), ...
 var awsRegionPattern = regexp.MustCompile(`^[a-z]{2,4}(-[a-z]+)+-[0-9]+$`)
 
+// regionLabel is what any region name must be, on any store: the SDK puts it
+// in host names and the signature's scope.
+var regionLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$`)
+
 // checkRegion applies the default region of custom endpoints and checks the
 // region's name where it must be AWS's.
 func (o Options) checkRegion(cfg *aws.Config) error {
@@ -253,6 +264,13 @@ func (o Options) checkRegion(cfg *aws.Config) error {
 			return ErrNoRegion
 		}
 		cfg.Region = DefaultEndpointRegion
+	}
+	if !regionLabel.MatchString(cfg.Region) {
+		// The SDK signs with the region and puts it in host names: it
+		// refuses such a name in every request ("invalid input region"),
+		// which read as an unreachable store.
+		return fmt.Errorf("%w: region %q is not a region name (letters, digits and hyphens, such as us-east-1): correct --region, AWS_REGION or the profile's region",
+			ErrInvalidOptions, cfg.Region)
 	}
 	if o.SkipRegionValidation {
 		return nil

@@ -150,9 +150,12 @@ func TestNew_SharedProfile(t *testing.T) {
 	}
 	roundTrip(t, client, ns.Bucket)
 
+	// A missing profile is a settings error naming the profile and the
+	// files looked in (it was "awsclient: loading the AWS configuration:
+	// failed to get shared config profile, ...", exit 1 in the CLI).
 	_, err = awsclient.New(t.Context(), awsclient.Options{Profile: "no-such-profile", Endpoint: tg.Endpoint})
-	if err == nil {
-		t.Fatal("a missing profile was accepted")
+	if !errors.Is(err, awsclient.ErrInvalidOptions) || !strings.Contains(err.Error(), `the AWS profile "no-such-profile" is in none`) {
+		t.Fatalf("a missing profile: %v; want ErrInvalidOptions naming the profile", err)
 	}
 }
 
@@ -171,6 +174,9 @@ func TestNew_InvalidOptions(t *testing.T) {
 		{"negative attempts", awsclient.Options{Region: "us-east-1", MaxAttempts: -1}},
 		{"assume role without ARN", awsclient.Options{Region: "us-east-1", AssumeRole: &awsclient.AssumeRole{}}},
 		{"assume role with a malformed ARN", awsclient.Options{Region: "us-east-1", AssumeRole: &awsclient.AssumeRole{RoleARN: "locker"}}},
+		// Read as an unreachable store ("retry later") when the SDK refused it per request.
+		{"a region that is no host label", awsclient.Options{Region: "bad region", Endpoint: "http://127.0.0.1:1"}},
+		{"a region that is no host label, validation skipped", awsclient.Options{Region: "eu_west", SkipRegionValidation: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := awsclient.New(t.Context(), tc.opts)

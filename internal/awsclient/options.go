@@ -49,11 +49,11 @@ var (
 	// ErrInvalidOptions means a field of Options is malformed, a required
 	// companion field is missing, two fields exclude each other, or a file
 	// named in Options cannot be read.
-	ErrInvalidOptions = errors.New("awsclient: invalid options")
+	ErrInvalidOptions = errors.New("invalid AWS settings")
 	// ErrNoRegion means no region was given and none is configured in the
 	// environment or the shared config files, and there is no custom
 	// endpoint to fall back to DefaultEndpointRegion for.
-	ErrNoRegion = errors.New("awsclient: no AWS region configured")
+	ErrNoRegion = errors.New("no AWS region configured")
 )
 
 // Options say how to reach S3 and with which credentials. The zero value
