@@ -171,23 +171,9 @@ func (a *app) backendRun(ctx context.Context, bf backendFlags, key, workspace, p
 // s3lock's signals to it (ending the server's lock waits), stops it
 // gracefully if a lock it holds is lost, and returns its exit code.
 func (a *app) runWithBackend(srv *tfhttp.Server, argv, env []string) (int, error) {
-	fg := foregroundOfTerminal()
-	line, relay := argv, relayed(fg)
-	env = append(runenv.Without(os.Environ(), slices.Concat(tfhttp.Names(), []string{envWorkspace}, runenv.Withheld())...), env...)
-	if relay {
-		var relayEnv string
-		var err error
-		if line, relayEnv, err = relayCommand(argv); err != nil {
-			return 0, err
-		}
-		env = append(env, relayEnv)
-	}
-	child := exec.Command(line[0], line[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = env
-	configureChild(child, fg, relay) // the relay gets the watchdog's death signal
-	if !relay {
-		setGracefulDeathSignal(child.SysProcAttr)
+	child, err := newBackendChild(argv, env)
+	if err != nil {
+		return 0, err
 	}
 	forward := make(chan os.Signal, 4)
 	a.setSignalHandler(func(sig os.Signal) {
@@ -198,40 +184,81 @@ func (a *app) runWithBackend(srv *tfhttp.Server, argv, env []string) (int, error
 		}
 	})
 	defer a.setSignalHandler(nil)
-	if err := child.Start(); err != nil {
+	if err := child.cmd.Start(); err != nil {
 		return 0, exitWith(cannotRunCode(err), fmt.Errorf("cannot run %s: %w", argv[0], err))
 	}
 	srv.OnLost(func(state string, err error) {
 		fmt.Fprintf(a.stderr, "s3lock backend: the state lock of s3://%s/%s was lost (%s): stopping %s (SIGINT) — its state writes are refused\n",
 			a.bucket, state, oneLine(err.Error()), argv[0])
-		_ = signalChild(child.Process, syscall.SIGINT, !fg)
+		_ = signalChild(child.cmd.Process, syscall.SIGINT, !child.fg)
 	})
+	return a.awaitBackendChild(child, forward), nil
+}
+
+// backendChild is backend run's command, started directly or through the
+// relay.
+type backendChild struct {
+	cmd   *exec.Cmd // the command's process, or the relay's
+	name  string    // the command's argv[0], for messages
+	fg    bool      // in the foreground of a terminal: no process group of its own
+	relay bool      // started through the relay (relayed)
+}
+
+// newBackendChild prepares the command argv, through the relay outside an
+// interactive terminal, with env added to s3lock's environment less
+// TF_WORKSPACE, our TF_HTTP_* settings and what runenv withholds.
+func newBackendChild(argv, env []string) (*backendChild, error) {
+	fg := foregroundOfTerminal()
+	line, relay := argv, relayed(fg)
+	env = append(runenv.Without(os.Environ(), slices.Concat(tfhttp.Names(), []string{envWorkspace}, runenv.Withheld())...), env...)
+	if relay {
+		var relayEnv string
+		var err error
+		if line, relayEnv, err = relayCommand(argv); err != nil {
+			return nil, err
+		}
+		env = append(env, relayEnv)
+	}
+	cmd := exec.Command(line[0], line[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = env
+	configureChild(cmd, fg, relay) // the relay gets the watchdog's death signal
+	if !relay {
+		setGracefulDeathSignal(cmd.SysProcAttr)
+	}
+	return &backendChild{cmd: cmd, name: argv[0], fg: fg, relay: relay}, nil
+}
+
+// awaitBackendChild waits for the started command to exit, forwarding it the
+// signals of forward, and returns its exit code. Behind the relay, what the
+// command left in its process group is killed first (killLeftovers).
+func (a *app) awaitBackendChild(child *backendChild, forward <-chan os.Signal) int {
 	exited := make(chan struct{})
 	var waitErr error // the command's, once exited is closed (without the relay)
 	go func() {
 		// The relay stays unreaped until what the command left in its
 		// process group is killed: its pid keeps the group's id ours.
-		if relay {
-			awaitExit(child.Process.Pid)
+		if child.relay {
+			awaitExit(child.cmd.Process.Pid)
 		} else {
-			waitErr = child.Wait()
+			waitErr = child.cmd.Wait()
 		}
 		close(exited)
 	}()
 	for {
 		select {
 		case <-exited:
-			if relay {
-				a.killLeftovers(child.Process.Pid, argv[0])
-				err := child.Wait()
-				return childExitCode(child.ProcessState, err), nil
+			if child.relay {
+				a.killLeftovers(child.cmd.Process.Pid, child.name)
+				err := child.cmd.Wait()
+				return childExitCode(child.cmd.ProcessState, err)
 			}
-			return childExitCode(child.ProcessState, waitErr), nil
+			return childExitCode(child.cmd.ProcessState, waitErr)
 		case sig := <-forward:
-			if fg && sig != syscall.SIGTERM {
+			if child.fg && sig != syscall.SIGTERM {
 				continue // the terminal sent it to the command too
 			}
-			_ = signalChild(child.Process, sig, !fg)
+			_ = signalChild(child.cmd.Process, sig, !child.fg)
 		}
 	}
 }
