@@ -83,13 +83,8 @@ func checkOutput(output string, allowed ...string) error {
 	return nil
 }
 
-func (a *app) statusCommand() *cobra.Command {
-	var prefix, output string
-	var timeout time.Duration
-	cmd := &cobra.Command{
-		Use:   "status [NAME | --prefix PREFIX]",
-		Short: "Show who holds a lock and who waits for it, or every lock under a prefix",
-		Long: `Show the state of the lock NAME, or of every lock whose name starts with
+// statusLong is status's help.
+const statusLong = `Show the state of the lock NAME, or of every lock whose name starts with
 PREFIX (all locks in the bucket without either), as a table or as JSON.
 
 States: held (by HOLDER, lapses in EXPIRES unless renewed), released, lapsed
@@ -121,7 +116,20 @@ is held); a mutex has neither field.
 status gives up after --timeout (default 1m; 0 never) with exit code 1: a
 store that answers too slowly, or not at all.
 
-` + exitCodesHelp,
+` + exitCodesHelp
+
+// statusFlags are status's flags.
+type statusFlags struct {
+	prefix, output string
+	timeout        time.Duration
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	var f statusFlags
+	cmd := &cobra.Command{
+		Use:   "status [NAME | --prefix PREFIX]",
+		Short: "Show who holds a lock and who waits for it, or every lock under a prefix",
+		Long:  statusLong,
 		Example: `  s3lock status deploy/prod
   s3lock status --prefix deploy/ --output json | jq '.[] | select(.held)'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -134,41 +142,46 @@ store that answers too slowly, or not at all.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "table", "json"); err != nil {
-				return err
-			}
-			if err := a.needBucket(); err != nil {
-				return err
-			}
-			if err := s3lock.ValidatePrefix(prefix); err != nil {
-				return usagef("--prefix: %w", err)
-			}
-			if len(args) == 1 {
-				if err := s3lock.ValidateName(args[0]); err != nil {
-					return err
-				}
-			}
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeoutCause(ctx, timeout, errStatusTimeout)
-				defer cancel()
-			}
-			c, err := a.client(ctx, a.bucket, lockConfig{})
-			if err == nil {
-				err = a.status(ctx, c, args, prefix, output)
-			}
-			if err != nil && errors.Is(context.Cause(ctx), errStatusTimeout) {
-				return exitWith(exitError, fmt.Errorf("status did not finish within %s (--timeout): the store answers too slowly, "+
-					"or not at all; check the endpoint and the network, or raise --timeout (%w)", timeout, err))
-			}
-			return err
+			return a.runStatus(cmd.Context(), args, f)
 		},
 	}
-	cmd.Flags().StringVar(&prefix, "prefix", "", "show every lock whose name starts with this")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	durationFlag(cmd.Flags(), &timeout, "timeout", defaultStatusTimeout, "give up after this long", durationSpec{zero: "0: never"})
+	cmd.Flags().StringVar(&f.prefix, "prefix", "", "show every lock whose name starts with this")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "table or json")
+	durationFlag(cmd.Flags(), &f.timeout, "timeout", defaultStatusTimeout, "give up after this long", durationSpec{zero: "0: never"})
 	return cmd
+}
+
+// runStatus checks status's arguments and flags, then shows the lock named
+// in args (or those under --prefix), giving up after --timeout.
+func (a *app) runStatus(ctx context.Context, args []string, f statusFlags) error {
+	if err := checkOutput(f.output, "table", "json"); err != nil {
+		return err
+	}
+	if err := a.needBucket(); err != nil {
+		return err
+	}
+	if err := s3lock.ValidatePrefix(f.prefix); err != nil {
+		return usagef("--prefix: %w", err)
+	}
+	if len(args) == 1 {
+		if err := s3lock.ValidateName(args[0]); err != nil {
+			return err
+		}
+	}
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errStatusTimeout)
+		defer cancel()
+	}
+	c, err := a.client(ctx, a.bucket, lockConfig{})
+	if err == nil {
+		err = a.status(ctx, c, args, f.prefix, f.output)
+	}
+	if err != nil && errors.Is(context.Cause(ctx), errStatusTimeout) {
+		return exitWith(exitError, fmt.Errorf("status did not finish within %s (--timeout): the store answers too slowly, "+
+			"or not at all; check the endpoint and the network, or raise --timeout (%w)", f.timeout, err))
+	}
+	return err
 }
 
 // errStatusTimeout ends status at --timeout.
@@ -273,9 +286,7 @@ func timeCell(t time.Time) string {
 }
 
 func (a *app) forceReleaseCommand() *cobra.Command {
-	var epoch uint64
-	var slot int
-	var holder string
+	var f forceReleaseFlags
 	cmd := &cobra.Command{
 		Use:   "force-release NAME --epoch N [--slot I]",
 		Short: "Release a lock's epoch whoever holds it (operators only)",
@@ -301,41 +312,55 @@ for. The lease records --holder as the one who released it.
   s3lock force-release ci/runners --epoch 7 --slot 2`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("epoch") {
-				return usagef("missing --epoch: the epoch to release (see 's3lock status %s')", args[0])
-			}
-			if err := a.needBucket(); err != nil {
-				return err
-			}
-			if err := s3lock.ValidateName(args[0]); err != nil {
-				return err
-			}
-			// A Token's Slot 0 names no slot (the lock's own epoch), so a
-			// --slot 0 given is refused here rather than read so.
-			if cmd.Flags().Changed("slot") && slot < 1 {
-				return usagef("--slot %d: slot %d is outside [1, %d]; leave --slot out to release an epoch of the lock itself", slot, slot, s3lock.MaxSlots)
-			}
-			ctx := cmd.Context()
-			c, err := a.client(ctx, a.bucket, lockConfig{holder: holder})
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("slot") {
-				if err := c.ForceRelease(ctx, s3lock.Token{Name: args[0], Epoch: epoch}); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stderr, "s3lock: released epoch %d of lock %q\n", epoch, args[0])
-				return nil
-			}
-			if err := c.ForceRelease(ctx, s3lock.Token{Name: args[0], Slot: slot, Epoch: epoch}); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "s3lock: released epoch %d of slot %d of lock %q\n", epoch, slot, args[0])
-			return nil
+			return a.forceRelease(cmd, args[0], f)
 		},
 	}
-	cmd.Flags().Uint64Var(&epoch, "epoch", 0, "the epoch to release (required)")
-	cmd.Flags().IntVar(&slot, "slot", 0, fmt.Sprintf("of a slot lock, the slot (1 to %d) whose epoch to release", s3lock.MaxSlots))
-	cmd.Flags().StringVar(&holder, "holder", "", "who is releasing, recorded in the lease (env "+envHolder+")")
+	cmd.Flags().Uint64Var(&f.epoch, "epoch", 0, "the epoch to release (required)")
+	cmd.Flags().IntVar(&f.slot, "slot", 0, fmt.Sprintf("of a slot lock, the slot (1 to %d) whose epoch to release", s3lock.MaxSlots))
+	cmd.Flags().StringVar(&f.holder, "holder", "", "who is releasing, recorded in the lease (env "+envHolder+")")
 	return cmd
+}
+
+// forceReleaseFlags are force-release's flags.
+type forceReleaseFlags struct {
+	epoch  uint64
+	slot   int
+	holder string
+}
+
+// forceRelease releases epoch f.epoch of the lock name, or of its slot
+// f.slot with --slot, whoever holds it.
+func (a *app) forceRelease(cmd *cobra.Command, name string, f forceReleaseFlags) error {
+	if !cmd.Flags().Changed("epoch") {
+		return usagef("missing --epoch: the epoch to release (see 's3lock status %s')", name)
+	}
+	if err := a.needBucket(); err != nil {
+		return err
+	}
+	if err := s3lock.ValidateName(name); err != nil {
+		return err
+	}
+	// A Token's Slot 0 names no slot (the lock's own epoch), so a
+	// --slot 0 given is refused here rather than read so.
+	slotGiven := cmd.Flags().Changed("slot")
+	if slotGiven && f.slot < 1 {
+		return usagef("--slot %d: slot %d is outside [1, %d]; leave --slot out to release an epoch of the lock itself", f.slot, f.slot, s3lock.MaxSlots)
+	}
+	ctx := cmd.Context()
+	c, err := a.client(ctx, a.bucket, lockConfig{holder: f.holder})
+	if err != nil {
+		return err
+	}
+	if !slotGiven {
+		if err := c.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: f.epoch}); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "s3lock: released epoch %d of lock %q\n", f.epoch, name)
+		return nil
+	}
+	if err := c.ForceRelease(ctx, s3lock.Token{Name: name, Slot: f.slot, Epoch: f.epoch}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "s3lock: released epoch %d of slot %d of lock %q\n", f.epoch, f.slot, name)
+	return nil
 }
