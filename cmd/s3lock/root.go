@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/buildinfo"
 )
@@ -125,22 +126,7 @@ func (a *app) rootCommand() *cobra.Command {
 		return &exitErr{code: exitUsage, err: err, hint: true}
 	})
 	root.CompletionOptions.HiddenDefaultCmd = true
-	pf := root.PersistentFlags()
-	pf.StringVar(&a.bucket, "bucket", "", "bucket that holds the locks (env "+envBucket+")")
-	pf.StringVar(&a.endpoint, "endpoint", "", "URL of an S3-compatible store, e.g. http://127.0.0.1:7070 (env "+envEndpoint+")")
-	pf.BoolVar(&a.pathStyle, "use-path-style", false, "address the bucket in the path, as most S3-compatible stores need (env "+envPathStyle+")")
-	pf.StringVar(&a.region, "region", "", "AWS region of the bucket (env "+envRegionS3Lock+", AWS_REGION)")
-	pf.StringVar(&a.profile, "profile", "", "profile of the shared AWS config files (env AWS_PROFILE)")
-	pf.StringVar(&a.bucketOwner, "expected-bucket-owner", "", "fail unless the bucket belongs to this AWS account id (env "+envBucketOwner+")")
-	pf.BoolVar(&a.objects.Encrypt, "encrypt", false, "encrypt the objects s3lock writes: SSE-S3, or SSE-KMS with --kms-key-id (env "+envEncrypt+")")
-	pf.StringVar(&a.objects.KMSKeyID, "kms-key-id", "", "KMS key (ID, ARN or alias) for SSE-KMS; needs --encrypt (env "+envKMSKeyID+")")
-	pf.StringVar(&a.objects.SSECustomerKey, "sse-customer-key", "", "SSE-C key, the base64 of 32 bytes, sent with every write and read; "+
-		"prefer env "+envSSECKey+": a flag's value shows in ps (excludes --encrypt)")
-	pf.StringVar(&a.objects.ACL, "acl", "", "canned ACL for the objects s3lock writes, e.g. bucket-owner-full-control (env "+envACL+")")
-	a.connectionFlags(pf)
-	pf.BoolVar(&a.debug, "debug", false, "log the SDK's lock events (acquired, renewed, released, waiting, cleanup) to stderr")
-	pf.BoolVar(&a.statsOn, "stats", false, "on exit, print a summary on stderr: how long s3lock waited, the epoch it acquired, renewals, how the lease ended, and the S3 requests by operation and outcome")
-
+	a.globalFlags(root.PersistentFlags())
 	root.AddCommand(
 		a.runCommand(),
 		a.acquireCommand(),
@@ -156,4 +142,23 @@ func (a *app) rootCommand() *cobra.Command {
 	)
 	setRootHelp(root)
 	return root
+}
+
+// globalFlags registers the flags every command takes: the bucket, the
+// store, the objects s3lock writes, the connection, --debug and --stats.
+func (a *app) globalFlags(pf *pflag.FlagSet) {
+	pf.StringVar(&a.bucket, "bucket", "", "bucket that holds the locks (env "+envBucket+")")
+	pf.StringVar(&a.endpoint, "endpoint", "", "URL of an S3-compatible store, e.g. http://127.0.0.1:7070 (env "+envEndpoint+")")
+	pf.BoolVar(&a.pathStyle, "use-path-style", false, "address the bucket in the path, as most S3-compatible stores need (env "+envPathStyle+")")
+	pf.StringVar(&a.region, "region", "", "AWS region of the bucket (env "+envRegionS3Lock+", AWS_REGION)")
+	pf.StringVar(&a.profile, "profile", "", "profile of the shared AWS config files (env AWS_PROFILE)")
+	pf.StringVar(&a.bucketOwner, "expected-bucket-owner", "", "fail unless the bucket belongs to this AWS account id (env "+envBucketOwner+")")
+	pf.BoolVar(&a.objects.Encrypt, "encrypt", false, "encrypt the objects s3lock writes: SSE-S3, or SSE-KMS with --kms-key-id (env "+envEncrypt+")")
+	pf.StringVar(&a.objects.KMSKeyID, "kms-key-id", "", "KMS key (ID, ARN or alias) for SSE-KMS; needs --encrypt (env "+envKMSKeyID+")")
+	pf.StringVar(&a.objects.SSECustomerKey, "sse-customer-key", "", "SSE-C key, the base64 of 32 bytes, sent with every write and read; "+
+		"prefer env "+envSSECKey+": a flag's value shows in ps (excludes --encrypt)")
+	pf.StringVar(&a.objects.ACL, "acl", "", "canned ACL for the objects s3lock writes, e.g. bucket-owner-full-control (env "+envACL+")")
+	a.connectionFlags(pf)
+	pf.BoolVar(&a.debug, "debug", false, "log the SDK's lock events (acquired, renewed, released, waiting, cleanup) to stderr")
+	pf.BoolVar(&a.statsOn, "stats", false, "on exit, print a summary on stderr: how long s3lock waited, the epoch it acquired, renewals, how the lease ended, and the S3 requests by operation and outcome")
 }
