@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/procfacts"
 )
 
 // The watchdog of `s3lock run` (not the provider's run guard, which holds
@@ -157,14 +159,13 @@ const watchdogDeadlineFirstFD = 3
 // the descriptors s3lock inherited open without close-on-exec: a child of
 // s3lock's would have inherited them too. Gaps are nil (closed in the child).
 func inheritedFiles() []*os.File {
-	entries, err := os.ReadDir("/proc/self/fd")
+	open, err := procfacts.OpenFDs()
 	if err != nil {
 		return nil
 	}
 	var fds []int
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd < watchdogDeadlineFirstFD {
+	for _, fd := range open {
+		if fd < watchdogDeadlineFirstFD {
 			continue
 		}
 		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
@@ -266,32 +267,14 @@ func killGroup(pgid int, limit time.Duration) bool {
 }
 
 // groupRunning reports whether a process of group pgid is running (not a
-// zombie), from /proc.
+// zombie), from the process facts (/proc); where they cannot be read, whether
+// the group has any member at all.
 func groupRunning(pgid int) bool {
-	entries, err := os.ReadDir("/proc")
+	running, err := procfacts.GroupRunning(pgid)
 	if err != nil {
 		return syscall.Kill(-pgid, 0) == nil
 	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may contain spaces.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			return true
-		}
-	}
-	return false
+	return running
 }
 
 // runWatchdog runs argv in the watchdog's own process group (s3lock made the watchdog

@@ -61,8 +61,8 @@
 // When terraform is the init process of its pid namespace (a container's
 // entrypoint), the kernel ends the guard together with terraform: the guard
 // holds the lease for the whole run, and it lapses after the run (the
-// provider warns). The guard works on Linux (/proc) and macOS (sysctl);
-// ForProvider says why it cannot run elsewhere (Windows), in a provider that
+// provider warns). The guard works on Linux (/proc) and macOS (sysctl), whose
+// process facts it reads through internal/procfacts; ForProvider says why it cannot run elsewhere (Windows), in a provider that
 // terraform did not start, or with S3LOCK_RUN_GUARD=off: the provider then
 // fails a lease that asks for the whole run.
 package runguard

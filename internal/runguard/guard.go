@@ -182,14 +182,14 @@ func (g *guard) admit(c net.Conn) error {
 	if err != nil {
 		return fmt.Errorf("the run guard of %s: reading the connecting process %d: %w", g.run, pid, err)
 	}
-	if p.ppid == g.run.PID && g.run.Alive() {
+	if p.PPID == g.run.PID && g.run.Alive() {
 		return nil
 	}
 	if acceptRunAncestors && ancestorOf(pid, g.run.PID) {
 		return nil
 	}
 	return fmt.Errorf("the run guard of %s serves that run's provider processes only: process %d is a child of process %d, not of terraform",
-		g.run, pid, p.ppid)
+		g.run, pid, p.PPID)
 }
 
 // acceptRunAncestors also admits the ancestors of the run's terraform. Only
@@ -201,13 +201,13 @@ var acceptRunAncestors bool
 func ancestorOf(a, pid int) bool {
 	for range maxAncestors {
 		p, err := procOf(pid)
-		if err != nil || p.ppid <= 0 {
+		if err != nil || p.PPID <= 0 {
 			return false
 		}
-		if p.ppid == a {
+		if p.PPID == a {
 			return true
 		}
-		pid = p.ppid
+		pid = p.PPID
 	}
 	return false
 }

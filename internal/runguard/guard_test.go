@@ -659,7 +659,7 @@ func TestGuard_ADaemonInASessionOfItsOwnIsNotTheRuns(t *testing.T) {
 	// can still be in terraform's session for a while, and then it is the
 	// run's. The daemon this test is about is the one that left.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if p, err := procOf(pid); err == nil && p.sid == pid {
+		if p, err := procOf(pid); err == nil && p.SID == pid {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -246,15 +246,15 @@ func TestTree_AnUnknownSessionCountsEveryDescendantAsTheRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.sid != p.pid {
+	if p.SID != p.PID {
 		t.Fatalf("the daemon %+v does not lead a session of its own", p)
 	}
-	terraformsSession := p.sid + 1 // any session but the daemon's
+	terraformsSession := p.SID + 1 // any session but the daemon's
 	for _, tc := range []struct {
 		sid     int
 		theRuns bool
 	}{{sid: terraformsSession, theRuns: false}, {sid: 0, theRuns: true}} {
-		w := &treeWatch{self: os.Getpid(), pgid: -1, sid: tc.sid, seen: map[int]uint64{p.pid: p.start}}
+		w := &treeWatch{self: os.Getpid(), pgid: -1, sid: tc.sid, seen: map[int]uint64{p.PID: p.Start}}
 		if got := w.outlived(); (got != "") != tc.theRuns {
 			t.Errorf("terraform's session %d: outlived() = %q; want the daemon counted as the run's: %v", tc.sid, got, tc.theRuns)
 		}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/procfacts"
 )
 
 // Run identifies one Terraform run: its terraform process.
@@ -71,7 +73,7 @@ func ForProvider(debug bool) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	if startedByPlugin(r.PID) {
+	if procfacts.HasEnv(r.PID, magicCookieKey) {
 		// A wrapper script between terraform and the provider that does
 		// not exec it: each phase would be a run of its own.
 		return Run{}, fmt.Errorf("%w directly: its parent, process %d, was itself started by terraform's plugin "+
@@ -89,15 +91,15 @@ func Of(pid int) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	boot, err := bootID()
+	boot, err := procfacts.BootID()
 	if err != nil {
-		return Run{}, err
+		return Run{}, guardErr(err)
 	}
-	ns, err := pidNamespace()
+	ns, err := procfacts.PIDNamespace()
 	if err != nil {
-		return Run{}, err
+		return Run{}, guardErr(err)
 	}
-	return Run{PID: pid, Start: p.start, Boot: boot, NS: ns}, nil
+	return Run{PID: pid, Start: p.Start, Boot: boot, NS: ns}, nil
 }
 
 // Alive reports whether the run's terraform process still exists (a zombie
@@ -106,9 +108,9 @@ func Of(pid int) (Run, error) {
 func (r Run) Alive() bool {
 	p, err := procOf(r.PID)
 	if err != nil {
-		return !errors.Is(err, errGone)
+		return !errors.Is(err, procfacts.ErrGone)
 	}
-	return p.start == r.Start && !p.zombie
+	return p.Start == r.Start && !p.Zombie
 }
 
 // EndsWithTerraform says why the run's guard will be ended together with
@@ -123,20 +125,17 @@ func (r Run) EndsWithTerraform() string {
 		return "terraform is the init process (pid 1) of its container"
 	}
 	p, err := procOf(r.PID)
-	if err != nil || p.ppid != 1 {
+	if err != nil || p.PPID != 1 {
 		return ""
 	}
-	if init, err := procOf(1); err == nil && minimalInits[init.name] {
-		return fmt.Sprintf("terraform runs under %s, the init process of its container, which exits as soon as terraform does", init.name)
+	if init, err := procOf(1); err == nil && minimalInits[init.Name] {
+		return fmt.Sprintf("terraform runs under %s, the init process of its container, which exits as soon as terraform does", init.Name)
 	}
 	return ""
 }
 
 // minimalInits are init processes that exit when their one child does.
 var minimalInits = map[string]bool{"tini": true, "docker-init": true, "dumb-init": true, "catatonit": true}
-
-// errGone marks a process that no longer exists.
-var errGone = errors.New("process is gone")
 
 // String names the run, for messages.
 func (r Run) String() string { return fmt.Sprintf("terraform process %d", r.PID) }
@@ -211,15 +210,3 @@ func (r Run) socket() (string, error) {
 // maxSocketPath is the longest unix socket path on every system the guard
 // runs on (macOS: 104 bytes with the terminating NUL; Linux: 108).
 const maxSocketPath = 103
-
-// proc is what the guard reads of a process.
-type proc struct {
-	pid, ppid, pgid int
-	// sid is its session (0 where unknown).
-	sid int
-	// start is its start time, in the unit of Run.Start.
-	start  uint64
-	zombie bool
-	// name is its command name.
-	name string
-}

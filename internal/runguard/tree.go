@@ -3,6 +3,8 @@ package runguard
 import (
 	"fmt"
 	"os"
+
+	"github.com/s3lock/terraform-provider-s3lock/internal/procfacts"
 )
 
 // treeWatch follows the processes of the run: everything terraform started,
@@ -35,14 +37,14 @@ type treeWatch struct {
 func newTreeWatch(run Run) *treeWatch {
 	w := &treeWatch{run: run, self: os.Getpid(), pgid: -1, sid: -1, reapers: map[int]uint64{}, seen: map[int]uint64{}}
 	p, err := procOf(run.PID)
-	if err != nil || p.start != run.Start {
+	if err != nil || p.Start != run.Start {
 		return w
 	}
-	w.pgid, w.sid = p.pgid, p.sid
-	parent, err := procOf(p.ppid)
-	for pid := parent.ppid; err == nil && pid > 0 && len(w.reapers) < maxAncestors; pid = parent.ppid {
+	w.pgid, w.sid = p.PGID, p.SID
+	parent, err := procOf(p.PPID)
+	for pid := parent.PPID; err == nil && pid > 0 && len(w.reapers) < maxAncestors; pid = parent.PPID {
 		if parent, err = procOf(pid); err == nil {
-			w.reapers[pid] = parent.start
+			w.reapers[pid] = parent.Start
 		}
 	}
 	return w
@@ -54,17 +56,17 @@ const maxAncestors = 64
 // running reports whether terraform still runs, and if so records its
 // descendants as they are now (forgetting those that ended).
 func (w *treeWatch) running() bool {
-	now := clockNow()
+	now := procfacts.Now()
 	if !w.run.Alive() {
 		return false
 	}
 	w.lastAlive = now
-	for _, p := range descendants(w.run.PID) {
-		if p.pid == w.self { // the guard, re-parented to a terraform that is pid 1
+	for _, p := range procfacts.Descendants(w.run.PID) {
+		if p.PID == w.self { // the guard, re-parented to a terraform that is pid 1
 			continue
 		}
-		if _, ok := w.seen[p.pid]; !ok {
-			w.seen[p.pid] = p.start
+		if _, ok := w.seen[p.PID]; !ok {
+			w.seen[p.PID] = p.Start
 		}
 	}
 	for pid, start := range w.seen {
@@ -81,8 +83,8 @@ func (w *treeWatch) running() bool {
 // short-lived a descendant to be seen (what a provisioner's `cmd &` left).
 func (w *treeWatch) outlived() string {
 	for pid, start := range w.seen {
-		if p, ok := live(pid, start); ok && (p.sid == w.sid || p.sid <= 0 || w.sid <= 0) {
-			return describe(fmt.Sprintf("its descendant (session %d; terraform's is %d)", p.sid, w.sid), p)
+		if p, ok := live(pid, start); ok && (p.SID == w.sid || p.SID <= 0 || w.sid <= 0) {
+			return describe(fmt.Sprintf("its descendant (session %d; terraform's is %d)", p.SID, w.sid), p)
 		}
 	}
 	if p, ok := w.orphan(); ok {
@@ -98,29 +100,29 @@ func (w *treeWatch) outlived() string {
 // are that ancestor's own children (another test binary of `go test`), and
 // what starts after terraform ended (the next command of a script) is not
 // the run's either.
-func (w *treeWatch) orphan() (proc, bool) {
+func (w *treeWatch) orphan() (procfacts.Process, bool) {
 	if w.pgid <= 0 {
-		return proc{}, false // a group led from outside this pid namespace
+		return procfacts.Process{}, false // a group led from outside this pid namespace
 	}
-	all, err := processes()
+	all, err := procfacts.All()
 	if err != nil {
-		return proc{}, false
+		return procfacts.Process{}, false
 	}
 	for _, p := range all {
-		if p.pgid != w.pgid || p.start < w.run.Start || p.start > w.lastAlive || p.zombie ||
-			p.pid == w.run.PID || p.pid == w.self || p.pid == 1 {
+		if p.PGID != w.pgid || p.Start < w.run.Start || p.Start > w.lastAlive || p.Zombie ||
+			p.PID == w.run.PID || p.PID == w.self || p.PID == 1 {
 			continue
 		}
-		if p.ppid == 1 {
+		if p.PPID == 1 {
 			return p, true
 		}
-		if start, ok := w.reapers[p.ppid]; ok {
-			if parent, ok := live(p.ppid, start); ok && subreapers[parent.name] {
+		if start, ok := w.reapers[p.PPID]; ok {
+			if parent, ok := live(p.PPID, start); ok && subreapers[parent.Name] {
 				return p, true
 			}
 		}
 	}
-	return proc{}, false
+	return procfacts.Process{}, false
 }
 
 // subreapers are the command names of the subreapers the run's orphans may
@@ -129,52 +131,14 @@ func (w *treeWatch) orphan() (proc, bool) {
 var subreapers = map[string]bool{"systemd": true}
 
 // live returns process pid if it still runs and started at start.
-func live(pid int, start uint64) (proc, bool) {
+func live(pid int, start uint64) (procfacts.Process, bool) {
 	p, err := procOf(pid)
-	return p, err == nil && p.start == start && !p.zombie
+	return p, err == nil && p.Start == start && !p.Zombie
 }
 
-func describe(what string, p proc) string {
-	if p.name == "" {
-		return fmt.Sprintf("%s, process %d", what, p.pid)
+func describe(what string, p procfacts.Process) string {
+	if p.Name == "" {
+		return fmt.Sprintf("%s, process %d", what, p.PID)
 	}
-	return fmt.Sprintf("%s, process %d (%s)", what, p.pid, p.name)
-}
-
-// descendantsFrom walks down from root through children, which gives a
-// process's children: every descendant once (the tree has no cycles, and a
-// pid reused meanwhile shows up once more at most).
-func descendantsFrom(root int, children func(int) []proc) []proc {
-	var out []proc
-	queue := []int{root}
-	seen := map[int]bool{root: true}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		for _, kid := range children(pid) {
-			if seen[kid.pid] {
-				continue
-			}
-			seen[kid.pid] = true
-			out = append(out, kid)
-			queue = append(queue, kid.pid)
-		}
-	}
-	return out
-}
-
-// descendantsOfSnapshot returns root's descendants from one snapshot of
-// every process.
-func descendantsOfSnapshot(root int) []proc {
-	all, err := processes()
-	if err != nil {
-		return nil
-	}
-	kids := map[int][]proc{}
-	for _, p := range all {
-		if p.pid != p.ppid {
-			kids[p.ppid] = append(kids[p.ppid], p)
-		}
-	}
-	return descendantsFrom(root, func(pid int) []proc { return kids[pid] })
+	return fmt.Sprintf("%s, process %d (%s)", what, p.PID, p.Name)
 }

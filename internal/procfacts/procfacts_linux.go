@@ -1,4 +1,4 @@
-package runguard
+package procfacts
 
 import (
 	"errors"
@@ -12,21 +12,20 @@ import (
 	"syscall"
 )
 
-// The process facts the guard needs, from Linux's /proc.
+// The process facts of Linux, from /proc.
 
-// procOf reads what the guard needs of process pid from /proc/PID/stat. A
-// process that does not exist is errGone; a system without /proc is
-// ErrUnsupported.
-func procOf(pid int) (proc, error) {
+// Of reads process pid from /proc/PID/stat. A process that does not exist
+// is ErrGone; a system without /proc is an *UnsupportedError.
+func Of(pid int) (Process, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
-			return proc{}, fmt.Errorf("%w: %w", ErrUnsupported, serr)
+			return Process{}, unsupported(serr)
 		}
-		return proc{}, fmt.Errorf("runguard: process %d: %w", pid, errGone)
+		return Process{}, gone(pid)
 	}
 	if err != nil {
-		return proc{}, fmt.Errorf("runguard: %w", err)
+		return Process{}, fmt.Errorf("procfacts: %w", err)
 	}
 	return parseStat(pid, string(b))
 }
@@ -34,38 +33,38 @@ func procOf(pid int) (proc, error) {
 // parseStat parses /proc/PID/stat: the command name in parentheses (it may
 // hold spaces and parentheses itself), then state (field 3), ppid (4), pgrp
 // (5), session (6) and starttime (22, clock ticks since boot).
-func parseStat(pid int, s string) (proc, error) {
+func parseStat(pid int, s string) (Process, error) {
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open {
-		return proc{}, fmt.Errorf("runguard: unreadable /proc/%d/stat", pid)
+		return Process{}, fmt.Errorf("procfacts: unreadable /proc/%d/stat", pid)
 	}
 	f := strings.Fields(s[end+1:])
 	if len(f) < 20 {
-		return proc{}, fmt.Errorf("runguard: short /proc/%d/stat", pid)
+		return Process{}, fmt.Errorf("procfacts: short /proc/%d/stat", pid)
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgid, err2 := strconv.Atoi(f[2])
 	sid, err3 := strconv.Atoi(f[3])
 	start, err4 := strconv.ParseUint(f[19], 10, 64)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return proc{}, fmt.Errorf("runguard: unreadable /proc/%d/stat: %w", pid, err)
+		return Process{}, fmt.Errorf("procfacts: unreadable /proc/%d/stat: %w", pid, err)
 	}
-	return proc{pid: pid, ppid: ppid, pgid: pgid, sid: sid, start: start, zombie: f[0] == "Z", name: s[open+1 : end]}, nil
+	return Process{PID: pid, PPID: ppid, PGID: pgid, SID: sid, Start: start, Zombie: f[0] == "Z",
+		Name: s[open+1 : end]}, nil
 }
 
-// descendants returns pid's descendants, down the tree through each
-// process's children (/proc/PID/task/TID/children; where the kernel lacks
-// those files, from a scan of every process's parent).
-func descendants(pid int) []proc {
+// descendants walks /proc/PID/task/TID/children; where the kernel lacks
+// those files, it reads a snapshot of every process's parent.
+func descendants(pid int) []Process {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); errors.Is(err, os.ErrNotExist) {
 		if _, gone := os.Stat(fmt.Sprintf("/proc/%d", pid)); gone == nil {
 			return descendantsOfSnapshot(pid)
 		}
 	}
-	return descendantsFrom(pid, func(parent int) []proc {
-		var kids []proc
+	return descendantsFrom(pid, func(parent int) []Process {
+		var kids []Process
 		for _, kid := range childrenOf(parent) {
-			if p, err := procOf(kid); err == nil {
+			if p, err := Of(kid); err == nil {
 				kids = append(kids, p)
 			}
 		}
@@ -94,32 +93,33 @@ func childrenOf(pid int) []int {
 	return out
 }
 
-// processes returns every process of this pid namespace that could be read.
-func processes() ([]proc, error) {
+// All returns every process of this pid namespace that could be read.
+func All() ([]Process, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		return nil, unsupported(err)
 	}
-	var out []proc
+	var out []Process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if p, err := procOf(pid); err == nil {
+		if p, err := Of(pid); err == nil {
 			out = append(out, p)
 		}
 	}
 	return out, nil
 }
 
-// clockNow is now, in the unit of start times: clock ticks since boot
+// Now is now, in the unit of start times: clock ticks since boot
 // (/proc/uptime in USER_HZ, which is 100 on the architectures Linux runs
-// terraform on).
-func clockNow() uint64 {
+// terraform on); math.MaxUint64 when unknown (nothing counts as started
+// after it).
+func Now() uint64 {
 	b, err := os.ReadFile("/proc/uptime")
 	if err != nil {
-		return math.MaxUint64 // unknown: nothing counts as started after terraform ended
+		return math.MaxUint64
 	}
 	f := strings.Fields(string(b))
 	if len(f) == 0 {
@@ -135,46 +135,45 @@ func clockNow() uint64 {
 // userHZ is the unit of /proc/PID/stat's times, per second.
 const userHZ = 100
 
-// startedByPlugin reports whether process pid was itself started by
-// terraform's plugin machinery (its environment has the plugin handshake):
-// a wrapper between terraform and the provider that did not exec it.
-func startedByPlugin(pid int) bool {
+// HasEnv reports whether process pid's environment (/proc/PID/environ)
+// sets key; false when it cannot be read.
+func HasEnv(pid int, key string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
 		return false
 	}
 	for _, kv := range strings.Split(string(b), "\x00") {
-		if strings.HasPrefix(kv, magicCookieKey+"=") {
+		if strings.HasPrefix(kv, key+"=") {
 			return true
 		}
 	}
 	return false
 }
 
-// bootID identifies this boot of the host.
-func bootID() (string, error) {
+// BootID identifies this boot of the host.
+func BootID() (string, error) {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUnsupported, err)
+		return "", unsupported(err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }
 
-// pidNamespace identifies this process's pid namespace ("pid:[4026531836]"):
-// two containers have different ones even when both run terraform as pid 1
-// and share /tmp.
-func pidNamespace() (string, error) {
+// PIDNamespace identifies this process's pid namespace ("pid:[4026531836]"):
+// two containers have different ones even when both run a pid 1 and share
+// /tmp.
+func PIDNamespace() (string, error) {
 	ns, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
-		return "", fmt.Errorf("runguard: reading this process's pid namespace: %w", err)
+		return "", fmt.Errorf("procfacts: reading this process's pid namespace: %w", err)
 	}
 	return ns, nil
 }
 
-// peerOf returns the pid and uid of the process at the other end of c, as
+// Peer returns the pid and uid of the process at the other end of c, as
 // the kernel saw them when it connected. A process of another pid namespace
 // that this one cannot see has pid 0.
-func peerOf(c *net.UnixConn) (pid, uid int, err error) {
+func Peer(c *net.UnixConn) (pid, uid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return 0, 0, err
@@ -187,18 +186,29 @@ func peerOf(c *net.UnixConn) (pid, uid int, err error) {
 		return 0, 0, err
 	}
 	if serr != nil {
-		return 0, 0, fmt.Errorf("runguard: reading the peer's credentials: %w", serr)
+		return 0, 0, fmt.Errorf("procfacts: reading the peer's credentials: %w", serr)
 	}
 	return int(cred.Pid), int(cred.Uid), nil
 }
 
-// tellProcess writes msg on process pid's standard error (terraform's: a
-// terminal, or the pipe a CI runner reads).
-func tellProcess(pid int, msg string) error {
-	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", pid), os.O_WRONLY|os.O_APPEND, 0)
+// Stderr opens process pid's standard error for appending (/proc/PID/fd/2:
+// a terminal, or the pipe a CI runner reads).
+func Stderr(pid int) (*os.File, error) {
+	return os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", pid), os.O_WRONLY|os.O_APPEND, 0)
+}
+
+// OpenFDs returns the numbers of this process's open file descriptors
+// (/proc/self/fd).
+func OpenFDs() ([]int, error) {
+	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		return err
+		return nil, unsupported(err)
 	}
-	_, err = f.WriteString(msg)
-	return errors.Join(err, f.Close())
+	var fds []int
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil {
+			fds = append(fds, fd)
+		}
+	}
+	return fds, nil
 }
