@@ -1,6 +1,12 @@
 // Package testkit holds what the test packages of the repository share
 // beyond their stores and harnesses (in the packages below it): waiting for
 // a condition, and a buffer that a test reads while a process writes it.
+//
+// The kits under internal/testkit (s3server, s3test, tfharness, witness) are
+// in the main module, not in the lab's (lab/), because the main module's own
+// tests use them, and those tests cannot import the lab's module (it
+// requires the main module); the lab uses them too. Nothing that ships
+// imports them.
 package testkit
 
 import (

@@ -1,7 +1,7 @@
-// Package witness is the lab's view of a lock from the store's side: it
-// records, at the store's door, every write to a lock's epoch objects — when
-// the store got it, when it answered, what it answered and what it wrote —
-// and checks the protocol's rules by the store's clock (PROTOCOL.md §6, §7):
+// Package witness sees a lock from the store's side: it records, at the
+// store's door, every write to a lock's epoch objects — when the store got
+// it, when it answered, what it answered and what it wrote — and checks the
+// protocol's rules by the store's clock (PROTOCOL.md §6, §7):
 //
 //   - succession: epoch N+1 is created only after epoch N was released, or
 //     after N's last write plus its validity and the second that
@@ -25,6 +25,13 @@
 // store for clients in other processes (Proxy). Its clock must run at the
 // store's rate; its value does not matter. Every time it records brackets
 // the store's action: the store applied a write after In and before Out.
+//
+// It is a test kit of the main module, not of the lab's (lab/), because the
+// SDK's own tests check with it (s3lock/storeclock_test.go: the contention,
+// safety and expiry tests, the killers of make mutants' A and B, which make
+// test runs): the main module's tests cannot import the lab's module, which
+// requires the main module. The lab's chaos suite and benchmarks use it too.
+// Nothing that ships imports it.
 package witness
 
 import (
