@@ -207,8 +207,7 @@ func (c *Client) leaveToLine(ctx context.Context, name string, a acquireConfig, 
 func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquireConfig, start time.Time) (*Lease, error) {
 	now := c.cfg.clock.Now()
 	p := payload{
-		Holder:     c.cfg.holder,
-		ValidityMs: a.leaseDuration.Milliseconds(),
+		owner:      owner{Holder: c.cfg.holder, ValidityMs: a.leaseDuration.Milliseconds()},
 		Format:     formatVersion,
 		Epoch:      epoch,
 		Nonce:      randomHex(16),
@@ -226,59 +225,56 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 
 // createObject writes epoch of name with If-None-Match: * and body p, and
 // returns the ETag of the object it created. A write whose outcome is
-// unknown is resolved by reading the key back and comparing nonces.
+// unknown is settled by reading the key back (settleCreate): our nonce
+// means it is ours.
 func (c *Client) createObject(ctx context.Context, name string, epoch uint64, p payload) (string, error) {
 	key := epochKey(name, epoch)
 	body, err := p.encode()
 	if err != nil {
 		return "", err
 	}
-	bo := newBackoff(createRetryBase, createRetryMax)
-	for try := 0; ; try++ {
-		etag, err := c.putEpoch(ctx, key, "", body)
-		if err == nil {
-			return etag, nil
+	w := condWrite{key: key, body: body, nonce: p.Nonce, write: p.Write}
+	s := settleCreate(ctx, c, w, maxCreateAttempts, c.epochReader(epoch))
+	switch s.verdict {
+	case landed:
+		return s.etag, nil
+	case refused:
+		if classify(s.err) == failCollision {
+			return "", c.collision(ctx, name, s.err)
 		}
-		if f := classify(err); f == failCollision {
-			return "", c.collision(ctx, name, err)
-		} else if f.refused() || f == failNotFound {
-			return "", err
-		}
-		// 412 (someone else's create, or the SDK's retry of our own
-		// committed one), 409, 5xx, timeout, reset, or the caller's
-		// context ending mid-request: read back.
-		obs, rerr := c.readBack(ctx, key, epoch)
-		switch {
-		case rerr == nil && obs.body.Nonce == p.Nonce && !obs.body.Released:
-			return obs.etag, nil
-		case rerr == nil && obs.body.Nonce == p.Nonce:
-			return "", errRetry // ours, but already released (force-released)
-		case rerr == nil && (free(obs) || obs.body.marker()):
-			// Someone else's epoch, already over; or a slot lock's
-			// marker, which the next attempt reads as such.
-			return "", errRetry
-		case rerr == nil:
-			return "", c.heldError(name, obs)
-		case classify(rerr) != failNotFound:
-			// Cannot tell whether our write landed: make sure it will not
-			// hold the lock for nobody, then report.
-			c.abandon(ctx, key, epoch, p)
-			return "", errors.Join(err, rerr)
-		}
-		// Not there: our write did not land (yet). Try again with the same
-		// body, so that a late arrival of the first attempt is recognised.
-		if ctx.Err() != nil || try >= 4 {
-			c.abandon(ctx, key, epoch, p)
-			if ctx.Err() != nil {
-				return "", errors.Join(ctx.Err(), err)
-			}
-			return "", err
-		}
-		select {
-		case <-ctx.Done():
-		case <-c.cfg.clock.After(bo.next()):
-		}
+		return "", s.err
+	case other:
+		return c.createdByOther(name, s.found, p)
+	case unknown:
+		// Cannot tell whether our write landed: make sure it will not hold
+		// the lock for nobody, then report.
+		c.abandon(ctx, key, epoch, p)
+		return "", errors.Join(s.err, s.readErr)
 	}
+	// Not there after every attempt, or ctx ended: a late arrival of our
+	// write must not hold the lock for nobody.
+	c.abandon(ctx, key, epoch, p)
+	if ctx.Err() != nil {
+		return "", errors.Join(ctx.Err(), s.err)
+	}
+	return "", s.err
+}
+
+// createdByOther is the answer to a create of epoch (body p) whose read-back
+// found obs, not our write: ours after all if it has our nonce and is not
+// released (its ETag), else errRetry (ours but force-released, or someone
+// else's epoch already over, or a slot lock's marker, which the next attempt
+// reads as such), else a *HeldError.
+func (c *Client) createdByOther(name string, obs *observed, p payload) (string, error) {
+	switch {
+	case obs.body.Nonce == p.Nonce && !obs.body.Released:
+		return obs.etag, nil
+	case obs.body.Nonce == p.Nonce:
+		return "", errRetry // ours, but already released (force-released)
+	case free(obs) || obs.body.marker():
+		return "", errRetry
+	}
+	return "", c.heldError(name, obs)
 }
 
 // createFoundEpoch looks at the error of a create of epoch next of name
@@ -388,15 +384,6 @@ func (c *Client) collidingKey(ctx context.Context, name string) (string, error) 
 	return "", nil
 }
 
-// readBack reads an epoch object with a context that survives the caller's
-// cancellation for one request timeout: the answer decides whether a lease
-// exists, so it must not be skipped.
-func (c *Client) readBack(ctx context.Context, key string, epoch uint64) (*observed, error) {
-	rctx, cancel := c.detached(ctx)
-	defer cancel()
-	return c.getEpoch(rctx, key, epoch, "")
-}
-
 // established turns a created epoch object into a Lease, after checking that
 // it is still the newest epoch (stillNewest).
 func (c *Client) established(ctx context.Context, name string, epoch uint64, p payload, etag string, sent, start time.Time, a acquireConfig) (*Lease, error) {
@@ -406,13 +393,13 @@ func (c *Client) established(ctx context.Context, name string, epoch uint64, p p
 	if err := c.firstEpochListed(ctx, name, epoch, p); err != nil {
 		return nil, err
 	}
-	trustUntil := sent.Add(p.validity() - safetyMargin(p.validity()))
-	if !c.cfg.clock.Now().Before(trustUntil) {
+	tr := trustFor(sent, p.validity())
+	if tr.over(c.cfg.clock.Now()) {
 		c.abandon(ctx, epochKey(name, epoch), epoch, p)
 		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: epochKey(name, epoch), Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
-	return c.newLease(name, epoch, p, etag, sent, trustUntil, a.renewInterval, a.autoRenew, a.slot), nil
+	return c.newLease(name, epoch, p, etag, tr, a.renewInterval, a.autoRenew, a.slot), nil
 }
 
 // stillNewest checks that an attempt that began at start and created epoch

@@ -176,8 +176,8 @@ func (c *Client) stateOf(name string, o *observed) State {
 		s.Held = left > 0
 		if s.Held {
 			s.ExpiresAt = o.received.Add(left)
-			if _, until, ok := trustWindow(o); ok {
-				s.TrustedUntil = until
+			if tr, ok := trustWindow(o); ok {
+				s.TrustedUntil = tr.until
 			}
 		}
 	}

@@ -208,7 +208,7 @@ func TestDirectoryBuckets_KeyOrderWouldMissTheHolder(t *testing.T) {
 // holder acquired now, as the protocol writes it.
 func encodeHeld(t *testing.T, holder string, epoch uint64, validity time.Duration) []byte {
 	t.Helper()
-	p := payload{Holder: holder, ValidityMs: validity.Milliseconds(), Format: formatVersion, Epoch: epoch,
+	p := payload{owner: owner{Holder: holder, ValidityMs: validity.Milliseconds()}, Format: formatVersion, Epoch: epoch,
 		Nonce: randomHex(16), AcquiredAt: time.Now().UTC()}
 	b, err := p.encode()
 	if err != nil {

@@ -81,9 +81,13 @@
 // means for the protocol; store.go makes every S3 request (one per-request
 // timeout, one wrapping), and listing.go holds every paged listing to the
 // rule that it makes progress or fails; timing.go holds every timing, retry
-// and backoff number with its reason; names.go the rules for names,
-// prefixes and keys; options.go the options and their limits. The protocol
-// itself is in acquire.go (an attempt), wait.go (waiting), line.go and
+// and backoff number with its reason, and the trust window (trust) that a
+// lease and a waiter's ticket both keep; names.go the rules for names,
+// prefixes and keys; options.go the options and their limits; payload.go
+// the bodies written (an epoch object's, a ticket's); settle.go the one
+// conditional write whose answer may be lost (write, classify, read back,
+// settle), through which the lease, the acquisition and the line write. The
+// protocol itself is in acquire.go (an attempt), wait.go (waiting), line.go and
 // line_wait.go (the line of ordered waiters), watch.go (Watch), lease.go
 // (renewal, release, the trust deadline), resume.go (takeover and Lookup),
 // cleanup.go and discover.go (bounded history), current.go (reading

@@ -29,7 +29,7 @@ func (c *Client) WaitCleanup() { c.cleanups.Wait() }
 // EncodeReleasedForTest returns a released lease payload for epoch, as the
 // protocol writes it, for tests that seed history.
 func EncodeReleasedForTest(holder string, epoch uint64, validity time.Duration) []byte {
-	p := payload{Holder: holder, ValidityMs: validity.Milliseconds(), Released: true, Format: formatVersion,
+	p := payload{owner: owner{Holder: holder, ValidityMs: validity.Milliseconds()}, Released: true, Format: formatVersion,
 		Epoch: epoch, Nonce: randomHex(16), Renewals: 1, AcquiredAt: time.Now().UTC(), ReleasedAt: time.Now().UTC()}
 	b, err := p.encode()
 	if err != nil {

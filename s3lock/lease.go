@@ -3,7 +3,6 @@ package s3lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -32,23 +31,22 @@ type Lease struct {
 	auto       bool
 
 	writeMu sync.Mutex // serializes Renew and Release writes
-	// unsettled holds the write ids of this handle's writes that were given
-	// up with their outcome unknown (a renewal cancelled by Release, a
-	// Renew whose ctx ended): such a write may still land, and a later
-	// read-back that finds it must see this handle's own write in it, not
-	// another handle's. Guarded by writeMu.
-	unsettled map[string]bool
+	// unsettled holds this handle's writes that were given up with their
+	// outcome unknown (a renewal cancelled by Release, a Renew whose ctx
+	// ended): such a write may still land, and a later read-back that finds
+	// it must see this handle's own write in it, not another handle's.
+	// Guarded by writeMu.
+	unsettled unsettled
 
 	mu sync.Mutex
 	// etag and p are the epoch object as this handle last wrote (or read) it.
 	etag string
 	p    payload
-	// trustFrom and trustUntil bound the window in which the lease is
-	// trusted, by the client clock: trustFrom is when the last confirmed
-	// write was sent.
-	trustFrom, trustUntil time.Time
-	ended                 error // nil while active; ErrReleased or a *LeaseLostError
-	writeErr              error // why the last write attempt failed; nil after a confirmed one
+	// trust is the window in which the lease is trusted, from when its
+	// last confirmed write was sent.
+	trust    trust
+	ended    error // nil while active; ErrReleased or a *LeaseLostError
+	writeErr error // why the last write attempt failed; nil after a confirmed one
 
 	done chan struct{}
 	// stop ends all background work (the lease ended, or was detached);
@@ -59,10 +57,9 @@ type Lease struct {
 	bg, renewing            sync.WaitGroup
 }
 
-// newLease returns an active lease whose last confirmed write was sent at
-// trustFrom (client clock) and that is trusted until trustUntil; ref names
-// its slot when it is a slot lock's (name is then the slot's).
-func (c *Client) newLease(name string, epoch uint64, p payload, etag string, trustFrom, trustUntil time.Time, renewInt time.Duration, auto bool, ref slotRef) *Lease {
+// newLease returns an active lease trusted in tr; ref names its slot when it
+// is a slot lock's (name is then the slot's).
+func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tr trust, renewInt time.Duration, auto bool, ref slotRef) *Lease {
 	lock := name
 	if ref.slot > 0 {
 		lock = ref.lock
@@ -83,8 +80,7 @@ func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tru
 		auto:       auto,
 		etag:       etag,
 		p:          p,
-		trustFrom:  trustFrom,
-		trustUntil: trustUntil,
+		trust:      tr,
 		done:       make(chan struct{}),
 		stop:       make(chan struct{}),
 		stopRenew:  make(chan struct{}),
@@ -127,7 +123,7 @@ func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
 func (l *Lease) ExpiresAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.trustUntil
+	return l.trust.until
 }
 
 // Done returns a channel that is closed when the lease ends: released, or
@@ -219,14 +215,14 @@ func (l *Lease) confirm(sent time.Time, etag string, next payload) error {
 		defer l.mu.Unlock()
 		return l.ended
 	}
-	if why := l.untrustedLocked(l.c.cfg.clock.Now()); why != "" {
+	if why := l.trust.untrusted(l.c.cfg.clock.Now()); why != "" {
 		err, _ := l.endLocked(l.lostError(LostLapsed, why+" before the renewal was confirmed", nil))
 		l.mu.Unlock()
 		l.logEnd(err)
 		return err
 	}
 	l.etag, l.p, l.writeErr = etag, next, nil
-	l.trustFrom, l.trustUntil = sent, sent.Add(l.validity-safetyMargin(l.validity))
+	l.trust = trustFor(sent, l.validity)
 	l.mu.Unlock()
 	return nil
 }
@@ -252,26 +248,11 @@ func (l *Lease) failed(err error) {
 }
 
 // untrusted returns why the lease may not be trusted at now (client clock),
-// or "" while it may be: its window ended, or the wall clock ran ahead of the
-// monotonic clock by more than the safety margin, which is what a suspended
-// host looks like (the monotonic clock stops during suspend; the store's does
-// not).
+// or "" while it may be (trust.untrusted).
 func (l *Lease) untrusted(now time.Time) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.untrustedLocked(now)
-}
-
-func (l *Lease) untrustedLocked(now time.Time) string {
-	from, until := l.trustFrom, l.trustUntil
-	if !now.Before(until) {
-		return "it expired"
-	}
-	wall, mono := now.Round(0).Sub(from.Round(0)), now.Sub(from)
-	if wall-mono > safetyMargin(l.validity) {
-		return fmt.Sprintf("the host's wall clock advanced %s more than its monotonic clock (suspended?)", wall-mono)
-	}
-	return ""
+	return l.trust.untrusted(now)
 }
 
 // Renew extends the lease by its duration, counted from just before the
@@ -294,7 +275,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return l.lost(LostLapsed, why+" before it could be renewed", nil)
 	}
 	l.mu.Lock()
-	next, etag, until := l.p, l.etag, l.trustUntil
+	next, etag, until := l.p, l.etag, l.trust.until
 	l.mu.Unlock()
 	next.Renewals++
 	next.RenewedAt = now.UTC()
@@ -342,7 +323,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return l.lost(LostLapsed, why+" before it was released", nil)
 	}
 	l.mu.Lock()
-	next, etag, until := l.p, l.etag, l.trustUntil
+	next, etag, until := l.p, l.etag, l.trust.until
 	l.mu.Unlock()
 	next.Renewals++
 	next.Released = true
@@ -386,12 +367,12 @@ func (l *Lease) Detach() Token {
 }
 
 // write replaces the lease's epoch object (compare-and-swap on etag) with
-// next, which it stamps with a fresh write id. When the outcome is unknown (a
-// timeout, a 5xx, a reset connection, or a 412 that may answer the SDK's
-// retry of our own committed write) it reads the object back: our write id
-// means it landed; the ETag we hold means it did not (retry); anything else
-// means someone else wrote the object and the lease is lost. It returns the
-// new ETag and the time the first attempt was sent.
+// next, which it stamps with a fresh write id, through settle: our write id
+// read back means it landed; the ETag we hold means it did not (retry); an
+// earlier write of this handle, given up unsettled, means the object is
+// still ours; anything else means someone else wrote the object and the
+// lease is lost. It returns the new ETag and the time the first attempt was
+// sent.
 //
 // A read-back runs even when ctx has ended (the caller's cancellation must
 // not leave the outcome unknown), but never past until, the lease's trust
@@ -409,61 +390,59 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 	// trusted once the store answers again.
 	bo := newBackoff(writeRetryBase, max(writeRetryMin, min(writeRetryMax, l.renewInt/writeRetryDivisor)))
 	for {
-		newEtag, err := l.c.putEpoch(ctx, l.key, etag, body)
-		if err == nil {
-			return newEtag, sent, nil
+		w := condWrite{key: l.key, etag: etag, body: body, nonce: l.nonce, write: next.Write, earlier: l.unsettled, until: until}
+		s := settle(ctx, l.c, w, l.c.epochReader(l.epoch))
+		if s.err != nil && ctx.Err() == nil {
+			l.failed(s.err) // not our own deadline: the store's answer
 		}
-		if ctx.Err() == nil {
-			l.failed(err) // not our own deadline: the store's answer
+		switch s.verdict {
+		case landed:
+			return s.etag, sent, nil
+		case refused:
+			l.renewFailed(ctx, next, s.err)
+			return "", sent, s.err
+		case absent:
+			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", s.err)
+		case landedEarlier:
+			if !s.found.body.Released {
+				// The object is still ours. Write again on its ETag, at
+				// once (it extends nothing by itself: trust moves only
+				// with this write's confirmation).
+				etag = s.etag
+				continue
+			}
+			if next.Released {
+				return s.etag, sent, nil // an earlier release of this handle landed: released
+			}
+			return "", sent, l.lost(LostReleased, "an earlier release through this handle, given up unconfirmed, landed since", s.err)
+		case other:
+			return "", sent, l.overwritten(s.found.body, s.err)
 		}
-		switch f := classify(err); {
-		case f.refused():
-			l.renewFailed(ctx, next, err)
-			return "", sent, err
-		case f == failNotFound:
-			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", err)
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx),
-			min(l.c.cfg.requestTimeout, until.Sub(l.c.cfg.clock.Now())))
-		obs, rerr := l.c.getEpoch(rctx, l.key, l.epoch, "")
-		cancel()
-		switch {
-		case rerr == nil && obs.body.Write == next.Write:
-			return obs.etag, sent, nil // our write landed
-		case rerr == nil && obs.etag == etag:
-			// Our write did not land; the object is as we left it: retry.
-		case rerr == nil && obs.body.Nonce == l.nonce && l.unsettled[obs.body.Write] && !obs.body.Released:
-			// An earlier write of this handle, given up while in flight,
-			// landed since: the object is still ours. Write again on its
-			// ETag, at once (it extends nothing by itself: trust moves
-			// only with this write's confirmation).
-			etag = obs.etag
-			continue
-		case rerr == nil && obs.body.Nonce == l.nonce && l.unsettled[obs.body.Write] && next.Released:
-			return obs.etag, sent, nil // an earlier release of this handle landed: released
-		case rerr == nil && obs.body.Nonce == l.nonce && l.unsettled[obs.body.Write]:
-			return "", sent, l.lost(LostReleased, "an earlier release through this handle, given up unconfirmed, landed since", err)
-		case rerr == nil && obs.body.Nonce != l.nonce:
-			return "", sent, l.lost(LostReplaced, "its epoch object now belongs to "+obs.body.Holder, err)
-		case rerr == nil && obs.body.Released && obs.body.ReleasedBy != "":
-			return "", sent, l.lost(LostForceReleased, "it was force-released by "+obs.body.ReleasedBy, err)
-		case rerr == nil && obs.body.Released:
-			// Another handle took the lease over while this one still
-			// used it, and released it: not a release already done.
-			return "", sent, l.lost(LostTakenOver, "another handle of it (a Resume) released it", err)
-		case rerr == nil:
-			return "", sent, l.lost(LostTakenOver, "its epoch object was written by another handle (a Resume of it)", err)
-		case classify(rerr) == failNotFound:
-			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", err)
-		}
-		l.renewFailed(ctx, next, err)
+		// unchanged (our write did not land: retry), or unknown.
+		l.renewFailed(ctx, next, s.err)
 		select {
 		case <-ctx.Done():
-			l.unsettle(next.Write) // it may still land
-			return "", sent, errors.Join(ctx.Err(), err)
+			l.unsettled.add(next.Write, sent) // it may still land
+			return "", sent, errors.Join(ctx.Err(), s.err)
 		case <-l.c.cfg.clock.After(bo.next()):
 		}
 	}
+}
+
+// overwritten ends the lease as lost: a read-back found its epoch object
+// written by someone else (b), the write's error being err.
+func (l *Lease) overwritten(b *payload, err error) error {
+	switch {
+	case b.Nonce != l.nonce:
+		return l.lost(LostReplaced, "its epoch object now belongs to "+b.Holder, err)
+	case b.Released && b.ReleasedBy != "":
+		return l.lost(LostForceReleased, "it was force-released by "+b.ReleasedBy, err)
+	case b.Released:
+		// Another handle took the lease over while this one still used
+		// it, and released it: not a release already done.
+		return l.lost(LostTakenOver, "another handle of it (a Resume) released it", err)
+	}
+	return l.lost(LostTakenOver, "its epoch object was written by another handle (a Resume of it)", err)
 }
 
 // renewFailed reports a renewal attempt that failed and will be retried (or
@@ -476,15 +455,6 @@ func (l *Lease) renewFailed(ctx context.Context, next *payload, err error) {
 	e := l.event(EventRenewFailed)
 	e.Err = err
 	l.c.observe(e)
-}
-
-// unsettle notes a write of this handle whose outcome stays unknown. The
-// caller holds writeMu.
-func (l *Lease) unsettle(write string) {
-	if l.unsettled == nil {
-		l.unsettled = map[string]bool{}
-	}
-	l.unsettled[write] = true
 }
 
 // startBackground starts the lease's background work: a deadline timer that
@@ -551,7 +521,7 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 		case <-clk.After(max(0, min(deadlineRecheck, l.ExpiresAt().Sub(clk.Now())))):
 		}
 		l.mu.Lock()
-		why := l.untrustedLocked(clk.Now())
+		why := l.trust.untrusted(clk.Now())
 		var lost error
 		if why != "" && l.ended == nil {
 			switch {

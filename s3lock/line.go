@@ -1,9 +1,7 @@
 package s3lock
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -52,55 +50,6 @@ var errLostPlace = errors.New("s3lock: lost its place in the line")
 // errNotHead makes a waiting Acquire that was watching the holder go back to
 // waiting for its turn: it joined the line again.
 var errNotHead = errors.New("s3lock: no longer at the head of the line")
-
-// ticketBody is the JSON body of a ticket. Its first fields are those of an
-// epoch object's, so a reader of that format sees who waits and for how
-// long a ticket lives without a heartbeat.
-type ticketBody struct {
-	Holder     string            `json:"leaderId"`
-	ValidityMs int64             `json:"validityMs"`
-	Format     int               `json:"s3lock"`
-	Line       bool              `json:"line"`
-	Order      Order             `json:"order"`
-	Nonce      string            `json:"nonce"`
-	Write      string            `json:"write"`
-	Renewals   uint64            `json:"renewals"`
-	JoinedAt   time.Time         `json:"joinedAt,omitzero"`
-	RenewedAt  time.Time         `json:"renewedAt,omitzero"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-}
-
-func (b *ticketBody) encode() ([]byte, error) {
-	data, err := json.Marshal(b)
-	if err != nil {
-		return nil, fmt.Errorf("s3lock: encoding a line ticket: %w", err)
-	}
-	return data, nil
-}
-
-// parseTicketBody checks that data is a ticket; its errors are
-// *corruptLeaseError without bucket and key.
-func parseTicketBody(data []byte) (*ticketBody, error) {
-	corrupt := func(format string, args ...any) error {
-		return &corruptLeaseError{Reason: fmt.Sprintf(format, args...)}
-	}
-	trimmed := bytes.TrimSpace(data)
-	switch {
-	case len(data) > maxPayloadBytes:
-		return nil, corrupt("it is larger than %d bytes", maxPayloadBytes)
-	case len(trimmed) == 0 || trimmed[0] != '{':
-		return nil, corrupt("it is not a JSON object")
-	}
-	var b ticketBody
-	if err := json.Unmarshal(trimmed, &b); err != nil {
-		return nil, corrupt("it is not a line ticket: %v", err)
-	}
-	if !b.Line || b.Nonce == "" {
-		return nil, corrupt("it is not a line ticket (no \"line\" or \"nonce\" field)")
-	}
-	b.Holder, b.Metadata = shown(b.Holder), shownMetadata(b.Metadata)
-	return &b, nil
-}
 
 // ticketObs is a ticket as read from the store.
 type ticketObs struct {
@@ -158,16 +107,14 @@ type place struct {
 	order    Order
 	metadata map[string]string
 
-	ref          ticketRef
-	body         ticketBody
-	etag         string
-	trustFrom    time.Time // when the last confirmed write was sent
-	trustedUntil time.Time // this client's clock
-	nextBeat     time.Time
-	seen         sightings
-	// unsettled holds the write ids (and send times) of heartbeats given
-	// up with their outcome unknown.
-	unsettled map[string]time.Time
+	ref      ticketRef
+	body     ticketBody
+	etag     string
+	trust    trust // from when the last confirmed write was sent
+	nextBeat time.Time
+	seen     sightings
+	// unsettled holds the heartbeats given up with their outcome unknown.
+	unsettled unsettled
 }
 
 // standing is where a waiter stands in one listing of the line.
@@ -179,8 +126,9 @@ type standing struct {
 
 // join takes a ticket at the back of the line: LIST for the highest number,
 // then create the next one. An unknown outcome is read back by nonce, as an
-// epoch create's is; a join that gives up while the outcome is unknown
-// deletes the key (best effort: a create that lands later lapses).
+// epoch create's is (settleCreate); a join that gives up while the outcome
+// is unknown deletes the key (best effort: a create that lands later
+// lapses).
 func (p *place) join(ctx context.Context) error {
 	c := p.c
 	v, err := c.listLine(ctx, p.name)
@@ -197,69 +145,53 @@ func (p *place) join(ctx context.Context) error {
 	}
 	ref := ticketRef{key: ticketKey(p.name, n, p.order, randomHex(ticketIDDigits/2)), n: n, order: p.order}
 	now := c.cfg.clock.Now()
-	body := ticketBody{Holder: c.cfg.holder, ValidityMs: ticketValidity.Milliseconds(), Format: formatVersion,
-		Line: true, Order: p.order, Nonce: randomHex(16), Write: randomHex(8), JoinedAt: now.UTC(), Metadata: p.metadata}
+	body := newTicketBody(c.cfg.holder, p.order, now, p.metadata)
 	data, err := body.encode()
 	if err != nil {
 		return err
 	}
 	sent := now // the place is trusted from before the first attempt
-	bo := newBackoff(createRetryBase, createRetryMax)
-	for try := 1; ; try++ {
-		etag, err := c.putEpoch(ctx, ref.key, "", data)
-		if err == nil {
-			p.hold(ref, body, etag, sent)
-			return nil
-		}
-		if f := classify(err); f.refused() || f == failNotFound {
-			return err
-		}
-		obs, rerr := p.readBack(ctx, ref.key)
-		switch {
-		case rerr == nil && obs.body.Nonce == body.Nonce:
-			p.hold(ref, body, obs.etag, sent)
-			return nil
-		case rerr == nil:
-			return &OpError{Op: "Acquire", Bucket: c.bucket, Key: ref.key, Kind: ErrUnavailable,
-				Err: errors.New("another writer created this waiter's ticket")}
-		case classify(rerr) != failNotFound:
-			p.forget(ctx, ref.key)
-			return errors.Join(err, rerr)
-		}
-		if ctx.Err() != nil || try >= maxJoinAttempts {
-			p.forget(ctx, ref.key)
-			return errors.Join(ctx.Err(), err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-c.cfg.clock.After(bo.next()):
-		}
+	s := settleCreate(ctx, c, condWrite{key: ref.key, body: data, nonce: body.Nonce, write: body.Write},
+		maxJoinAttempts, c.getTicket)
+	switch {
+	case s.verdict == landed, s.verdict == other && s.found.body.Nonce == body.Nonce:
+		p.hold(ref, body, s.etag, sent)
+		return nil
+	case s.verdict == refused:
+		return s.err
+	case s.verdict == other:
+		return &OpError{Op: "Acquire", Bucket: c.bucket, Key: ref.key, Kind: ErrUnavailable,
+			Err: errors.New("another writer created this waiter's ticket")}
 	}
+	p.forget(ctx, ref.key)
+	if s.verdict == unknown {
+		return errors.Join(s.err, s.readErr)
+	}
+	return errors.Join(ctx.Err(), s.err)
 }
 
 // hold records a ticket as this waiter's.
 func (p *place) hold(ref ticketRef, body ticketBody, etag string, sent time.Time) {
 	p.ref, p.body, p.etag, p.unsettled = ref, body, etag, nil
-	p.trust(sent)
+	p.trustFrom(sent)
 	p.c.cfg.logger.Info("s3lock: waiting in line", "bucket", p.c.bucket, "lock", p.name, "ticket", ref.key,
 		"order", string(p.order))
 }
 
-// trust extends the place's trust from a write sent at sent.
-func (p *place) trust(sent time.Time) {
-	p.trustFrom = sent
-	p.trustedUntil = sent.Add(ticketValidity - safetyMargin(ticketValidity))
+// trustFrom extends the place's trust from a write sent at sent.
+func (p *place) trustFrom(sent time.Time) {
+	p.trust = trustFor(sent, ticketValidity)
 	p.nextBeat = sent.Add(ticketRenewEvery)
 }
 
-// beat rewrites the ticket when a heartbeat is due. It returns errLostPlace
-// when the place is no longer trusted or the ticket is gone or changed;
-// transient failures are retried at the next call while the place is
-// trusted.
+// beat rewrites the ticket when a heartbeat is due, through settle. It
+// returns errLostPlace when the place is no longer trusted or the ticket is
+// gone or changed; a heartbeat whose outcome stays unknown (or that the
+// store refused) is retried at the next call while the place is trusted.
 func (p *place) beat(ctx context.Context) error {
 	c := p.c
 	now := c.cfg.clock.Now()
-	if !now.Before(p.trustedUntil) {
+	if p.trust.over(now) {
 		return errLostPlace
 	}
 	if now.Before(p.nextBeat) {
@@ -274,50 +206,29 @@ func (p *place) beat(ctx context.Context) error {
 		return err
 	}
 	sent := now
-	etag, err := c.putEpoch(ctx, p.ref.key, p.etag, data)
-	if err != nil {
-		obs, rerr := p.readBack(ctx, p.ref.key)
-		earlier, ours := p.unsettled[obsWrite(obs)]
-		switch {
-		case rerr == nil && obs.body.Write == b.Write:
-			etag = obs.etag // it landed
-		case rerr == nil && ours:
-			// An earlier heartbeat that did not seem to land did, since:
-			// the ticket is still ours. Count it, and write again soon.
-			b, etag, sent = *obs.body, obs.etag, earlier
-		case rerr == nil && obs.etag == p.etag, rerr != nil && classify(rerr) != failNotFound:
-			p.unsettle(b.Write, sent) // it may still land
-			p.nextBeat = now.Add(ticketRenewEvery / renewRetryDivisor)
-			return nil
-		default:
-			return errLostPlace // deleted as lapsed, or rewritten
-		}
+	w := condWrite{key: p.ref.key, etag: p.etag, body: data, nonce: b.Nonce, write: b.Write, earlier: p.unsettled}
+	s := settle(ctx, c, w, c.getTicket)
+	switch s.verdict {
+	case landed:
+	case landedEarlier:
+		// An earlier heartbeat that did not seem to land did, since: the
+		// ticket is still ours. Count it, and write again soon.
+		b, sent = *s.found.body, p.unsettled[s.found.body.Write]
+	case unchanged, unknown, refused:
+		p.unsettled.add(b.Write, sent) // it may still land
+		p.nextBeat = now.Add(ticketRenewEvery / renewRetryDivisor)
+		return nil
+	default:
+		return errLostPlace // deleted as lapsed, or rewritten
 	}
-	if !c.cfg.clock.Now().Before(p.trustedUntil) {
+	if p.trust.over(c.cfg.clock.Now()) {
 		return errLostPlace // confirmed too late: someone may have skipped it
 	}
-	p.body, p.etag = b, etag
-	if sent.After(p.trustFrom) {
-		p.trust(sent)
+	p.body, p.etag = b, s.etag
+	if sent.After(p.trust.from) {
+		p.trustFrom(sent)
 	}
 	return nil
-}
-
-// unsettle remembers a heartbeat whose outcome is unknown: if a later
-// read-back finds it, it landed late, and the ticket is still ours.
-func (p *place) unsettle(write string, sent time.Time) {
-	if p.unsettled == nil {
-		p.unsettled = map[string]time.Time{}
-	}
-	p.unsettled[write] = sent
-}
-
-// obsWrite is the write id of a read-back ("" if there is none).
-func obsWrite(o *ticketObs) string {
-	if o == nil || o.body == nil {
-		return ""
-	}
-	return o.body.Write
 }
 
 // stand lists the line and says where this waiter stands. Lapsed tickets

@@ -48,13 +48,31 @@ const (
 // readFormat is the newest format this package reads.
 const readFormat = markerFormat
 
-// payload is the JSON body of an epoch object. Its first three fields are
-// those of the article the protocol comes from, so tools that read that
-// format read ours; the rest are ours. Unknown fields are ignored on read.
-type payload struct {
-	Holder     string `json:"leaderId"` // who acquired the lease
+// This file holds the bodies this package writes, one family: an epoch
+// object's payload and a line's ticket. Each begins with an owner (fields of
+// the article the protocol comes from, so tools that read that format read
+// ours), carries its writer's nonce and a write id per write (which settle
+// compares), is a JSON object of at most maxPayloadBytes (bodyObject), and
+// has its text made fit to print when read (shown). Unknown fields are
+// ignored on read.
+
+// owner is the first fields of every body: who wrote it, and for how long
+// it holds without being written again.
+type owner struct {
+	Holder     string `json:"leaderId"`
 	ValidityMs int64  `json:"validityMs"`
-	Released   bool   `json:"expired"` // released by its holder or an operator
+}
+
+func (o *owner) validity() time.Duration {
+	return time.Duration(o.ValidityMs) * time.Millisecond
+}
+
+// payload is the JSON body of an epoch object: an owner (who acquired the
+// lease), whether it was released (by its holder or an operator), then
+// ours.
+type payload struct {
+	owner
+	Released bool `json:"expired"`
 
 	Format     int               `json:"s3lock,omitempty"`
 	Epoch      uint64            `json:"epoch,omitempty"`
@@ -95,18 +113,14 @@ func (p *payload) asRead() {
 // released).
 func (p *payload) marker() bool { return p.Slots > 1 && !p.Released }
 
-func (p *payload) validity() time.Duration {
-	return time.Duration(p.ValidityMs) * time.Millisecond
-}
-
 // encode returns the JSON body, padded with spaces to its size code
 // (sizecode.go). Every write of a lease changes at least the renewal
 // counter, so two writes never have the same body (and so never the same
 // MD5 ETag).
 func (p *payload) encode() ([]byte, error) {
-	b, err := json.Marshal(p)
+	b, err := encodeBody(p, "lease payload")
 	if err != nil {
-		return nil, fmt.Errorf("s3lock: encoding lease payload: %w", err)
+		return nil, err
 	}
 	b = padToSizeCode(b, p)
 	if len(b) > maxPayloadBytes {
@@ -128,15 +142,9 @@ func decodePayload(r io.Reader, epoch uint64) (*payload, error) {
 }
 
 func parsePayload(data []byte, epoch uint64) (*payload, error) {
-	corrupt := func(format string, args ...any) error {
-		return &corruptLeaseError{Reason: fmt.Sprintf(format, args...)}
-	}
-	if len(data) > maxPayloadBytes {
-		return nil, corrupt("it is larger than %d bytes", maxPayloadBytes)
-	}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, corrupt("it is not a JSON object")
+	trimmed, err := bodyObject(data)
+	if err != nil {
+		return nil, err
 	}
 	if !utf8.Valid(trimmed) {
 		return nil, corrupt("it is not valid UTF-8")
@@ -164,6 +172,76 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 		p.read = &read
 	}
 	return &p, nil
+}
+
+// corrupt is a *corruptLeaseError without bucket and key: why a body read is
+// not one of ours.
+func corrupt(format string, args ...any) error {
+	return &corruptLeaseError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// bodyObject checks that data can be a body of this package (at most
+// maxPayloadBytes, a JSON object) and returns it trimmed of white space.
+func bodyObject(data []byte) ([]byte, error) {
+	if len(data) > maxPayloadBytes {
+		return nil, corrupt("it is larger than %d bytes", maxPayloadBytes)
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, corrupt("it is not a JSON object")
+	}
+	return trimmed, nil
+}
+
+// encodeBody returns the JSON of a body; what names it in the error.
+func encodeBody(b any, what string) ([]byte, error) {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("s3lock: encoding %s: %w", what, err)
+	}
+	return data, nil
+}
+
+// ticketBody is the JSON body of a ticket: an owner, so that a reader of an
+// epoch object's format sees who waits and for how long a ticket lives
+// without a heartbeat, then the ticket's own fields.
+type ticketBody struct {
+	owner
+	Format    int               `json:"s3lock"`
+	Line      bool              `json:"line"`
+	Order     Order             `json:"order"`
+	Nonce     string            `json:"nonce"`
+	Write     string            `json:"write"`
+	Renewals  uint64            `json:"renewals"`
+	JoinedAt  time.Time         `json:"joinedAt,omitzero"`
+	RenewedAt time.Time         `json:"renewedAt,omitzero"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+}
+
+// newTicketBody is the body of a new ticket of holder's, joining at now.
+func newTicketBody(holder string, order Order, now time.Time, metadata map[string]string) ticketBody {
+	return ticketBody{owner: owner{Holder: holder, ValidityMs: ticketValidity.Milliseconds()}, Format: formatVersion,
+		Line: true, Order: order, Nonce: randomHex(16), Write: randomHex(8), JoinedAt: now.UTC(), Metadata: metadata}
+}
+
+func (b *ticketBody) encode() ([]byte, error) { return encodeBody(b, "a line ticket") }
+
+// parseTicketBody checks that data is a ticket; its errors are
+// *corruptLeaseError without bucket and key.
+func parseTicketBody(data []byte) (*ticketBody, error) {
+	trimmed, err := bodyObject(data)
+	if err != nil {
+		return nil, err
+	}
+	var b ticketBody
+	if err := json.Unmarshal(trimmed, &b); err != nil {
+		return nil, corrupt("it is not a line ticket: %v", err)
+	}
+	if !b.Line || b.Nonce == "" {
+		return nil, corrupt("it is not a line ticket (no \"line\" or \"nonce\" field)")
+	}
+	b.Holder, b.Metadata = shown(b.Holder), shownMetadata(b.Metadata)
+	return &b, nil
 }
 
 // shownMetadata is metadata read from the bucket with its keys and values

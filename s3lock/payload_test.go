@@ -53,7 +53,7 @@ func TestParsePayload(t *testing.T) {
 // TestPayload_EveryWriteChangesTheBody: renewals and releases of one lease
 // never produce the same body twice (so never the same MD5 ETag).
 func TestPayload_EveryWriteChangesTheBody(t *testing.T) {
-	p := payload{Holder: "a", ValidityMs: 1000, Format: formatVersion, Epoch: 1, Nonce: "n", AcquiredAt: time.Unix(0, 0)}
+	p := payload{owner: owner{Holder: "a", ValidityMs: 1000}, Format: formatVersion, Epoch: 1, Nonce: "n", AcquiredAt: time.Unix(0, 0)}
 	seen := map[string]bool{}
 	for range 100 {
 		b, err := p.encode()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Token names a lease: a lock (Bucket, Name), one of its epochs, and for a
@@ -236,7 +235,7 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 		return nil, err
 	}
 	validity := h.obs.body.validity()
-	lease := c.newLease(name, epoch, *h.obs.body, h.obs.etag, h.trustFrom, h.trustUntil, c.renewIntervalFor(validity), a.autoRenew, ref)
+	lease := c.newLease(name, epoch, *h.obs.body, h.obs.etag, h.trust, c.renewIntervalFor(validity), a.autoRenew, ref)
 	lease.startBackground()
 	return lease, nil
 }
@@ -244,8 +243,8 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 // heldLease is an epoch object found held, with the window in which a new
 // handle of it may trust it.
 type heldLease struct {
-	obs                   *observed
-	trustFrom, trustUntil time.Time
+	obs   *observed
+	trust trust
 }
 
 // inspect reads epoch of the lock name and checks that a handle may hold
@@ -300,17 +299,17 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	case b.Nonce == "":
 		return heldLease{}, lost(LostForeign, "its epoch object was not written by an s3lock acquisition")
 	}
-	from, until, ok := trustWindow(obs)
+	tr, ok := trustWindow(obs)
 	if !ok {
 		return heldLease{}, &OpError{Op: "GetObject", Bucket: c.bucket, Key: key,
 			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
 	}
-	if !c.cfg.clock.Now().Before(until) {
+	if tr.over(c.cfg.clock.Now()) {
 		age, _ := obs.serverAge()
 		return heldLease{}, lost(LostLapsed, "it has lapsed (last written "+age.String()+" ago, lease "+
 			obs.body.validity().String()+")")
 	}
-	return heldLease{obs: obs, trustFrom: from, trustUntil: until}, nil
+	return heldLease{obs: obs, trust: tr}, nil
 }
 
 // trustWindow is how long a handle that did not write obs may trust the
@@ -321,14 +320,12 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 // that much older than it looks, counted from before the read was sent, so
 // that the estimate is never later than the original holder's own deadline.
 // ok is false when the store did not say what time it is.
-func trustWindow(obs *observed) (from, until time.Time, ok bool) {
+func trustWindow(obs *observed) (trust, bool) {
 	age, ok := obs.serverAge()
 	if !ok {
-		return time.Time{}, time.Time{}, false
+		return trust{}, false
 	}
-	validity := obs.body.validity()
-	from = obs.sent.Add(-age - dateStaleness)
-	return from, from.Add(validity - safetyMargin(validity)), true
+	return trustFor(obs.sent.Add(-age-dateStaleness), obs.body.validity()), true
 }
 
 // validateEpoch checks that epoch can name an epoch object.

@@ -30,7 +30,7 @@ func TestSizeCode_ListingNeverFreesALiveLease(t *testing.T) {
 		13 * time.Second, 25600 * time.Millisecond, time.Minute, 2 * time.Minute, time.Hour, 30 * 24 * time.Hour}
 	for _, v := range validities {
 		for _, released := range []bool{false, true} {
-			p := payload{Holder: "h", ValidityMs: v.Milliseconds(), Format: formatVersion, Epoch: 7, Nonce: "n",
+			p := payload{owner: owner{Holder: "h", ValidityMs: v.Milliseconds()}, Format: formatVersion, Epoch: 7, Nonce: "n",
 				Write: "w", Released: released, AcquiredAt: date}
 			body, err := p.encode()
 			if err != nil {
@@ -64,7 +64,7 @@ func TestSizeCode_ListingNeverFreesALiveLease(t *testing.T) {
 		}
 	}
 	// A marker (no validity) and an object of no size are never judged.
-	marker := payload{Holder: "h", Format: markerFormat, Epoch: 1, Slots: 3}
+	marker := payload{owner: owner{Holder: "h"}, Format: markerFormat, Epoch: 1, Slots: 3}
 	body, err := marker.encode()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestSlots_AnOldMarkersSlotsAreRead(t *testing.T) {
 	ns := s3test.New(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return counter.Wrap(next) }))
 	name := ns.Name("old-pool")
 	const n = 4
-	marker := payload{Holder: "old", Format: oldMarkerFormat, Epoch: 1, Nonce: "n", Write: "w", Slots: n}
+	marker := payload{owner: owner{Holder: "old"}, Format: oldMarkerFormat, Epoch: 1, Nonce: "n", Write: "w", Slots: n}
 	body, err := json.Marshal(marker) // as an s3lock before size codes wrote it: no padding
 	if err != nil {
 		t.Fatal(err)

@@ -360,7 +360,7 @@ func (w *waiter) watchSlots(ctx context.Context) error {
 // acquirer and the marker's writer never both get that epoch.
 func (c *Client) createMarker(ctx context.Context, name string, epoch uint64, n int, start time.Time, page *listed) error {
 	p := payload{
-		Holder:     c.cfg.holder,
+		owner:      owner{Holder: c.cfg.holder},
 		Format:     markerFormat,
 		Epoch:      epoch,
 		Nonce:      randomHex(16),

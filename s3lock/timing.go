@@ -1,6 +1,7 @@
 package s3lock
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -116,9 +117,11 @@ const (
 	// maxAbandonAttempts bounds how often an acquirer tries to release an
 	// epoch it created but cannot use.
 	maxAbandonAttempts = 3
-	// maxJoinAttempts bounds how often a waiter sends its ticket's create
-	// again when the outcome was unknown and the ticket was not there.
-	maxJoinAttempts = 5
+	// maxCreateAttempts and maxJoinAttempts bound how often an acquirer
+	// sends an epoch's create, and a waiter its ticket's, again when the
+	// outcome was unknown and the object was not there.
+	maxCreateAttempts = 5
+	maxJoinAttempts   = 5
 
 	// maxForceAttempts bounds how often ForceRelease reads again when the
 	// holder renews under it.
@@ -188,6 +191,40 @@ func SafetyMargin(validity time.Duration) time.Duration { return safetyMargin(va
 
 func safetyMargin(validity time.Duration) time.Duration {
 	return min(validity/10, maxSafetyMargin) + validity/maxDriftDivisor
+}
+
+// trust is the window in which a writer trusts what its last confirmed
+// write holds for it — a lease, or a place in the line — by this client's
+// clock: from when that write was sent, for its validity less the safety
+// margin (PROTOCOL.md §6). A lease and a waiter's ticket each keep one.
+type trust struct {
+	from, until time.Time
+	margin      time.Duration
+}
+
+// trustFor is the trust a write of validity that was sent at sent gives.
+func trustFor(sent time.Time, validity time.Duration) trust {
+	m := safetyMargin(validity)
+	return trust{from: sent, until: sent.Add(validity - m), margin: m}
+}
+
+// over reports whether the window has ended at now.
+func (t trust) over(now time.Time) bool { return !now.Before(t.until) }
+
+// untrusted returns why what t covers may not be trusted at now (client
+// clock), or "" while it may be: the window ended, or the wall clock ran
+// ahead of the monotonic clock by more than the safety margin, which is what
+// a suspended host looks like (the monotonic clock stops during suspend; the
+// store's does not).
+func (t trust) untrusted(now time.Time) string {
+	if t.over(now) {
+		return "it expired"
+	}
+	wall, mono := now.Round(0).Sub(t.from.Round(0)), now.Sub(t.from)
+	if wall-mono > t.margin {
+		return fmt.Sprintf("the host's wall clock advanced %s more than its monotonic clock (suspended?)", wall-mono)
+	}
+	return ""
 }
 
 // remaining returns how long, at most, the lease read in o may still be

@@ -14,7 +14,7 @@ import (
 // write, by the store's clock (Date - Last-Modified).
 func leaseRead(v, age time.Duration) *observed {
 	lm := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return &observed{body: &payload{ValidityMs: v.Milliseconds(), Format: 1}, lastModified: lm, date: lm.Add(age)}
+	return &observed{body: &payload{owner: owner{ValidityMs: v.Milliseconds()}, Format: 1}, lastModified: lm, date: lm.Add(age)}
 }
 
 // TestSafetyMargin_IsATenthUpToFiveSecondsPlusTheDrift: margin = min(V/10,
@@ -124,7 +124,8 @@ func TestResume_TrustsNoLongerThanTheOriginalHolder(t *testing.T) {
 	o := leaseRead(DefaultLeaseDuration, age)
 	o.sent = time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)
 	o.received = o.sent.Add(50 * time.Millisecond)
-	from, until, ok := trustWindow(o)
+	tr, ok := trustWindow(o)
+	from, until := tr.from, tr.until
 	if !ok {
 		t.Fatal("trustWindow: no window with a Date header")
 	}
