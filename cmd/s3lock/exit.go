@@ -60,7 +60,8 @@ const exitCodesHelp = `Exit codes:
        lock is a slot lock, which watch cannot follow
   8    renew, release: the token names no lease of this lock (its epoch
        belongs to another acquisition): check the token and --bucket
-  126  run: the command could not be started; 127: it was not found
+  126  run, backend run: the command could not be started; 127: it was not
+       found
   128+N  stopped by signal N while waiting (130 for SIGINT, 143 for SIGTERM),
        or while watch --until waited (a watch without --until exits 0)
   s3lock run otherwise exits with its command's exit code (128+N if the

@@ -28,6 +28,19 @@ func helpTopic(name, short, text string) *cobra.Command {
 // is, its commands and help topics, and the few flags most runs set. Every
 // command's own --help stays cobra's, with all its flags.
 func setRootHelp(root *cobra.Command) {
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [COMMAND | TOPIC]",
+		Short: "Help about a command or a topic",
+		RunE: func(_ *cobra.Command, args []string) error {
+			// cobra's own printed the whole help and exited 0 for a topic
+			// it did not know.
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("no command or help topic %q: 's3lock --help' lists them", strings.Join(args, " "))
+			}
+			return target.Help()
+		},
+	})
 	commandHelp := root.HelpFunc()
 	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
 		switch {

@@ -63,3 +63,18 @@ func execHelp(t *testing.T, args ...string) string {
 	}
 	return stdout.String()
 }
+
+// TestHelp_UnknownTopicIsAUsageError: `s3lock help bogus` printed the whole
+// help and exited 0 (a new user, issue 36); it says there is no such command
+// or topic and exits 2, as `s3lock bogus` does.
+func TestHelp_UnknownTopicIsAUsageError(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	r := c.run("help", "bogus")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `no command or help topic "bogus"`) || r.stdout != "" {
+		t.Fatalf("s3lock help bogus: %s; want exit %d naming the topic", r, exitUsage)
+	}
+	if r := c.run("help", "run"); r.code != 0 || !strings.Contains(r.stdout, "Acquire the lock NAME") {
+		t.Fatalf("s3lock help run: %s", r)
+	}
+}

@@ -269,7 +269,7 @@ func (r *runner) supervise(grace time.Duration) {
 				continue
 			}
 			r.lost = r.lease.Err()
-			fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(r.lost.Error()))
+			fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", strings.TrimPrefix(oneLine(r.lost.Error()), "s3lock: "))
 			r.killed = true
 			_ = signalChild(r.child.Process, syscall.SIGKILL, !r.fg)
 		}
@@ -292,7 +292,7 @@ func (r *runner) finish() error {
 			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Token().Bucket, Name: r.lease.Name(), Key: r.lease.Token().Key(), Epoch: r.lease.Epoch(),
 				Reason: s3lock.LostLapsed, Detail: "its trust deadline passed while s3lock could not act on it (stopped or starved?), so its watchdog killed the command"}
 		}
-		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", oneLine(r.lost.Error()))
+		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", strings.TrimPrefix(oneLine(r.lost.Error()), "s3lock: "))
 	}
 	// Whatever the command left in its process group must not outlive the
 	// lease either: kill it while the watchdog's zombie still holds the group.
