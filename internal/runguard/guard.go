@@ -259,6 +259,8 @@ func (g *guard) serve(c net.Conn) {
 	}
 }
 
+// handle answers one request of connection c: a hello first, then the
+// requests of a provider at work.
 func (g *guard) handle(c net.Conn, req request) response {
 	g.mu.Lock()
 	greeted := g.conns[c].greeted
@@ -277,6 +279,11 @@ func (g *guard) handle(c net.Conn, req request) response {
 	g.mu.Lock()
 	g.conns[c].working = true
 	g.mu.Unlock()
+	return g.work(c, req)
+}
+
+// work answers a request of a greeted connection c.
+func (g *guard) work(c net.Conn, req request) response {
 	switch req.Op {
 	case opClaim:
 		if req.Config == nil {
@@ -293,29 +300,9 @@ func (g *guard) handle(c net.Conn, req request) response {
 		}
 		return response{Lease: &info}
 	case opAbandon:
-		if req.Config == nil {
-			return response{Error: "abandon needs a client configuration"}
-		}
-		key := leaseKey(*req.Config, req.Bucket, req.Name)
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.conns[c].claims[key] {
-			delete(g.conns[c].claims, key)
-			g.resolveLocked(key)
-		}
-		return response{}
+		return g.abandon(c, req)
 	case opStatus:
-		if req.Token == nil {
-			return response{Error: "status needs a token"}
-		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		for _, h := range g.leases {
-			if h.info.Token == *req.Token {
-				return response{Lease: h.current()}
-			}
-		}
-		return response{Error: fmt.Sprintf("this run holds no lease of lock %q (epoch %d) in bucket %s", req.Token.Name, req.Token.Epoch, req.Token.Bucket)}
+		return g.status(req)
 	case opBye:
 		g.mu.Lock()
 		g.conns[c].bye = true
@@ -329,6 +316,37 @@ func (g *guard) handle(c net.Conn, req request) response {
 		return response{}
 	}
 	return response{Error: "unknown request " + strconv.Quote(req.Op)}
+}
+
+// abandon drops c's claim of a lease it did not acquire, so that the next
+// claim of the lock goes ahead.
+func (g *guard) abandon(c net.Conn, req request) response {
+	if req.Config == nil {
+		return response{Error: "abandon needs a client configuration"}
+	}
+	key := leaseKey(*req.Config, req.Bucket, req.Name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.conns[c].claims[key] {
+		delete(g.conns[c].claims, key)
+		g.resolveLocked(key)
+	}
+	return response{}
+}
+
+// status reports the run's lease of a token, or that the run holds none.
+func (g *guard) status(req request) response {
+	if req.Token == nil {
+		return response{Error: "status needs a token"}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, h := range g.leases {
+		if h.info.Token == *req.Token {
+			return response{Lease: h.current()}
+		}
+	}
+	return response{Error: fmt.Sprintf("this run holds no lease of lock %q (epoch %d) in bucket %s", req.Token.Name, req.Token.Epoch, req.Token.Bucket)}
 }
 
 // current returns what the guard knows of the lease now.

@@ -36,7 +36,6 @@ var dirs = []string{"s3lock", "internal/provider", "internal/runguard", "cmd/s3l
 var pending = map[string]string{
 	"s3lock":            "pending: reshaped by issue 37 items 1 to 3 (one conditional write, modes as types, a smaller surface)",
 	"internal/provider": "pending: reshaped by issue 37 item 4 (the provider's faces)",
-	"internal/runguard": "pending: reshaped by issue 37 item 4 (one package for the process facts)",
 }
 
 // TestFunctions_ShortWithFewParameters: no function body in dirs is longer
