@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 # The packages that make up the provider and the CLI.
-ship=(. ./cmd/s3lock/... ./internal/provider/... ./internal/runguard/... ./internal/runenv/... ./internal/awsclient/... ./s3lock)
+ship=(. ./cmd/s3lock/... ./internal/provider/... ./internal/runguard/... ./internal/procfacts/... ./internal/runenv/... ./internal/awsclient/... ./s3lock)
 flags="-gcflags=all=-N -l"
 for target in darwin/arm64 windows/amd64; do
 	export GOOS=${target%/*} GOARCH=${target#*/}
