@@ -121,23 +121,32 @@ func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *h
 	if h == nil {
 		h = &hints{}
 	}
-	start := c.cfg.clock.Now()
-	newest, found, page, err := c.findNewest(ctx, name)
+	l := listing{start: c.cfg.clock.Now()}
+	var err error
+	l.newest, l.found, l.page, err = c.findNewest(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return c.attemptListed(ctx, name, a, h, start, newest, found, page)
+	return c.attemptListed(ctx, name, a, h, l)
 }
 
-// attemptListed is an attempt from step 3 on, after a listing made at start
-// found the newest epoch (found false: none) in page.
-func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig, h *hints, start time.Time,
-	newest listedEpoch, found bool, page *listed) (*Lease, error) {
-	if err := c.stillListed(ctx, name, newest, found, h); err != nil {
+// listing is what an attempt's listing of a lock found: its newest epoch
+// (found false: none) and its first page; start is when the attempt began.
+type listing struct {
+	start  time.Time
+	newest listedEpoch
+	found  bool
+	page   *listed
+}
+
+// attemptListed is an attempt from step 3 on, after the listing l.
+func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig, h *hints, l listing) (*Lease, error) {
+	newest, page := l.newest, l.page
+	if err := c.stillListed(ctx, name, newest, l.found, h); err != nil {
 		return nil, err
 	}
 	next := uint64(1)
-	if found {
+	if l.found {
 		var prev *observed
 		var err error
 		switch r, f := h.released, h.free; {
@@ -168,7 +177,7 @@ func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig
 	if err := c.leaveToLine(ctx, name, a, h, page); err != nil {
 		return nil, err
 	}
-	lease, err := c.create(ctx, name, next, a, start)
+	lease, err := c.create(ctx, name, next, a, l.start)
 	if herr := c.createFoundEpoch(ctx, name, next, err, h); herr != nil {
 		return nil, herr
 	}
@@ -215,12 +224,13 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		AcquiredAt: now.UTC(),
 		Metadata:   a.metadata,
 	}
-	// The lease's validity counts from before the first attempt.
 	etag, err := c.createObject(ctx, name, epoch, p)
 	if err != nil {
 		return nil, err
 	}
-	return c.established(ctx, name, epoch, p, etag, now, start, a)
+	// The lease's validity counts from before the first attempt.
+	h := holding{name: name, epoch: epoch, p: p, etag: etag, trust: trustFor(now, p.validity())}
+	return c.established(ctx, h, start, a)
 }
 
 // createObject writes epoch of name with If-None-Match: * and body p, and
@@ -385,21 +395,22 @@ func (c *Client) collidingKey(ctx context.Context, name string) (string, error) 
 }
 
 // established turns a created epoch object into a Lease, after checking that
-// it is still the newest epoch (stillNewest).
-func (c *Client) established(ctx context.Context, name string, epoch uint64, p payload, etag string, sent, start time.Time, a acquireConfig) (*Lease, error) {
-	if err := c.stillNewest(ctx, name, epoch, p, start); err != nil {
+// it is still the newest epoch (stillNewest) and still trusted; the attempt
+// began at start.
+func (c *Client) established(ctx context.Context, h holding, start time.Time, a acquireConfig) (*Lease, error) {
+	if err := c.stillNewest(ctx, h.name, h.epoch, h.p, start); err != nil {
 		return nil, err
 	}
-	if err := c.firstEpochListed(ctx, name, epoch, p); err != nil {
+	if err := c.firstEpochListed(ctx, h.name, h.epoch, h.p); err != nil {
 		return nil, err
 	}
-	tr := trustFor(sent, p.validity())
-	if tr.over(c.cfg.clock.Now()) {
-		c.abandon(ctx, epochKey(name, epoch), epoch, p)
-		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: epochKey(name, epoch), Kind: ErrUnavailable,
+	if h.trust.over(c.cfg.clock.Now()) {
+		key := epochKey(h.name, h.epoch)
+		c.abandon(ctx, key, h.epoch, h.p)
+		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: key, Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
-	return c.newLease(name, epoch, p, etag, tr, a.renewInterval, a.autoRenew, a.slot), nil
+	return c.newLease(h, a.renewInterval, a.autoRenew, a.slot), nil
 }
 
 // stillNewest checks that an attempt that began at start and created epoch

@@ -49,42 +49,60 @@ type Lease struct {
 	writeErr error // why the last write attempt failed; nil after a confirmed one
 
 	done chan struct{}
-	// stop ends all background work (the lease ended, or was detached);
-	// stopRenew only the renewal (Release has taken over), leaving the
-	// deadline timer to end a lease whose release is never confirmed.
-	stop, stopRenew         chan struct{}
-	stopOnce, stopRenewOnce sync.Once
-	bg, renewing            sync.WaitGroup
+	// A lease runs at most two goroutines (startBackground), as etcd's
+	// session runs one keepalive: the deadline timer (watchDeadline), under
+	// bgCtx, which ends the lease when its trust deadline passes, and with
+	// automatic renewal the renewal (keepAlive), under renewCtx, a child of
+	// bgCtx. stop (the lease ended, or was detached) ends both; stopRenew
+	// only the renewal (Release has taken over), leaving the timer to end a
+	// lease whose release is never confirmed. bg and renewing wait for
+	// them.
+	bgCtx, renewCtx context.Context
+	stop, stopRenew context.CancelFunc
+	bg, renewing    sync.WaitGroup
 }
 
-// newLease returns an active lease trusted in tr; ref names its slot when it
-// is a slot lock's (name is then the slot's).
-func (c *Client) newLease(name string, epoch uint64, p payload, etag string, tr trust, renewInt time.Duration, auto bool, ref slotRef) *Lease {
-	lock := name
+// holding is an epoch object a new Lease holds: the name of its lock (or
+// slot) and its epoch, its body and ETag as last written or read, and the
+// window in which it is trusted.
+type holding struct {
+	name  string
+	epoch uint64
+	p     payload
+	etag  string
+	trust trust
+}
+
+// newLease returns an active lease of h, renewed every renewInt (auto: in
+// the background); ref names its slot when it is a slot lock's (h.name is
+// then the slot's).
+func (c *Client) newLease(h holding, renewInt time.Duration, auto bool, ref slotRef) *Lease {
+	lock := h.name
 	if ref.slot > 0 {
 		lock = ref.lock
 	}
-	return &Lease{
+	l := &Lease{
 		c:          c,
-		name:       name,
+		name:       h.name,
 		lock:       lock,
 		slot:       ref.slot,
 		slots:      ref.slots,
-		key:        epochKey(name, epoch),
-		epoch:      epoch,
-		nonce:      p.Nonce,
-		holder:     p.Holder,
-		acquiredAt: p.AcquiredAt,
-		validity:   p.validity(),
+		key:        epochKey(h.name, h.epoch),
+		epoch:      h.epoch,
+		nonce:      h.p.Nonce,
+		holder:     h.p.Holder,
+		acquiredAt: h.p.AcquiredAt,
+		validity:   h.p.validity(),
 		renewInt:   renewInt,
 		auto:       auto,
-		etag:       etag,
-		p:          p,
-		trust:      tr,
+		etag:       h.etag,
+		p:          h.p,
+		trust:      h.trust,
 		done:       make(chan struct{}),
-		stop:       make(chan struct{}),
-		stopRenew:  make(chan struct{}),
 	}
+	l.bgCtx, l.stop = context.WithCancel(context.Background())
+	l.renewCtx, l.stopRenew = context.WithCancel(l.bgCtx)
+	return l
 }
 
 // Epoch returns the lease's epoch: the fencing token. Epochs of a lock only
@@ -166,7 +184,7 @@ func (l *Lease) endLocked(err error) (ended error, first bool) {
 	}
 	l.ended = err
 	close(l.done)
-	l.stopOnce.Do(func() { close(l.stop) })
+	l.stop()
 	return err, true
 }
 
@@ -462,41 +480,23 @@ func (l *Lease) renewFailed(ctx context.Context, next *payload, err error) {
 // confirmed renewal (whatever requests are in flight), and, with automatic
 // renewal, the goroutine that renews it.
 func (l *Lease) startBackground() {
-	ctx, cancel := context.WithCancel(context.Background())
-	l.bg.Add(2)
+	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
-		defer cancel()
-		select {
-		case <-l.stop:
-		case <-ctx.Done():
-		}
-	}()
-	go func() {
-		defer l.bg.Done()
-		l.watchDeadline(ctx)
+		l.watchDeadline(l.bgCtx)
 	}()
 	if l.auto {
-		rctx, rcancel := context.WithCancel(ctx)
-		l.renewing.Add(2)
+		l.renewing.Add(1)
 		go func() {
 			defer l.renewing.Done()
-			defer rcancel()
-			select {
-			case <-l.stopRenew:
-			case <-rctx.Done():
-			}
-		}()
-		go func() {
-			defer l.renewing.Done()
-			l.keepAlive(rctx)
+			l.keepAlive(l.renewCtx)
 		}()
 	}
 }
 
 // stopBackground ends all background work and waits for it.
 func (l *Lease) stopBackground() {
-	l.stopOnce.Do(func() { close(l.stop) })
+	l.stop()
 	l.stopRenewal()
 	l.bg.Wait()
 }
@@ -504,7 +504,7 @@ func (l *Lease) stopBackground() {
 // stopRenewal ends the background renewal and waits for it; the deadline
 // timer goes on.
 func (l *Lease) stopRenewal() {
-	l.stopRenewOnce.Do(func() { close(l.stopRenew) })
+	l.stopRenew()
 	l.renewing.Wait()
 }
 

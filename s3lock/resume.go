@@ -235,7 +235,8 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 		return nil, err
 	}
 	validity := h.obs.body.validity()
-	lease := c.newLease(name, epoch, *h.obs.body, h.obs.etag, h.trust, c.renewIntervalFor(validity), a.autoRenew, ref)
+	lease := c.newLease(holding{name: name, epoch: epoch, p: *h.obs.body, etag: h.obs.etag, trust: h.trust},
+		c.renewIntervalFor(validity), a.autoRenew, ref)
 	lease.startBackground()
 	return lease, nil
 }

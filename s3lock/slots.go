@@ -232,7 +232,8 @@ func (w *waiter) attemptSlot(ctx context.Context, sl *slotWatch, start time.Time
 	sub := w.a
 	sub.order, sub.slots = OrderNone, 0 // the line is the lock's, not a slot's
 	sub.slot = slotRef{lock: w.name, slot: sl.i, slots: w.slots.n}
-	lease, err := w.c.attemptListed(ctx, sl.w.name, sub, &sl.w.hints, start, sl.newest, sl.found, sl.page)
+	lease, err := w.c.attemptListed(ctx, sl.w.name, sub, &sl.w.hints,
+		listing{start: start, newest: sl.newest, found: sl.found, page: sl.page})
 	sl.w.hints.free = nil
 	var held *HeldError
 	if errors.As(err, &held) {
