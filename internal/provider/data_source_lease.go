@@ -339,12 +339,12 @@ func (d *leaseDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	defer cancel()
 	st, err := client.Current(rctx, name)
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, readFailure(rctx, err), ""))
+		resp.Diagnostics.Append(lockNotRead(lock, readFailure(rctx, err)))
 		return
 	}
 	line, err := client.Line(rctx, name)
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(lockReadFailed, lock, readFailure(rctx, err), ""))
+		resp.Diagnostics.Append(lockNotRead(lock, readFailure(rctx, err)))
 		return
 	}
 	waiters := make([]waiterModelV0, len(line))

@@ -86,25 +86,6 @@ const (
 	lostBeforeRelease = "There was nothing left to release."
 )
 
-// lockFailed is an operation on a lock that failed (summary says which,
-// e.g. "Could not renew lease"); when the failure is that the lease was
-// lost, it is leaseLost with next.
-func lockFailed(summary string, l leaseRef, err error, next string) diag.Diagnostic {
-	var se *s3lock.SupersededError
-	if errors.As(err, &se) {
-		return superseded(l, se)
-	}
-	var mismatch *s3lock.SlotsError
-	if errors.As(err, &mismatch) {
-		return slotsMismatch(l, mismatch.Slots, mismatch.Want,
-			fmt.Sprintf("Its marker, s3://%s/%s, records that.", mismatch.Bucket, mismatch.Key))
-	}
-	if errors.Is(err, s3lock.ErrLeaseLost) {
-		return leaseLost(diag.SeverityError, l, err, "", next)
-	}
-	return diag.NewErrorDiagnostic(summary, lockErrorDetail(l, err))
-}
-
 // superseded is an acquisition with order = "newest" that stood down because
 // a newer run queued for the lock with order = "newest" too: it left the line
 // without taking the lock, so nothing that waited for the lock ran.
@@ -146,7 +127,7 @@ func slotsMismatch(l leaseRef, admits, want int, source string) diag.Diagnostic 
 	return diag.NewAttributeErrorDiagnostic(path.Root("slots"), "Lock admits another number of holders", detail)
 }
 
-// Summaries of lockFailed, one per operation.
+// Summaries of an operation on a lock that failed, one per operation.
 const (
 	acquireFailed  = "Could not acquire lock"
 	readFailed     = "Could not read lease"
@@ -156,18 +137,53 @@ const (
 	lockReadFailed = "Could not read lock"
 )
 
-// acquisitionFailed is lockFailed(acquireFailed, ...) of an acquisition
-// whose wait the setting waitAttr bounds (`timeouts.create` for the
-// resource, `wait_timeout` for the ephemeral resource): a lock still held
-// when the wait ran out says who holds it (the SDK's error) and which
-// setting raises the wait.
+// notAcquired, notRead, notRenewed, notReleased and lockNotRead are an
+// operation on a lock that failed for another reason than those with a
+// diagnostic of their own (a lost lease is leaseLost; an acquisition's
+// other outcomes, acquisitionFailed's): which lock, the error, and what to
+// do about it.
+func notAcquired(l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(acquireFailed, lockErrorDetail(l, err))
+}
+
+func notRead(l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(readFailed, lockErrorDetail(l, err))
+}
+
+func notRenewed(l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(renewFailed, lockErrorDetail(l, err))
+}
+
+func notReleased(l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(releaseFailed, lockErrorDetail(l, err))
+}
+
+func lockNotRead(l leaseRef, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(lockReadFailed, lockErrorDetail(l, err))
+}
+
+// acquisitionFailed is the diagnostic of an acquisition that failed, by
+// what the SDK answered: superseded (a *s3lock.SupersededError), a lock
+// still held when the wait ran out (a *s3lock.HeldError: who holds it, and
+// which setting, waitAttr, raises the wait: `timeouts.create` for the
+// resource, `wait_timeout` for the ephemeral resource), slotsMismatch (a
+// *s3lock.SlotsError), leaseLost, or notAcquired.
 func acquisitionFailed(l leaseRef, err error, waitAttr string) diag.Diagnostic {
 	var held *s3lock.HeldError
 	var se *s3lock.SupersededError
-	if !errors.As(err, &held) || errors.As(err, &se) {
-		return lockFailed(acquireFailed, l, err, "")
+	var mismatch *s3lock.SlotsError
+	switch {
+	case errors.As(err, &se):
+		return superseded(l, se)
+	case errors.As(err, &held):
+		return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(held.Slots, waitAttr)))
+	case errors.As(err, &mismatch):
+		return slotsMismatch(l, mismatch.Slots, mismatch.Want,
+			fmt.Sprintf("Its marker, s3://%s/%s, records that.", mismatch.Bucket, mismatch.Key))
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		return leaseLost(diag.SeverityError, l, err, "", "")
 	}
-	return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(held.Slots, waitAttr)))
+	return notAcquired(l, err)
 }
 
 // heldHint says what to do about a lock (of slots slots) that others hold or

@@ -76,7 +76,7 @@ func TestLockWaited(t *testing.T) {
 // TestAcquisitionFailed: a wait that ran out names the holder (the SDK's
 // error) and the setting that raises the wait, the block's own (issue 36:
 // the resource's hint named a wait_timeout it does not have); other
-// failures are lockFailed's.
+// failures are their own diagnostics (superseded) or notAcquired's.
 func TestAcquisitionFailed(t *testing.T) {
 	l := leaseRef{bucket: "b", name: "deploy/prod"}
 	held := fmt.Errorf("s3lock: gave up waiting: %w", &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "alice", Epoch: 3})

@@ -2,7 +2,7 @@ package provider
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -177,86 +176,134 @@ func (e *leaseEphemeralResource) Configure(_ context.Context, req ephemeral.Conf
 	e.factory = f
 }
 
-// Open acquires the lock: for the whole run (see ephemeral_lease_run.go)
-// when Terraform started this process, else for this phase.
+// Open reads the configuration and opens the lease in the one lifecycle
+// that fits it (see leaseLife), which it records in the private data for
+// Renew and Close.
 func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRequest, resp *ephemeral.OpenResponse) {
 	var cfg leaseEphemeralModelV0
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	bucket, name := cfg.Bucket.ValueString(), cfg.Name.ValueString()
-	lock := leaseRef{bucket: bucket, name: name}
+	lock := leaseRef{bucket: cfg.Bucket.ValueString(), name: cfg.Name.ValueString()}
 	set := e.settings(ctx, cfg, lock, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	client, ok := e.factory.client(ctx, bucket, &resp.Diagnostics)
+	client, ok := e.factory.client(ctx, lock.bucket, &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	cfg.LeaseDuration = types.StringValue(formatDuration(set.dur))
-	cfg.WaitTimeout = types.StringValue(formatDuration(set.wait))
-	cfg.Order = types.StringValue(string(set.order))
-	cfg.Scope = types.StringValue(set.scope)
-	cfg.Slots = types.Int64Value(int64(set.slots))
-	in, ok, err := inheritedFrom(os.Getenv, bucket, name)
-	if err != nil {
-		resp.Diagnostics.Append(inheritedMalformed(lock, err))
+	life, got, ok := e.open(ctx, client, lock, set, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	if ok {
-		if in.Slots != set.slots {
-			resp.Diagnostics.Append(inheritedSlotsMismatch(in, set.slots))
-			return
+	resp.Diagnostics.Append(storeLife(ctx, resp.Private, life)...)
+	e.result(ctx, resp, set.applied(cfg), got)
+}
+
+// open chooses the lease's lifecycle, once: the lease of an enclosing
+// `s3lock run` of the same lock when there is one, else a lease for the
+// whole run (scope = "run", the default) or for this phase; and opens it.
+func (e *leaseEphemeralResource) open(ctx context.Context, client *s3lock.Client, lock leaseRef, set openSettings, diags *diag.Diagnostics) (leaseLife, openedLease, bool) {
+	in, ok, err := inheritedFrom(os.Getenv, lock.bucket, lock.name)
+	switch {
+	case err != nil:
+		diags.Append(inheritedMalformed(lock, err))
+		return nil, openedLease{}, false
+	case ok:
+		return e.openInherited(ctx, client, in, set.slots, diags)
+	case set.scope == scopeRun:
+		return e.openRun(ctx, client, lock, set, diags)
+	}
+	return e.openPhase(ctx, client, lock, set, diags)
+}
+
+// Renew is called by Terraform at RenewAt while the run lasts. The lease
+// renews itself (in this process per phase, in the run's guard for the whole
+// run, in s3lock run when inherited), so Renew mostly reports whether it is
+// still held: its lifecycle says.
+func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
+	life, ok := e.loadLife(ctx, req.Private, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	if at, ok := life.renew(ctx, &resp.Diagnostics); ok {
+		resp.RenewAt = at
+	}
+}
+
+// Close ends a phase's use of the lease: per phase it releases the lock; for
+// the whole run, or inherited from s3lock run, it only checks the lease. A
+// lease lost during the run is an error: the run relied on it.
+func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseRequest, resp *ephemeral.CloseResponse) {
+	if life, ok := e.loadLife(ctx, req.Private, &resp.Diagnostics); ok {
+		life.close(ctx, &resp.Diagnostics)
+	}
+}
+
+// leaseLife is one lifecycle of the ephemeral lease, a type each: a lease
+// inherited from `s3lock run` (inheritedLife), held for the whole run by the
+// run's guard (runLife), or for one phase (phaseLife). Open chooses it once
+// and records it in the private data (storeLife); Renew and Close get it
+// back from there (loadLife) and ask it.
+type leaseLife interface {
+	// kind names the lifecycle in the private data.
+	kind() string
+	// store records in p what the lifecycle needs to find its lease again.
+	store(ctx context.Context, p privateSetter) diag.Diagnostics
+	// renew reports when Terraform should renew the lease next, if it is
+	// still held.
+	renew(ctx context.Context, diags *diag.Diagnostics) (time.Time, bool)
+	// close ends the phase's use of the lease.
+	close(ctx context.Context, diags *diag.Diagnostics)
+}
+
+// privateLifeKey is the private-data key whose value is the lease's
+// lifecycle, one of the kinds below, as a JSON string (Terraform keeps only
+// JSON in private data).
+const privateLifeKey = "lifecycle"
+
+// The kinds of leaseLife.
+const (
+	lifeInherited = "inherited"
+	lifeRun       = "run"
+	lifePhase     = "phase"
+)
+
+// storeLife records life in p: its kind and its own data.
+func storeLife(ctx context.Context, p privateSetter, life leaseLife) diag.Diagnostics {
+	kind, _ := json.Marshal(life.kind()) // a string: it cannot fail
+	diags := p.SetKey(ctx, privateLifeKey, kind)
+	diags.Append(life.store(ctx, p)...)
+	return diags
+}
+
+// loadLife returns the lifecycle storeLife recorded in p.
+func (e *leaseEphemeralResource) loadLife(ctx context.Context, p privateGetter, diags *diag.Diagnostics) (leaseLife, bool) {
+	raw, d := p.GetKey(ctx, privateLifeKey)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil, false
+	}
+	var kind string
+	_ = json.Unmarshal(raw, &kind) // none, or not a string: no lifecycle
+	if kind == lifeInherited {
+		if in, ok := loadInherited(ctx, p); ok {
+			return inheritedLife{e: e, in: in}, true
 		}
-		st, ok := checkInherited(ctx, client, in, &resp.Diagnostics)
-		if !ok {
-			return
-		}
-		resp.Diagnostics.Append(storeInherited(ctx, resp.Private, in)...)
-		e.result(ctx, resp, cfg, openedLease{epoch: in.Epoch, slot: in.Slot, key: st.Key, holder: st.Holder,
-			acquired: st.AcquiredAt, expires: st.ExpiresAt})
-		return
 	}
-	// Per phase, the lease renews itself in this provider process for as
-	// long as the phase lasts (every third of lease_duration, retrying
-	// failures until it would lapse); Terraform's Renew calls only check on
-	// it. For the whole run, the run's guard renews it.
-	// The order matters only here, where the run queues: the whole run's
-	// later phases find the lease held by the run's guard.
-	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order), s3lock.Slots(set.slots)}
-	if set.meta != nil {
-		opts = append(opts, s3lock.WithMetadata(set.meta))
+	token, ok := e.token(ctx, p, diags)
+	switch {
+	case !ok:
+		return nil, false
+	case kind == lifeRun:
+		return runLife{e: e, token: *token}, true
+	case kind == lifePhase:
+		return phaseLife{e: e, token: *token}, true
 	}
-	if set.scope == scopeRun {
-		held, ok := e.openForRun(ctx, client, lock, set, func() (*s3lock.Lease, lockWait, error) {
-			return acquireLease(ctx, e.factory, client, name, set.wait, append(opts, s3lock.WithoutAutoRenew())...)
-		}, &resp.Diagnostics)
-		if !ok {
-			return
-		}
-		resp.Diagnostics.Append(storeToken(ctx, resp.Private, held.Token)...)
-		resp.Diagnostics.Append(markRunLease(ctx, resp.Private)...)
-		e.result(ctx, resp, cfg, openedLease{epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
-			holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt})
-		return
-	}
-	lease, waited, err := acquireLease(ctx, e.factory, client, name, set.wait, opts...)
-	if err != nil {
-		resp.Diagnostics.Append(acquisitionFailed(lock, err, waitTimeoutAttr))
-		return
-	}
-	token := lease.Token()
-	if waited.waited() {
-		resp.Diagnostics.Append(lockWaited(tokenRef(token), waited, false))
-	}
-	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": bucket, "lock": name, "slot": token.Slot,
-		"epoch": lease.Epoch(), "key": token.Key()})
-	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
-	e.factory.leases.add(lease)
-	e.result(ctx, resp, cfg, openedLease{epoch: lease.Epoch(), slot: token.Slot, key: token.Key(),
-		holder: lease.Holder(), acquired: lease.AcquiredAt(), expires: lease.ExpiresAt()})
+	diags.Append(missingToken())
+	return nil, false
 }
 
 // waitTimeoutAttr is the attribute that bounds the ephemeral lease's wait,
@@ -278,6 +325,27 @@ type openedLease struct {
 	slot              int
 	key, holder       string
 	acquired, expires time.Time
+}
+
+// applied is cfg with the settings' defaults filled in, for Open's result.
+func (set openSettings) applied(cfg leaseEphemeralModelV0) leaseEphemeralModelV0 {
+	cfg.LeaseDuration = types.StringValue(formatDuration(set.dur))
+	cfg.WaitTimeout = types.StringValue(formatDuration(set.wait))
+	cfg.Order = types.StringValue(string(set.order))
+	cfg.Scope = types.StringValue(set.scope)
+	cfg.Slots = types.Int64Value(int64(set.slots))
+	return cfg
+}
+
+// acquireOptions are the options of an acquisition with these settings.
+// The order matters only where the run queues: when it acquires the lock
+// (a whole run's later phases find the lease held by the run's guard).
+func (set openSettings) acquireOptions() []s3lock.AcquireOption {
+	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order), s3lock.Slots(set.slots)}
+	if set.meta != nil {
+		opts = append(opts, s3lock.WithMetadata(set.meta))
+	}
+	return opts
 }
 
 // settings reads Open's lease_duration, wait_timeout, order, scope (with
@@ -318,106 +386,6 @@ func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.Ope
 	resp.RenewAt = renewAt(e.factory.now(), l.expires)
 }
 
-// Renew is called by Terraform at RenewAt while the run lasts. The lease
-// renews itself (in this process per phase, in the run's guard for the whole
-// run, in s3lock run when inherited), so Renew reports whether it is still
-// held; only a per-phase lease this process does not hold (opened by another
-// instance of the provider) is renewed here.
-func (e *leaseEphemeralResource) Renew(ctx context.Context, req ephemeral.RenewRequest, resp *ephemeral.RenewResponse) {
-	if in, ok := loadInherited(ctx, req.Private); ok {
-		e.checkInheritedLease(ctx, in, &resp.Diagnostics, func(st s3lock.State) {
-			resp.RenewAt = renewAt(e.factory.now(), st.ExpiresAt)
-		})
-		return
-	}
-	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	if isRunLease(ctx, req.Private) {
-		if held, ok := e.checkRunLease(ctx, *token, renewFailed, &resp.Diagnostics); ok {
-			resp.RenewAt = renewAt(e.factory.now(), held.ExpiresAt)
-		}
-		return
-	}
-	if lease, ok := e.factory.leases.get(*token); ok {
-		if err := lease.Err(); err != nil {
-			resp.Diagnostics.Append(leaseLost(diag.SeverityError, tokenRef(*token), err, "", ""))
-			return
-		}
-		resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
-		return
-	}
-	lease, ok := e.resume(ctx, *token, renewFailed, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	err := lease.Renew(ctx)
-	lease.Detach()
-	if err != nil {
-		resp.Diagnostics.Append(lockFailed(renewFailed, tokenRef(*token), err, ""))
-		return
-	}
-	tflog.Debug(ctx, "renewed lease", map[string]any{"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch})
-	resp.RenewAt = renewAt(e.factory.now(), lease.ExpiresAt())
-}
-
-// Close ends a phase: per phase it releases the lock; for the whole run it
-// only checks the lease (the run's guard releases it as terraform exits). A
-// lease lost during the run is an error: the run relied on it.
-func (e *leaseEphemeralResource) Close(ctx context.Context, req ephemeral.CloseRequest, resp *ephemeral.CloseResponse) {
-	if in, ok := loadInherited(ctx, req.Private); ok {
-		// s3lock run releases it when its command ends.
-		e.checkInheritedLease(ctx, in, &resp.Diagnostics, func(s3lock.State) {})
-		return
-	}
-	token, ok := e.token(ctx, req.Private, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	if isRunLease(ctx, req.Private) {
-		// The lease belongs to the run: its guard releases it when
-		// terraform exits, so that the next phase (the apply after the
-		// plan) runs under the same epoch.
-		if _, ok := e.checkRunLease(ctx, *token, checkFailed, &resp.Diagnostics); ok {
-			tflog.Debug(ctx, "phase done; the lease stays held until the run ends", map[string]any{
-				"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch,
-			})
-		}
-		return
-	}
-	lease, live := e.factory.leases.get(*token)
-	if !live {
-		if lease, ok = e.resume(ctx, *token, releaseFailed, &resp.Diagnostics); !ok {
-			return
-		}
-	}
-	err := lease.Release(ctx)
-	if err == nil || errors.Is(err, s3lock.ErrLeaseLost) {
-		e.factory.leases.remove(*token)
-	}
-	if err != nil {
-		resp.Diagnostics.Append(lockFailed(releaseFailed, tokenRef(*token), err, ""))
-		return
-	}
-	tflog.Info(ctx, "released lock at the end of the run", map[string]any{"bucket": token.Bucket, "lock": token.Name, "epoch": token.Epoch})
-}
-
-// resume takes over, for one call, a per-phase lease that another instance
-// of the provider opened; summary says what failed when it cannot.
-func (e *leaseEphemeralResource) resume(ctx context.Context, token s3lock.Token, summary string, diags *diag.Diagnostics) (*s3lock.Lease, bool) {
-	client, ok := e.factory.client(ctx, token.Bucket, diags)
-	if !ok {
-		return nil, false
-	}
-	lease, err := client.Resume(ctx, token, s3lock.WithoutAutoRenew())
-	if err != nil {
-		diags.Append(lockFailed(summary, tokenRef(token), err, ""))
-		return nil, false
-	}
-	return lease, true
-}
-
 // token reads the lease token that Open stored in the private data.
 func (e *leaseEphemeralResource) token(ctx context.Context, p privateGetter, diags *diag.Diagnostics) (*s3lock.Token, bool) {
 	token, d := loadToken(ctx, p)
@@ -436,17 +404,4 @@ func (e *leaseEphemeralResource) token(ctx context.Context, p privateGetter, dia
 // renewAtDivisor of the way there.
 func renewAt(now, expires time.Time) time.Time {
 	return now.Add(max(expires.Sub(now)/renewAtDivisor, 0))
-}
-
-// checkInheritedLease checks, for Renew and Close, that the lease inherited
-// from s3lock run is still the lock's current one, and calls ok with the
-// lease's state if so.
-func (e *leaseEphemeralResource) checkInheritedLease(ctx context.Context, in inheritedLease, diags *diag.Diagnostics, ok func(s3lock.State)) {
-	client, good := e.factory.client(ctx, in.Bucket, diags)
-	if !good {
-		return
-	}
-	if st, good := checkInherited(ctx, client, in, diags); good {
-		ok(st)
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -102,6 +103,56 @@ func checkInherited(ctx context.Context, c *s3lock.Client, in inheritedLease, di
 	}
 	tflog.Info(ctx, "using the lease of the enclosing s3lock run", map[string]any{"bucket": in.Bucket, "lock": in.Name, "epoch": in.Epoch})
 	return st, true
+}
+
+// inheritedLife is the lifecycle of a lease inherited from `s3lock run`:
+// Open, Renew and Close only check that it is still the lock's current,
+// held epoch; s3lock run renews it, and releases it when its command ends.
+type inheritedLife struct {
+	e  *leaseEphemeralResource
+	in inheritedLease
+}
+
+// openInherited uses the lease of the enclosing `s3lock run`, in, if it
+// holds the slots the configuration asks for and is still held.
+func (e *leaseEphemeralResource) openInherited(ctx context.Context, client *s3lock.Client, in inheritedLease, slots int, diags *diag.Diagnostics) (leaseLife, openedLease, bool) {
+	if in.Slots != slots {
+		diags.Append(inheritedSlotsMismatch(in, slots))
+		return nil, openedLease{}, false
+	}
+	st, ok := checkInherited(ctx, client, in, diags)
+	if !ok {
+		return nil, openedLease{}, false
+	}
+	return inheritedLife{e: e, in: in}, openedLease{epoch: in.Epoch, slot: in.Slot, key: st.Key, holder: st.Holder,
+		acquired: st.AcquiredAt, expires: st.ExpiresAt}, true
+}
+
+func (l inheritedLife) kind() string { return lifeInherited }
+
+func (l inheritedLife) store(ctx context.Context, p privateSetter) diag.Diagnostics {
+	return storeInherited(ctx, p, l.in)
+}
+
+func (l inheritedLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Time, bool) {
+	st, ok := l.check(ctx, diags)
+	if !ok {
+		return time.Time{}, false
+	}
+	return renewAt(l.e.factory.now(), st.ExpiresAt), true
+}
+
+// close only checks the lease: s3lock run releases it when its command ends.
+func (l inheritedLife) close(ctx context.Context, diags *diag.Diagnostics) { l.check(ctx, diags) }
+
+// check returns the inherited lease's state if it is still the lock's
+// current one.
+func (l inheritedLife) check(ctx context.Context, diags *diag.Diagnostics) (s3lock.State, bool) {
+	client, ok := l.e.factory.client(ctx, l.in.Bucket, diags)
+	if !ok {
+		return s3lock.State{}, false
+	}
+	return checkInherited(ctx, client, l.in, diags)
 }
 
 // storeInherited records an inherited lease in private data.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -40,19 +41,47 @@ const scopeDescription = "What the lease covers. `\"run\"` (the default): the wh
 	"and the apply then works on a plan made before that run's changes. Choose it only where that is acceptable, " +
 	"or where a whole run cannot be had and `s3lock run` around terraform is not an option."
 
-// privateRunKey marks, in an ephemeral lease's private data, a lease held
-// for the whole run (by the run's guard) rather than for one phase.
-const privateRunKey = "run_lease"
-
-// markRunLease records in p that the lease is the run's.
-func markRunLease(ctx context.Context, p privateSetter) diag.Diagnostics {
-	return p.SetKey(ctx, privateRunKey, []byte(`true`))
+// runLife is the lifecycle of a lease held for the whole run: the run's
+// guard renews it and releases it when terraform exits, so Renew and Close
+// only ask the guard whether it still holds it; Close ends a phase only, so
+// that the next phase (the apply after the plan) runs under the same epoch.
+type runLife struct {
+	e     *leaseEphemeralResource
+	token s3lock.Token
 }
 
-// isRunLease reports whether markRunLease marked p.
-func isRunLease(ctx context.Context, p privateGetter) bool {
-	raw, _ := p.GetKey(ctx, privateRunKey)
-	return string(raw) == `true`
+// openRun opens the run's lease of the lock (see openForRun).
+func (e *leaseEphemeralResource) openRun(ctx context.Context, client *s3lock.Client, lock leaseRef, set openSettings, diags *diag.Diagnostics) (leaseLife, openedLease, bool) {
+	held, ok := e.openForRun(ctx, client, lock, set, func() (*s3lock.Lease, lockWait, error) {
+		return acquireLease(ctx, e.factory, client, lock.name, set.wait, append(set.acquireOptions(), s3lock.WithoutAutoRenew())...)
+	}, diags)
+	if !ok {
+		return nil, openedLease{}, false
+	}
+	return runLife{e: e, token: held.Token}, openedLease{epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
+		holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt}, true
+}
+
+func (l runLife) kind() string { return lifeRun }
+
+func (l runLife) store(ctx context.Context, p privateSetter) diag.Diagnostics {
+	return storeToken(ctx, p, l.token)
+}
+
+func (l runLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Time, bool) {
+	held, ok := l.e.checkRunLease(ctx, l.token, renewFailed, diags)
+	if !ok {
+		return time.Time{}, false
+	}
+	return renewAt(l.e.factory.now(), held.ExpiresAt), true
+}
+
+func (l runLife) close(ctx context.Context, diags *diag.Diagnostics) {
+	if _, ok := l.e.checkRunLease(ctx, l.token, checkFailed, diags); ok {
+		tflog.Debug(ctx, "phase done; the lease stays held until the run ends", map[string]any{
+			"bucket": l.token.Bucket, "lock": l.token.Name, "epoch": l.token.Epoch,
+		})
+	}
 }
 
 // openForRun returns the run's lease of the lock: the one the run already
@@ -73,8 +102,8 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.
 	run, cfg := e.factory.run, e.factory.runGuardConfig(client)
 	done, err := e.factory.claims.take(ctx, bucket+"/"+name)
 	if err != nil {
-		diags.Append(lockFailed(acquireFailed, lock, fmt.Errorf("waiting for another block of this run to open "+
-			"the lock: %w", err), ""))
+		diags.Append(notAcquired(lock, fmt.Errorf("waiting for another block of this run to open "+
+			"the lock: %w", err)))
 		return nil, false
 	}
 	defer done()

@@ -368,7 +368,7 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.Append(lockFailed(readFailed, ref, err, ""))
+		resp.Diagnostics.Append(notRead(ref, err))
 		return
 	}
 	state.Holder = types.StringValue(holder)
@@ -445,8 +445,12 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		err = lease.Renew(ctx)
 		lease.Detach()
 	}
-	if err != nil {
-		resp.Diagnostics.Append(lockFailed(renewFailed, ref, err, lostBeforeRenewal))
+	switch {
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		resp.Diagnostics.Append(leaseLost(diag.SeverityError, ref, err, "", lostBeforeRenewal))
+		return
+	case err != nil:
+		resp.Diagnostics.Append(notRenewed(ref, err))
 		return
 	}
 	tflog.Info(ctx, "renewed lease", map[string]any{"bucket": ref.bucket, "lock": ref.name, "slot": ref.slot, "epoch": ref.epoch})
@@ -482,8 +486,10 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 		tflog.Info(ctx, "lease was already released, nothing lost", fields)
 	case errors.As(err, &lost):
 		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, "", lostBeforeRelease))
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		resp.Diagnostics.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
 	default:
-		resp.Diagnostics.Append(lockFailed(releaseFailed, ref, err, ""))
+		resp.Diagnostics.Append(notReleased(ref, err))
 	}
 }
 

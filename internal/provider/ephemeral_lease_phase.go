@@ -1,0 +1,117 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// phaseLife is the lifecycle of a lease held for one phase (scope =
+// "phase"): each phase takes the lock on its own and releases it in Close.
+// The lease renews itself in this provider process for as long as the
+// phase lasts (every third of lease_duration, retrying failures until it
+// would lapse: the leaseRegistry keeps it), so Renew only checks on it; a
+// lease that another instance of the provider opened is resumed by its
+// token for the one call.
+type phaseLife struct {
+	e     *leaseEphemeralResource
+	token s3lock.Token
+}
+
+// openPhase acquires the lock for this phase.
+func (e *leaseEphemeralResource) openPhase(ctx context.Context, client *s3lock.Client, lock leaseRef, set openSettings, diags *diag.Diagnostics) (leaseLife, openedLease, bool) {
+	lease, waited, err := acquireLease(ctx, e.factory, client, lock.name, set.wait, set.acquireOptions()...)
+	if err != nil {
+		diags.Append(acquisitionFailed(lock, err, waitTimeoutAttr))
+		return nil, openedLease{}, false
+	}
+	token := lease.Token()
+	if waited.waited() {
+		diags.Append(lockWaited(tokenRef(token), waited, false))
+	}
+	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": lock.bucket, "lock": lock.name,
+		"slot": token.Slot, "epoch": lease.Epoch(), "key": token.Key()})
+	e.factory.leases.add(lease)
+	return phaseLife{e: e, token: token}, openedLease{epoch: lease.Epoch(), slot: token.Slot, key: token.Key(),
+		holder: lease.Holder(), acquired: lease.AcquiredAt(), expires: lease.ExpiresAt()}, true
+}
+
+func (l phaseLife) kind() string { return lifePhase }
+
+func (l phaseLife) store(ctx context.Context, p privateSetter) diag.Diagnostics {
+	return storeToken(ctx, p, l.token)
+}
+
+// renew checks the lease this process holds, or renews, once, one that
+// another instance of the provider opened.
+func (l phaseLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Time, bool) {
+	now, ref := l.e.factory.now, tokenRef(l.token)
+	if lease, ok := l.e.factory.leases.get(l.token); ok {
+		if err := lease.Err(); err != nil {
+			diags.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
+			return time.Time{}, false
+		}
+		return renewAt(now(), lease.ExpiresAt()), true
+	}
+	lease, ok, err := l.resume(ctx, diags)
+	if !ok {
+		return time.Time{}, false
+	}
+	if err == nil {
+		err = lease.Renew(ctx)
+		lease.Detach()
+	}
+	switch {
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		diags.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
+		return time.Time{}, false
+	case err != nil:
+		diags.Append(notRenewed(ref, err))
+		return time.Time{}, false
+	}
+	tflog.Debug(ctx, "renewed lease", map[string]any{"bucket": l.token.Bucket, "lock": l.token.Name, "epoch": l.token.Epoch})
+	return renewAt(now(), lease.ExpiresAt()), true
+}
+
+// close releases the lock.
+func (l phaseLife) close(ctx context.Context, diags *diag.Diagnostics) {
+	lease, live := l.e.factory.leases.get(l.token)
+	var err error
+	if !live {
+		var ok bool
+		if lease, ok, err = l.resume(ctx, diags); !ok {
+			return
+		}
+	}
+	if err == nil {
+		if err = lease.Release(ctx); err == nil || errors.Is(err, s3lock.ErrLeaseLost) {
+			l.e.factory.leases.remove(l.token)
+		}
+	}
+	switch {
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		diags.Append(leaseLost(diag.SeverityError, tokenRef(l.token), err, "", ""))
+	case err != nil:
+		diags.Append(notReleased(tokenRef(l.token), err))
+	default:
+		tflog.Info(ctx, "released lock at the end of the run", map[string]any{"bucket": l.token.Bucket,
+			"lock": l.token.Name, "epoch": l.token.Epoch})
+	}
+}
+
+// resume takes over, for one call, a lease that another instance of the
+// provider opened: the lease, or why the SDK could not resume it; ok is
+// false when no client could be made (diags says why).
+func (l phaseLife) resume(ctx context.Context, diags *diag.Diagnostics) (lease *s3lock.Lease, ok bool, err error) {
+	client, ok := l.e.factory.client(ctx, l.token.Bucket, diags)
+	if !ok {
+		return nil, false, nil
+	}
+	lease, err = client.Resume(ctx, l.token, s3lock.WithoutAutoRenew())
+	return lease, true, err
+}
