@@ -110,31 +110,46 @@ func classify(err error) failure {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return failCanceled // the caller's context ended
 	}
+	if f, ok := classifyAnswer(code, status); ok {
+		return f
+	}
+	return classifyNoAnswer(err, code, status)
+}
+
+// classifyAnswer classifies the store's answer by its error code and HTTP
+// status; ok is false when they say nothing the protocol tells apart.
+func classifyAnswer(code string, status int) (f failure, ok bool) {
 	switch {
 	case collisionCodes[code]:
-		return failCollision
+		return failCollision, true
 	case unknownKeyCodes[code]:
-		return failAccessDenied
+		return failAccessDenied, true
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
-		return failPrecondition
+		return failPrecondition, true
 	case status == http.StatusNotImplemented || code == "NotImplemented":
-		return failUnsupported
+		return failUnsupported, true
 	case status == http.StatusNotModified || code == "NotModified":
-		return failNotModified
+		return failNotModified, true
 	case code == "NoSuchBucket":
-		return failNoSuchBucket
+		return failNoSuchBucket, true
 	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
-		return failNotFound
+		return failNotFound, true
 	case code == "ConditionalRequestConflict" || code == "OperationAborted" || status == http.StatusConflict:
-		return failConflict
+		return failConflict, true
 	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" ||
 		code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken":
-		return failAccessDenied
+		return failAccessDenied, true
 	case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
-		return failTransient
+		return failTransient, true
 	case code == "SlowDown" || code == "RequestTimeout" || code == "Throttling" || code == "RequestTimeTooSkewed":
-		return failTransient
+		return failTransient, true
 	}
+	return failOther, false
+}
+
+// classifyNoAnswer classifies err whose code and status (if any) say
+// nothing the protocol tells apart: a failure of the transport, or none.
+func classifyNoAnswer(err error, code string, status int) failure {
 	var quota ratelimit.QuotaExceededError
 	var maxAttempts *retry.MaxAttemptsError
 	var netErr net.Error

@@ -196,39 +196,11 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	newest := map[string]listedEpoch{}
-	slotNewest := map[string]map[int]listedEpoch{}
-	waiting := map[string]int{}
-	err := c.listKeys(ctx, prefix, func(k listedKey) {
-		key := k.key
-		if name, slot, epoch, ok := slotOwner(key); ok {
-			m := slotNewest[name]
-			if m == nil {
-				m = map[int]listedEpoch{}
-				slotNewest[name] = m
-			}
-			if cur, seen := m[slot]; !seen || epoch > cur.epoch {
-				m[slot] = listedEpoch{key: key, epoch: epoch}
-			}
-			return
-		}
-		if name, ok := ticketOwner(key); ok {
-			if ticketLive(k.lastModified, k.date) {
-				waiting[name]++
-			}
-			return
-		}
-		name, epoch, ok := parseKey(key)
-		if !ok || ValidateName(name) != nil {
-			return
-		}
-		if cur, seen := newest[name]; !seen || epoch > cur.epoch {
-			newest[name] = listedEpoch{key: key, epoch: epoch}
-		}
-	})
-	if err != nil {
+	x := lockIndex{newest: map[string]listedEpoch{}, slotNewest: map[string]map[int]listedEpoch{}, waiting: map[string]int{}}
+	if err := c.listKeys(ctx, prefix, x.add); err != nil {
 		return nil, err
 	}
+	newest, slotNewest, waiting := x.newest, x.slotNewest, x.waiting
 	names := make([]string, 0, len(newest))
 	for n := range newest {
 		names = append(names, n)
@@ -254,6 +226,52 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 			states[i].Held = len(states[i].Holders) > 0
 		}
 	})
+	return listedStates(names, newest, states, errs)
+}
+
+// lockIndex is what a listing of a prefix shows of each lock: its newest
+// epoch, its slots' newest epochs, and how many live tickets wait in its
+// line.
+type lockIndex struct {
+	newest     map[string]listedEpoch
+	slotNewest map[string]map[int]listedEpoch
+	waiting    map[string]int
+}
+
+// add counts the listed key k in x.
+func (x *lockIndex) add(k listedKey) {
+	key := k.key
+	if name, slot, epoch, ok := slotOwner(key); ok {
+		m := x.slotNewest[name]
+		if m == nil {
+			m = map[int]listedEpoch{}
+			x.slotNewest[name] = m
+		}
+		if cur, seen := m[slot]; !seen || epoch > cur.epoch {
+			m[slot] = listedEpoch{key: key, epoch: epoch}
+		}
+		return
+	}
+	if name, ok := ticketOwner(key); ok {
+		if ticketLive(k.lastModified, k.date) {
+			x.waiting[name]++
+		}
+		return
+	}
+	name, epoch, ok := parseKey(key)
+	if !ok || ValidateName(name) != nil {
+		return
+	}
+	if cur, seen := x.newest[name]; !seen || epoch > cur.epoch {
+		x.newest[name] = listedEpoch{key: key, epoch: epoch}
+	}
+}
+
+// listedStates is List's answer from the states read of the locks names
+// (newest: their newest epochs as listed), errs[i] saying why states[i]
+// could not be read: an unreadable object is listed with its error, one
+// deleted since the listing is left out, and any other error is List's.
+func listedStates(names []string, newest map[string]listedEpoch, states []State, errs []error) ([]State, error) {
 	out := states[:0]
 	for i, s := range states {
 		var corrupt *corruptLeaseError

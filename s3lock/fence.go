@@ -97,77 +97,26 @@ func (c *Client) FencedPut(ctx context.Context, epoch uint64, in *s3.PutObjectIn
 }
 
 func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
-	if aws.ToString(in.Bucket) == "" || aws.ToString(in.Key) == "" {
-		return nil, invalid("FencedPut needs an input with Bucket and Key")
-	}
-	switch {
-	case in.IfMatch != nil && in.IfNoneMatch != nil:
-		return nil, invalid("FencedPut: set IfMatch (the ETag you read) or IfNoneMatch (\"*\": you read it absent), not both")
-	case in.IfNoneMatch != nil && aws.ToString(in.IfNoneMatch) != "*":
-		return nil, invalid("FencedPut: IfNoneMatch may only be \"*\" (you read the object absent), not %q", aws.ToString(in.IfNoneMatch))
-	case in.IfMatch != nil && aws.ToString(in.IfMatch) == "":
-		return nil, invalid("FencedPut: IfMatch is empty; set it to the ETag you read")
-	}
-	if err := validateEpoch(epoch); err != nil {
+	if err := checkFencedInput(epoch, in); err != nil {
 		return nil, err
 	}
 	w := &fencedWrite{bucket: aws.ToString(in.Bucket), key: aws.ToString(in.Key), epoch: epoch, id: randomHex(8),
 		rmw: in.IfMatch != nil || in.IfNoneMatch != nil, expected: aws.ToString(in.IfMatch)}
-	var err error
-	if w.body, w.start, err = rewindable(in.Body); err != nil {
-		return nil, w.bodyError("reading", err)
-	}
-	// The PUT carries the body: its timeout grows with it. The fence holds
-	// however long the upload takes on a store that checks If-Match when
-	// the upload completes, as S3 does (PROTOCOL.md §15, Bounds).
-	putter := r
-	if w.body != nil {
-		end, err := w.body.Seek(0, io.SeekEnd)
-		if err != nil {
-			return nil, w.bodyError("measuring", err)
-		}
-		putter.timeout += transferAllowance(end - w.start)
+	putter, err := w.takeBody(r, in)
+	if err != nil {
+		return nil, err
 	}
 	var lastErr error // a transient failure of the last PUT
 	for range maxFenceAttempts {
-		// SSE-C objects can only be read with their key: the HEAD carries the write's.
-		headIn := &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner,
-			SSECustomerAlgorithm: in.SSECustomerAlgorithm, SSECustomerKey: in.SSECustomerKey, SSECustomerKeyMD5: in.SSECustomerKeyMD5}
-		head, err := request(ctx, r, "HeadObject", w.key, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
-			return r.api.HeadObject(ctx, headIn)
-		})
-		put := *in
-		put.IfMatch, put.IfNoneMatch = nil, nil
+		put, landed, err := w.condition(ctx, r, in)
 		switch {
-		case classify(err) == failNotFound:
-			if w.rmw && w.expected != "" {
-				return nil, w.changed("")
-			}
-			put.IfNoneMatch = aws.String("*")
 		case err != nil:
 			return nil, err
-		case w.sent && head.Metadata[fenceWriteKey] == w.id:
-			return &s3.PutObjectOutput{ETag: head.ETag}, nil // an earlier attempt of this call landed
-		default:
-			if err := w.admit(head); err != nil {
-				return nil, err
-			}
-			if w.rmw && !sameETag(head.ETag, w.expected) {
-				return nil, w.changed(aws.ToString(head.ETag))
-			}
-			put.IfMatch = head.ETag
+		case landed != nil:
+			return landed, nil // an earlier attempt of this call landed
 		}
-		put.Metadata = make(map[string]string, len(in.Metadata)+1)
-		for k, v := range in.Metadata {
-			put.Metadata[k] = v
-		}
-		put.Metadata[fenceEpochKey] = strconv.FormatUint(epoch, 10)
-		put.Metadata[fenceWriteKey] = w.id
-		if w.body != nil {
-			if _, err := w.body.Seek(w.start, io.SeekStart); err != nil {
-				return nil, w.bodyError("rewinding", err)
-			}
-			put.Body = w.body
+		if err := w.stamp(&put, in); err != nil {
+			return nil, err
 		}
 		w.sent = true
 		out, err := request(ctx, putter, "PutObject", w.key, func(ctx context.Context) (*s3.PutObjectOutput, error) {
@@ -191,6 +140,94 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 	}
 	return nil, &OpError{Op: "FencedPut", Bucket: w.bucket, Key: w.key, Kind: ErrUnavailable,
 		Err: errors.New("the object kept changing while writing it")}
+}
+
+// checkFencedInput refuses what FencedPut cannot write: an input without
+// Bucket and Key, conditions it does not take, an epoch no lease has.
+func checkFencedInput(epoch uint64, in *s3.PutObjectInput) error {
+	if aws.ToString(in.Bucket) == "" || aws.ToString(in.Key) == "" {
+		return invalid("FencedPut needs an input with Bucket and Key")
+	}
+	switch {
+	case in.IfMatch != nil && in.IfNoneMatch != nil:
+		return invalid("FencedPut: set IfMatch (the ETag you read) or IfNoneMatch (\"*\": you read it absent), not both")
+	case in.IfNoneMatch != nil && aws.ToString(in.IfNoneMatch) != "*":
+		return invalid("FencedPut: IfNoneMatch may only be \"*\" (you read the object absent), not %q", aws.ToString(in.IfNoneMatch))
+	case in.IfMatch != nil && aws.ToString(in.IfMatch) == "":
+		return invalid("FencedPut: IfMatch is empty; set it to the ETag you read")
+	}
+	return validateEpoch(epoch)
+}
+
+// takeBody makes the write's body rewindable and returns the requester for
+// its PUTs: the PUT carries the body, so its timeout grows with it. The
+// fence holds however long the upload takes on a store that checks
+// If-Match when the upload completes, as S3 does (PROTOCOL.md §15, Bounds).
+func (w *fencedWrite) takeBody(r requester, in *s3.PutObjectInput) (requester, error) {
+	var err error
+	if w.body, w.start, err = rewindable(in.Body); err != nil {
+		return r, w.bodyError("reading", err)
+	}
+	if w.body != nil {
+		end, err := w.body.Seek(0, io.SeekEnd)
+		if err != nil {
+			return r, w.bodyError("measuring", err)
+		}
+		r.timeout += transferAllowance(end - w.start)
+	}
+	return r, nil
+}
+
+// condition HEADs the object and returns the PUT of in to make, conditional
+// on what it found (the fence's check, and the caller's If-Match), or, when
+// an earlier attempt of this call landed, its answer (landed).
+func (w *fencedWrite) condition(ctx context.Context, r requester, in *s3.PutObjectInput) (put s3.PutObjectInput, landed *s3.PutObjectOutput, err error) {
+	// SSE-C objects can only be read with their key: the HEAD carries the write's.
+	headIn := &s3.HeadObjectInput{Bucket: in.Bucket, Key: in.Key, ExpectedBucketOwner: in.ExpectedBucketOwner,
+		SSECustomerAlgorithm: in.SSECustomerAlgorithm, SSECustomerKey: in.SSECustomerKey, SSECustomerKeyMD5: in.SSECustomerKeyMD5}
+	head, err := request(ctx, r, "HeadObject", w.key, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
+		return r.api.HeadObject(ctx, headIn)
+	})
+	put = *in
+	put.IfMatch, put.IfNoneMatch = nil, nil
+	switch {
+	case classify(err) == failNotFound:
+		if w.rmw && w.expected != "" {
+			return put, nil, w.changed("")
+		}
+		put.IfNoneMatch = aws.String("*")
+	case err != nil:
+		return put, nil, err
+	case w.sent && head.Metadata[fenceWriteKey] == w.id:
+		return put, &s3.PutObjectOutput{ETag: head.ETag}, nil
+	default:
+		if err := w.admit(head); err != nil {
+			return put, nil, err
+		}
+		if w.rmw && !sameETag(head.ETag, w.expected) {
+			return put, nil, w.changed(aws.ToString(head.ETag))
+		}
+		put.IfMatch = head.ETag
+	}
+	return put, nil, nil
+}
+
+// stamp gives put the caller's metadata (in's) with the write's epoch and
+// id, and the body rewound.
+func (w *fencedWrite) stamp(put, in *s3.PutObjectInput) error {
+	put.Metadata = make(map[string]string, len(in.Metadata)+1)
+	for k, v := range in.Metadata {
+		put.Metadata[k] = v
+	}
+	put.Metadata[fenceEpochKey] = strconv.FormatUint(w.epoch, 10)
+	put.Metadata[fenceWriteKey] = w.id
+	if w.body != nil {
+		if _, err := w.body.Seek(w.start, io.SeekStart); err != nil {
+			return w.bodyError("rewinding", err)
+		}
+		put.Body = w.body
+	}
+	return nil
 }
 
 // fencedWrite is what FencedPut knows about the write it is making.

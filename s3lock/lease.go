@@ -289,13 +289,10 @@ func (l *Lease) Renew(ctx context.Context) error {
 	}
 	clk := l.c.cfg.clock
 	now := clk.Now()
-	if why := l.untrusted(now); why != "" {
-		return l.lost(LostLapsed, why+" before it could be renewed", nil)
+	next, etag, until, err := l.nextWrite(now, "before it could be renewed")
+	if err != nil {
+		return err
 	}
-	l.mu.Lock()
-	next, etag, until := l.p, l.etag, l.trust.until
-	l.mu.Unlock()
-	next.Renewals++
 	next.RenewedAt = now.UTC()
 	// A renewal only counts if it is confirmed while the lease is still
 	// trusted: after that, someone may already hold the next epoch.
@@ -337,13 +334,10 @@ func (l *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	now := l.c.cfg.clock.Now()
-	if why := l.untrusted(now); why != "" {
-		return l.lost(LostLapsed, why+" before it was released", nil)
+	next, etag, until, err := l.nextWrite(now, "before it was released")
+	if err != nil {
+		return err
 	}
-	l.mu.Lock()
-	next, etag, until := l.p, l.etag, l.trust.until
-	l.mu.Unlock()
-	next.Renewals++
 	next.Released = true
 	next.ReleasedAt = now.UTC()
 	wctx, cancel := context.WithTimeout(ctx, until.Sub(now))
@@ -373,6 +367,21 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.c.cfg.logger.Info("s3lock: released", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch)
 	return nil
+}
+
+// nextWrite begins a renewal or the release (the caller holds writeMu): it
+// returns the body as last written with renewals + 1, its ETag and the
+// trust deadline; or, if the lease may not be trusted at now, ends it as
+// lost (before says what was about to be done) and returns why.
+func (l *Lease) nextWrite(now time.Time, before string) (next payload, etag string, until time.Time, err error) {
+	if why := l.untrusted(now); why != "" {
+		return payload{}, "", time.Time{}, l.lost(LostLapsed, why+" "+before, nil)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next, etag, until = l.p, l.etag, l.trust.until
+	next.Renewals++
+	return next, etag, until, nil
 }
 
 // Detach stops the background renewal without releasing: the lease stays

@@ -319,13 +319,7 @@ func (w *waiter) watchSlots(ctx context.Context) error {
 		if shown := s.shown(); shown != nil {
 			w.notify(w.slotsHeld(shown), first.deadline)
 		}
-		wait := min(jitter(c.cfg.pollInterval), max(0, first.deadline.Sub(clk.Now())), w.untilLineDuty())
-		select {
-		case <-ctx.Done():
-			return w.gaveUp(ctx)
-		case <-clk.After(wait):
-		}
-		if err := w.headDuty(ctx, false); err != nil {
+		if err := w.poll(ctx, first.deadline); err != nil {
 			return err
 		}
 		if !clk.Now().Before(first.deadline) {

@@ -302,9 +302,33 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 	rep := Report{Bucket: c.bucket, ProbePrefix: c.cfg.probePrefix}
 	log := &accessLog{}
 	rctx := context.WithValue(ctx, accessLogKey{}, log)
+	cond, order, ok := c.checkProtocol(ctx, rctx)
+	if !ok {
+		return rep, ctx.Err()
+	}
+	rep.Checks = append(rep.Checks, cond, order)
+	c.probeCycle(rctx)
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	for _, p := range permissionChecks {
+		ch := log.result(p.name)
+		ch.Permission = p.permission
+		rep.Checks = append(rep.Checks, ch)
+	}
+	rep.OK = true
+	for _, ch := range rep.Checks {
+		rep.OK = rep.OK && ch.Status == CheckOK
+	}
+	return rep, nil
+}
 
-	cond := Check{Name: "conditional writes", Status: CheckOK, Detail: "If-None-Match and If-Match are enforced"}
-	order := Check{Name: "listing order", Status: CheckOK, Detail: "pages follow the key order, StartAfter honoured"}
+// checkProtocol is CheckStore's checks of what the protocol needs of the
+// store: conditional writes, then the listing order (not checked when the
+// first failed). rctx carries the access log; ok is false when ctx ended.
+func (c *Client) checkProtocol(ctx, rctx context.Context) (cond, order Check, ok bool) {
+	cond = Check{Name: "conditional writes", Status: CheckOK, Detail: "If-None-Match and If-Match are enforced"}
+	order = Check{Name: "listing order", Status: CheckOK, Detail: "pages follow the key order, StartAfter honoured"}
 	if c.directory {
 		order.Detail = "a directory bucket: listed in no set order, which s3lock reads whole; every key listed once"
 	}
@@ -325,21 +349,21 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 		return false
 	}
 	if record(&cond, c.verifyConditional(rctx), ErrConditionalWritesUnsupported) {
-		return rep, ctx.Err()
+		return cond, order, false
 	}
-	if cond.Status == CheckOK {
-		if record(&order, c.verifyListingOrder(rctx), ErrUnorderedListing) {
-			return rep, ctx.Err()
-		}
-	} else {
+	if cond.Status != CheckOK {
 		order.Status, order.Detail = CheckNotChecked, "an earlier check failed"
+	} else if record(&order, c.verifyListingOrder(rctx), ErrUnorderedListing) {
+		return cond, order, false
 	}
-	rep.Checks = append(rep.Checks, cond, order)
+	return cond, order, true
+}
 
-	// One cycle of a real lock exercises list, get and put as the protocol
-	// uses them. Its outcome is read from the access log, not from the
-	// errors. The probe lock's name has the reserved probe segment, so
-	// the calls that check names are bypassed.
+// probeCycle makes one cycle of a real lock, which exercises list, get and
+// put as the protocol uses them; CheckStore reads its outcome from the
+// access log rctx carries, not from the errors. The probe lock's name has
+// the reserved probe segment, so the calls that check names are bypassed.
+func (c *Client) probeCycle(rctx context.Context) {
 	if err := c.listKeys(rctx, c.cfg.probePrefix, func(listedKey) {}); err == nil {
 		name := c.cfg.probePrefix + "permissions"
 		a, _ := c.acquireConfig([]AcquireOption{WithoutAutoRenew(), WithLeaseFor(probeLease)})
@@ -350,19 +374,6 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 			}
 		}
 	}
-	if ctx.Err() != nil {
-		return rep, ctx.Err()
-	}
-	for _, p := range permissionChecks {
-		ch := log.result(p.name)
-		ch.Permission = p.permission
-		rep.Checks = append(rep.Checks, ch)
-	}
-	rep.OK = true
-	for _, ch := range rep.Checks {
-		rep.OK = rep.OK && ch.Status == CheckOK
-	}
-	return rep, nil
 }
 
 // accessLogKey is the context key of the accessLog CheckStore reads.

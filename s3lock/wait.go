@@ -71,38 +71,10 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 		case err == nil:
 			return lease, nil
 		case errors.As(err, &held), errors.Is(err, errLineBusy):
-			if !w.sawHeld {
-				ctx = w.startWaiting(outer)
-			}
 			bo.reset()
 			changed.reset()
-			w.sawHeld = true
-			if held != nil {
-				w.last, w.held = err, held
-			}
-			if a.order.ordered() {
-				waited, terr := w.takeTurn(ctx)
-				if terr != nil {
-					return nil, terr
-				}
-				w.hints.head = true // its attempts now take a free lock
-				if waited || held == nil {
-					if w.slots != nil {
-						w.slots.reset()
-					}
-					continue // the lock may have changed meanwhile: look again
-				}
-			}
-			werr := w.wait(ctx, held)
-			if werr == nil {
-				// About to attempt: an OrderNewest head looks whether a newer
-				// OrderNewest waiter joined since its last look.
-				werr = w.headDuty(ctx, true)
-			}
-			if errors.Is(werr, errNotHead) {
-				w.hints.head = false
-			} else if werr != nil {
-				return nil, werr
+			if ctx, err = w.onHeld(ctx, outer, held, err); err != nil {
+				return nil, err
 			}
 		case errors.Is(err, errRetry):
 			w.last = err
@@ -125,6 +97,46 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 			return nil, err
 		}
 	}
+}
+
+// onHeld is acquire's answer to an attempt that found the lock held (held;
+// err its error) or, for an ordered waiter, free while others wait in line
+// (held nil): it waits for its turn in line, or for the holder, until the
+// next attempt. It returns the context the following attempts run under
+// (the waiting's, from the first time the lock is found held: outer bounds
+// it).
+func (w *waiter) onHeld(ctx, outer context.Context, held *HeldError, err error) (context.Context, error) {
+	if !w.sawHeld {
+		ctx = w.startWaiting(outer)
+	}
+	w.sawHeld = true
+	if held != nil {
+		w.last, w.held = err, held
+	}
+	if w.a.order.ordered() {
+		waited, terr := w.takeTurn(ctx)
+		if terr != nil {
+			return ctx, terr
+		}
+		w.hints.head = true // its attempts now take a free lock
+		if waited || held == nil {
+			if w.slots != nil {
+				w.slots.reset()
+			}
+			return ctx, nil // the lock may have changed meanwhile: look again
+		}
+	}
+	werr := w.wait(ctx, held)
+	if werr == nil {
+		// About to attempt: an OrderNewest head looks whether a newer
+		// OrderNewest waiter joined since its last look.
+		werr = w.headDuty(ctx, true)
+	}
+	if errors.Is(werr, errNotHead) {
+		w.hints.head = false
+		return ctx, nil
+	}
+	return ctx, werr
 }
 
 // newWaiter returns the state of an acquisition of name.
@@ -258,6 +270,21 @@ func (w *waiter) gaveUp(ctx context.Context) error {
 	return e
 }
 
+// poll waits for the next look at a held lock: one poll interval
+// (jittered), no later than deadline (when the holder's time may run out)
+// or the line's next duty, which it then does (headDuty). It returns the
+// waiter's error when ctx ends.
+func (w *waiter) poll(ctx context.Context, deadline time.Time) error {
+	clk := w.c.cfg.clock
+	wait := min(jitter(w.c.cfg.pollInterval), max(0, deadline.Sub(clk.Now())), w.untilLineDuty())
+	select {
+	case <-ctx.Done():
+		return w.gaveUp(ctx)
+	case <-clk.After(wait):
+	}
+	return w.headDuty(ctx, false)
+}
+
 // watch waits until the lease described by held may have ended: its object
 // changed to released, vanished, or its time ran out. It returns nil to make
 // the caller attempt again, or an error to give up with.
@@ -267,13 +294,7 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 	deadline := w.deadline(obs)
 	w.notify(held, deadline)
 	for {
-		wait := min(jitter(w.c.cfg.pollInterval), max(0, deadline.Sub(clk.Now())), w.untilLineDuty())
-		select {
-		case <-ctx.Done():
-			return w.gaveUp(ctx)
-		case <-clk.After(wait):
-		}
-		if err := w.headDuty(ctx, false); err != nil {
+		if err := w.poll(ctx, deadline); err != nil {
 			return err
 		}
 		if !clk.Now().Before(deadline) {
