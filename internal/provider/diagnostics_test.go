@@ -22,6 +22,10 @@ func TestLockWaited(t *testing.T) {
 	behind := *alice
 	behind.Ahead = 2
 	bob := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "bob", Epoch: 4, AcquiredAt: since}
+	// A user's metadata "who" is not Terraform's lock info (a new user saw
+	// `Terraform's lock info: who "res"` for the resource's own metadata).
+	tagged := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "res-pipeline", Epoch: 1, AcquiredAt: since,
+		Metadata: map[string]string{"who": "res"}}
 	queued := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Queued: true, Ahead: 1}
 	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "carol", Epoch: 7, Slots: 3, Slot: 2, AcquiredAt: since}
 	file := &tfstate.LockFileHeldError{Bucket: "b", Key: "k.tflock", Info: tfstate.LockInfo{ID: "0b4d", Who: "dave@ci", Operation: "OperationTypeApply"}}
@@ -43,6 +47,8 @@ func TestLockWaited(t *testing.T) {
 			want: []string{"waited 2m for it", `held by "alice@build-7" (epoch 3, since 2026-12-07T12:00:00Z), and 2 other runs were ahead of this one in line.`,
 				`the "Closing..." that Terraform shows for it when the plan ends only ends the plan's use of it`},
 			wantNot: []string{"Then"}},
+		{name: "a lease's own metadata", got: got, w: lockWait{first: tagged, last: tagged, took: time.Second},
+			want: []string{`held by "res-pipeline" (epoch 1, since 2026-12-07T12:00:00Z).`}, wantNot: []string{"lock info"}},
 		{name: "another holder in between", got: got, w: lockWait{first: alice, last: bob, took: 300 * time.Millisecond},
 			want: []string{"waited less than a second for it", `held by "alice@build-7"`, `Then it was held by "bob" (epoch 4,`}},
 		{name: "free, others queued first", got: got, w: lockWait{first: queued, last: queued, took: time.Second},
