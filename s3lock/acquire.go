@@ -69,7 +69,7 @@ func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (
 			continue
 		}
 		if errors.Is(err, errRetry) {
-			err = &OpError{Op: "Acquire", Bucket: c.bucket, Key: epochPrefix(name), Kind: ErrUnavailable,
+			err = &opError{Op: "Acquire", Bucket: c.bucket, Key: epochPrefix(name), Kind: ErrUnavailable,
 				Err: errors.New("the lock changed during every attempt")}
 		}
 		return lease, err
@@ -348,7 +348,7 @@ func (c *Client) hiddenEpochs(ctx context.Context, op, name, key string) error {
 	if cerr := c.collidingObject(ctx, op, name); errors.Is(cerr, ErrNameCollision) {
 		return cerr
 	}
-	return &OpError{Op: op, Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
+	return &opError{Op: op, Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
 		Err: fmt.Errorf("the store's listing of %s does not show s3://%s/%s, which exists: the store hides the "+
 			"lock's objects from listings (on MinIO, an object at the lock's name or a parent path does)",
 			epochPrefix(name), c.bucket, key)}
@@ -373,7 +373,7 @@ func (c *Client) collidingObject(ctx context.Context, op, name string) error {
 	if err != nil || key == "" {
 		return err
 	}
-	return &OpError{Op: op, Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
+	return &opError{Op: op, Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
 		Err: fmt.Errorf("the object s3://%s/%s exists where lock %q needs a prefix of its own", c.bucket, key, name)}
 }
 
@@ -407,7 +407,7 @@ func (c *Client) established(ctx context.Context, h holding, start time.Time, a 
 	if h.trust.over(c.cfg.clock.Now()) {
 		key := epochKey(h.name, h.epoch)
 		c.abandon(ctx, key, h.epoch, h.p)
-		return nil, &OpError{Op: "Acquire", Bucket: c.bucket, Key: key, Kind: ErrUnavailable,
+		return nil, &opError{Op: "Acquire", Bucket: c.bucket, Key: key, Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
 	return c.newLease(h, a.renewInterval, a.autoRenew, a.slot), nil

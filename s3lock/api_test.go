@@ -23,8 +23,12 @@ import (
 // bucket, not another store). 152 since LostNotThisLease (2026-12-07): a
 // token that names no lease of the lock is the caller's mistake, not a lease
 // lost (the CLI exits with its own code), and only a reason of its own tells
-// it from a lease replaced by a newer epoch.
-const maxExports = 152
+// it from a lease replaced by a newer epoch. Issue 37 lowers it toward 110:
+// 147 (2026-12-07) once OpError (its callers test the class sentinels and
+// reach the AWS SDK's error through it), WithRenewInterval (a lease renews
+// every third of its duration, as etcd's session) and WithHistory (no face
+// sets it) left the surface; tests reach them through export_test.go.
+const maxExports = 147
 
 // The package's exported declarations are counted as `go doc` shows them:
 // functions, types, methods on exported types (Error, Is, Unwrap and String
@@ -111,7 +115,9 @@ var (
 		"DefaultRequestTimeout", "MaxPayloadBytes", "MaxNameLength", "DefaultHistory", "MaxHistory", "FenceMetadataKey",
 		"LostSuperseded", "LostReason", "ValidateBucket", "Outcome", "OutcomeOK", "OutcomeNotModified",
 		"OutcomePreconditionFailed", "OutcomeNotFound", "OutcomeConflict", "OutcomeUnavailable", "OutcomeDenied",
-		"OutcomeCanceled", "OutcomeError"}
+		"OutcomeCanceled", "OutcomeError",
+		// Issue 37 (toward 110):
+		"OpError", "WithRenewInterval", "WithHistory"}
 	removedMethods = []string{`s3lock\.(Key|FencedPut)\(`, `Client\.Bucket\(`, `Lease\.(Key|Slot|Slots|Bucket)\(`,
 		`\.Queued\(\)`, `\.(Slot|Slots|OK)\(\)`, `(Phase|EventKind|LossReason)\.String\(`}
 )

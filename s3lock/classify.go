@@ -206,10 +206,10 @@ func credentialsFailure(err error) bool {
 	return errors.As(err, &signing) || strings.Contains(sdkError(err).Error(), "get identity: ")
 }
 
-// sdkError is the SDK's error inside an *OpError, whose own message
+// sdkError is the SDK's error inside an *opError, whose own message
 // describes it in other words.
 func sdkError(err error) error {
-	var op *OpError
+	var op *opError
 	if errors.As(err, &op) && op.Err != nil {
 		return op.Err
 	}

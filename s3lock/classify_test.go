@@ -83,8 +83,8 @@ func TestClassify_ARefusedSessionIsTheStoresAnswer(t *testing.T) {
 		if got := classify(tc.err); got != tc.want {
 			t.Errorf("classify(%q) = %v; want %v", tc.err, got, tc.want)
 		}
-		if got := classify(&OpError{Op: "PutObject", Err: tc.err}); got != tc.want {
-			t.Errorf("classify of an *OpError around %q = %v; want %v", tc.err, got, tc.want)
+		if got := classify(&opError{Op: "PutObject", Err: tc.err}); got != tc.want {
+			t.Errorf("classify of an *opError around %q = %v; want %v", tc.err, got, tc.want)
 		}
 	}
 }
@@ -93,7 +93,7 @@ func TestClassify_ARefusedSessionIsTheStoresAnswer(t *testing.T) {
 // endpoint that cannot be reached (a wrong region or zone in the bucket's
 // name, no network) is reported as unreachable, with the SDK's dial error.
 func TestOpError_ADirectoryBucketOutOfReachSaysSo(t *testing.T) {
-	err := &OpError{Op: "ListObjectsV2", Bucket: "locks--use1-az4--x-s3", Key: "a/", Kind: ErrUnavailable,
+	err := &opError{Op: "ListObjectsV2", Bucket: "locks--use1-az4--x-s3", Key: "a/", Kind: ErrUnavailable,
 		Err: fmt.Errorf("operation error S3: ListObjectsV2, get identity: get credentials: operation error S3: CreateSession, " +
 			"https response error StatusCode: 0, RequestID: , HostID: , request send failed, Get \"https://locks--use1-az4--x-s3." +
 			"s3express-use1-az4.us-east-1.amazonaws.com/?session=\": dial tcp: lookup locks--use1-az4--x-s3.s3express-use1-az4." +
@@ -114,7 +114,7 @@ func TestOpError_ADirectoryBucketOutOfReachSaysSo(t *testing.T) {
 // escape sequences gets them escaped in the error, which the CLI prints and
 // Terraform shows (PROTOCOL.md §3, "Text read from the bucket").
 func TestOpError_StoreTextIsShownEscaped(t *testing.T) {
-	err := &OpError{Op: "PutObject", Bucket: "b", Key: "k", Err: &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject",
+	err := &opError{Op: "PutObject", Bucket: "b", Key: "k", Err: &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject",
 		Err: &smithyhttp.ResponseError{
 			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 400}},
 			Err:      &smithy.GenericAPIError{Code: "Bad\x1b[31m", Message: "no\n::error::forged\x1b]0;title\a"},

@@ -303,7 +303,7 @@ func (c *Client) unlistedBesideObject(ctx context.Context, name string) error {
 	if err != nil || key == "" {
 		return err
 	}
-	return &OpError{Op: "Current", Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
+	return &opError{Op: "Current", Bucket: c.bucket, Key: key, Kind: ErrNameCollision,
 		Err: fmt.Errorf("no epoch of lock %q is listed and the object s3://%s/%s exists: a store whose listing "+
 			"hides the keys under an object (MinIO) would hide its holder too, so s3lock cannot say it is free", name, c.bucket, key)}
 }

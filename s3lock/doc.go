@@ -70,8 +70,9 @@
 // Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,
 // ErrUnavailable, ErrAccessDenied, ...) and typed errors with the details
 // (HeldError, LeaseLostError, SlotsError, SupersededError, FenceError,
-// NameError, OpError); every error names
-// the bucket and key it concerns. ErrLeaseLost is the one answer to "is this
+// NameError); every error names the bucket and key it concerns, and a failed
+// S3 request still unwraps to the AWS SDK's error (errors.As finds
+// smithy.APIError). ErrLeaseLost is the one answer to "is this
 // lease over?", from every call that can find out; LeaseLostError.Reason says
 // how it ended.
 //

@@ -105,7 +105,7 @@ var (
 	// (an object "deploy" and a lock "deploy/prod"), which stores with a
 	// file-system backend (versitygw's posix, MinIO) refuse. Waiting does
 	// not help: rename the lock or remove the object. The error is an
-	// *OpError, and Acquire's names the colliding key when it can find it.
+	// *opError, and Acquire's names the colliding key when it can find it.
 	ErrNameCollision = errors.New("s3lock: lock name collides with an object")
 
 	// ErrSuperseded means an OrderNewest (newest wins) Acquire gave up its place
@@ -389,11 +389,11 @@ func (e *corruptLeaseError) Error() string {
 // Is makes errors.Is(err, ErrCorruptLease) true.
 func (e *corruptLeaseError) Is(target error) bool { return target == ErrCorruptLease }
 
-// OpError wraps a failed S3 request with the operation, bucket and key, and a
+// opError wraps a failed S3 request with the operation, bucket and key, and a
 // hint for the user. It matches the sentinel of its class (ErrUnavailable,
 // ErrAccessDenied, ErrNoSuchBucket) and unwraps to the SDK's error, so
 // errors.As still finds smithy.APIError.
-type OpError struct {
+type opError struct {
 	Op     string // S3 operation, e.g. "PutObject"
 	Bucket string
 	Key    string
@@ -401,7 +401,7 @@ type OpError struct {
 	Err    error
 }
 
-func (e *OpError) Error() string {
+func (e *opError) Error() string {
 	var b strings.Builder
 	b.WriteString("s3lock: ")
 	b.WriteString(e.Op)
@@ -421,7 +421,7 @@ func (e *OpError) Error() string {
 	return b.String()
 }
 
-func (e *OpError) hint() string {
+func (e *opError) hint() string {
 	switch {
 	case classify(e.Err) == failCredentials:
 		return "the AWS SDK found no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run with a role"
@@ -469,7 +469,7 @@ func unreachable(err error) bool {
 }
 
 // Unwrap returns the class sentinel and the underlying error.
-func (e *OpError) Unwrap() []error {
+func (e *opError) Unwrap() []error {
 	if e.Kind == nil {
 		return []error{e.Err}
 	}

@@ -16,6 +16,17 @@ func SetTimingForTest(tb testing.TB, window time.Duration) {
 	tb.Cleanup(func() { attemptWindow, cleanupAge = oldWindow, oldAge })
 }
 
+// OpError is the error of a failed S3 request, for tests that read the
+// operation, bucket and key it names.
+type OpError = opError
+
+// WithRenewInterval and WithHistory set the renew interval and the history
+// kept per lock, for tests that need short renewals or a short history.
+var (
+	WithRenewInterval = withRenewInterval
+	WithHistory       = withHistory
+)
+
 // MaxListStalls is how many pages in a row that list nothing new a listing
 // goes on from before it fails.
 const MaxListStalls = maxListStalls

@@ -138,7 +138,7 @@ func fencedPut(ctx context.Context, r requester, epoch uint64, in *s3.PutObjectI
 	if lastErr != nil {
 		return nil, lastErr
 	}
-	return nil, &OpError{Op: "FencedPut", Bucket: w.bucket, Key: w.key, Kind: ErrUnavailable,
+	return nil, &opError{Op: "FencedPut", Bucket: w.bucket, Key: w.key, Kind: ErrUnavailable,
 		Err: errors.New("the object kept changing while writing it")}
 }
 

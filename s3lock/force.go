@@ -101,6 +101,6 @@ func (c *Client) forceRelease(ctx context.Context, name string, epoch uint64) er
 			return err
 		}
 	}
-	return &OpError{Op: "ForceRelease", Bucket: c.bucket, Key: key, Kind: ErrUnavailable,
+	return &opError{Op: "ForceRelease", Bucket: c.bucket, Key: key, Kind: ErrUnavailable,
 		Err: errors.New("the epoch object kept changing; try again")}
 }

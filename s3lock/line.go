@@ -160,7 +160,7 @@ func (p *place) join(ctx context.Context) error {
 	case s.verdict == refused:
 		return s.err
 	case s.verdict == other:
-		return &OpError{Op: "Acquire", Bucket: c.bucket, Key: ref.key, Kind: ErrUnavailable,
+		return &opError{Op: "Acquire", Bucket: c.bucket, Key: ref.key, Kind: ErrUnavailable,
 			Err: errors.New("another writer created this waiter's ticket")}
 	}
 	p.forget(ctx, ref.key)

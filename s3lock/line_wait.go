@@ -75,7 +75,7 @@ func (w *waiter) turn(ctx context.Context) (standing, error) {
 		p.forget(ctx, p.ref.key) // if a listing missed it, it must not stay in line
 		p.ref = ticketRef{}
 	}
-	return standing{}, &OpError{Op: "Acquire", Bucket: w.c.bucket, Key: linePrefix(w.name), Kind: ErrUnavailable,
+	return standing{}, &opError{Op: "Acquire", Bucket: w.c.bucket, Key: linePrefix(w.name), Kind: ErrUnavailable,
 		Err: errors.New("the waiter's ticket vanished from the line right after it joined; the store's listing may " +
 			"not show its own writes at once: check it with `s3lock verify`")}
 }

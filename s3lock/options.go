@@ -131,11 +131,12 @@ func validateLeaseDuration(d time.Duration) error {
 	return nil
 }
 
-// WithRenewInterval sets how often a lease renews itself in the background
-// (at least 100ms). The default is a third of the lease duration; New
+// withRenewInterval sets how often a lease renews itself in the background
+// (at least 100ms), for tests. A lease renews every third of its duration,
+// as etcd's session keeps its lease alive at a third of its TTL; New
 // rejects an interval longer than half of it, which would leave no time to
 // retry a failed renewal.
-func WithRenewInterval(d time.Duration) Option {
+func withRenewInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d < minRenewInterval {
 			return invalid("renew interval %s is shorter than %s", d, minRenewInterval)
@@ -182,10 +183,10 @@ func WithExpectedBucketOwner(accountID string) Option {
 	}
 }
 
-// WithHistory sets how many of a lock's most recent epoch objects are kept
-// (default 10, between 1 and 500). Older epochs are
-// deleted by the lock's later holders, a few at a time.
-func WithHistory(epochs int) Option {
+// withHistory sets how many of a lock's most recent epoch objects are kept
+// (default 10, between 1 and 500), for tests. Older epochs are deleted by
+// the lock's later holders, a few at a time.
+func withHistory(epochs int) Option {
 	return func(c *config) error {
 		if epochs < 1 || epochs > maxHistory {
 			return invalid("history %d is outside [1, %d]", epochs, maxHistory)
@@ -345,9 +346,8 @@ func WithMetadata(m map[string]string) AcquireOption {
 }
 
 // WithLeaseFor sets the duration of this one acquisition's lease,
-// overriding the client's WithLeaseDuration (same limits). The renew
-// interval becomes a third of it unless the client's explicit renew
-// interval is at most half of it.
+// overriding the client's WithLeaseDuration (same limits). The lease renews
+// every third of it.
 func WithLeaseFor(d time.Duration) AcquireOption {
 	return func(a *acquireConfig) error {
 		if err := validateLeaseDuration(d); err != nil {

@@ -302,7 +302,7 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	}
 	tr, ok := trustWindow(obs)
 	if !ok {
-		return heldLease{}, &OpError{Op: "GetObject", Bucket: c.bucket, Key: key,
+		return heldLease{}, &opError{Op: "GetObject", Bucket: c.bucket, Key: key,
 			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
 	}
 	if tr.over(c.cfg.clock.Now()) {

@@ -23,7 +23,7 @@ import (
 )
 
 // This file holds the only code that talks to S3: every request goes
-// through request (one per-request timeout, errors classified as *OpError
+// through request (one per-request timeout, errors classified as *opError
 // naming the bucket and key), one function per kind of request.
 
 // observed is an epoch object as read from the store.
@@ -53,7 +53,7 @@ func (o *observed) serverAge() (time.Duration, bool) {
 
 // requester makes the S3 requests of one bucket. Every request of the
 // package goes through request, so each is bounded by the same per-request
-// timeout, noted for CheckStore, and fails with an *OpError that names the
+// timeout, noted for CheckStore, and fails with an *opError that names the
 // operation, bucket and key and matches its class's sentinel.
 type requester struct {
 	api     S3API
@@ -69,8 +69,8 @@ func (c *Client) requester() requester {
 
 // request makes one S3 call: call runs with a context that ends after the
 // request timeout (a timeout that is not ctx's own is marked as such, so it
-// classifies as transient), and its error is wrapped as an *OpError for op
-// and key. Errors that are already s3lock's (*OpError, *corruptLeaseError)
+// classifies as transient), and its error is wrapped as an *opError for op
+// and key. Errors that are already s3lock's (*opError, *corruptLeaseError)
 // are returned as they are.
 func request[T any](ctx context.Context, r requester, op, key string, call func(context.Context) (T, error)) (T, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -100,12 +100,12 @@ func request[T any](ctx context.Context, r requester, op, key string, call func(
 
 // opError wraps an S3 error with its operation, bucket and key.
 func (r requester) opError(op, key string, err error) error {
-	var oe *OpError
+	var oe *opError
 	var ce *corruptLeaseError
 	if errors.As(err, &oe) || errors.As(err, &ce) {
 		return err
 	}
-	return &OpError{Op: op, Bucket: r.bucket, Key: key, Kind: kindOf(classify(err)), Err: err}
+	return &opError{Op: op, Bucket: r.bucket, Key: key, Kind: kindOf(classify(err)), Err: err}
 }
 
 func (c *Client) owner() *string {
@@ -116,7 +116,7 @@ func (c *Client) owner() *string {
 }
 
 // getEpoch reads one epoch object. ifNoneMatch, when set, makes an unchanged
-// object answer failNotModified. Its errors are *OpError or
+// object answer failNotModified. Its errors are *opError or
 // *corruptLeaseError.
 func (c *Client) getEpoch(ctx context.Context, key string, epoch uint64, ifNoneMatch string) (*observed, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}
@@ -344,7 +344,7 @@ func (c *Client) listLine(ctx context.Context, name string) (*lineView, error) {
 	return v, nil
 }
 
-// getTicket reads one ticket of a lock's line. Its errors are *OpError or
+// getTicket reads one ticket of a lock's line. Its errors are *opError or
 // *corruptLeaseError.
 func (c *Client) getTicket(ctx context.Context, key string) (*ticketObs, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key), ExpectedBucketOwner: c.owner()}

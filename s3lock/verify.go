@@ -333,7 +333,7 @@ func (c *Client) checkProtocol(ctx, rctx context.Context) (cond, order Check, ok
 		order.Detail = "a directory bucket: listed in no set order, which s3lock reads whole; every key listed once"
 	}
 	record := func(ch *Check, err error, unsupported error) (stop bool) {
-		var opErr *OpError
+		var opErr *opError
 		switch {
 		case err == nil:
 		case errors.As(err, &opErr) && (opErr.Op == "DeleteObject" || opErr.Op == "DeleteObjects"):
