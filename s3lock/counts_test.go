@@ -341,7 +341,7 @@ func TestRequestCounts_Slots(t *testing.T) {
 			holders := newLockClient(t, ns, "holders", []s3lock.Option{s3lock.WithLeaseDuration(time.Minute)})
 			leases := make([]*s3lock.Lease, n)
 			for i := range leases {
-				l, err := holders.TryAcquire(t.Context(), name, s3lock.Slots(n))
+				l, err := holders.TryAcquire(t.Context(), name, s3lock.WithSlots(n))
 				if err != nil {
 					t.Fatalf("taking slot %d of %d: %v", i+1, n, err)
 				}
@@ -351,7 +351,7 @@ func TestRequestCounts_Slots(t *testing.T) {
 
 			counter, withCounter := counting()
 			cold := newLockClient(t, ns, "cold", nil, withCounter)
-			_, err := cold.TryAcquire(t.Context(), name, s3lock.Slots(n))
+			_, err := cold.TryAcquire(t.Context(), name, s3lock.WithSlots(n))
 			var held *s3lock.HeldError
 			if !errors.As(err, &held) || held.Holder != "holders" {
 				t.Fatalf("TryAcquire of a full lock = %v; want a *HeldError naming a holder", err)
@@ -366,7 +366,7 @@ func TestRequestCounts_Slots(t *testing.T) {
 			}
 			counter.Reset()
 			fresh := newLockClient(t, ns, "fresh", nil, withCounter)
-			l, err := fresh.TryAcquire(t.Context(), name, s3lock.Slots(n))
+			l, err := fresh.TryAcquire(t.Context(), name, s3lock.WithSlots(n))
 			if err != nil {
 				t.Fatalf("TryAcquire with slot %d released = %v; want the slot", n/2+1, err)
 			}
@@ -382,7 +382,7 @@ func TestRequestCounts_Slots(t *testing.T) {
 			waiter := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(poll)}, withCounter)
 			ctx, cancel := context.WithTimeout(t.Context(), window)
 			defer cancel()
-			if _, err := waiter.Acquire(ctx, name, s3lock.Slots(n)); !errors.Is(err, context.DeadlineExceeded) {
+			if _, err := waiter.Acquire(ctx, name, s3lock.WithSlots(n)); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Acquire of a full lock for %s = %v; want it still waiting", window, err)
 			}
 			// One request per poll interval (±20 % jitter), after the

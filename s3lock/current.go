@@ -41,7 +41,7 @@ type State struct {
 	// lock's line, as Current and List count them (Watch leaves it 0); Line
 	// says who they are.
 	Waiters int
-	// Slots is n for a slot lock (Slots(n)), whose newest epoch object is
+	// Slots is n for a slot lock (WithSlots(n)), whose newest epoch object is
 	// its marker: Holders then lists the slots that are held (each State
 	// with its Slot, sorted by slot), Held says whether any is, and
 	// Holder, ExpiresAt and LeaseDuration are empty. 0 for a mutex.

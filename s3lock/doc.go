@@ -53,7 +53,7 @@
 //   - Wait in order: WithOrder(OrderFIFO) serves waiters in the order they
 //     joined the lock's line, across processes and hosts; OrderNewest makes
 //     older waiters give up with ErrSuperseded; Line shows who waits.
-//   - Share a lock: Slots(n) admits n holders at once.
+//   - Share a lock: WithSlots(n) admits n holders at once.
 //   - Hold a lease: Epoch (the fencing token), Done and Err (is it over?),
 //     Release, Renew (with WithoutAutoRenew), Token (what names it).
 //   - Name a lease: a Token. Resume takes it over (Detach hands it on),

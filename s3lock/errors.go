@@ -114,7 +114,7 @@ var (
 	ErrSuperseded = errors.New("s3lock: superseded by a newer waiter")
 
 	// ErrSlotsMismatch means the lock admits another number of holders than
-	// the acquirer asked for (Slots): it is a slot lock and the acquirer
+	// the acquirer asked for (WithSlots): it is a slot lock and the acquirer
 	// asked for a mutex or another n. The error is a *SlotsError. Waiting
 	// does not fix it: every holder of a lock must use the same Slots.
 	ErrSlotsMismatch = errors.New("s3lock: the lock admits another number of holders")
@@ -143,7 +143,7 @@ type HeldError struct {
 	// Epoch are the holder it last saw, which it does not watch (ExpiresIn
 	// is then 0).
 	Ahead int
-	// Slots is n when the lock admits n > 1 holders (Slots) and all its
+	// Slots is n when the lock admits n > 1 holders (WithSlots) and all its
 	// slots are held; Slot is then the slot that the other fields describe:
 	// the one whose lease runs out first.
 	Slots, Slot int
@@ -194,7 +194,7 @@ type SlotsError struct {
 	// Key is the lock's marker: the epoch object that records its slots.
 	Key string
 	// Slots is how many holders the lock admits; Want how many the acquirer
-	// asked for (1: a mutex, no Slots option).
+	// asked for (1: a mutex, no WithSlots option).
 	Slots, Want int
 }
 

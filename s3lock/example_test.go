@@ -195,20 +195,20 @@ func ExampleWithOrder() {
 
 // At most two heavy jobs at once: a lock with two slots. Each holder's epoch
 // is its slot's fencing token.
-func ExampleSlots() {
+func ExampleWithSlots() {
 	api, bucket := exampleBucket()
 	ctx := context.Background()
 	var leases []*s3lock.Lease
 	for _, job := range []string{"job-a", "job-b"} {
 		locks, _ := s3lock.New(api, bucket, s3lock.WithHolder(job))
-		lease, err := locks.TryAcquire(ctx, "jobs/heavy", s3lock.Slots(2))
+		lease, err := locks.TryAcquire(ctx, "jobs/heavy", s3lock.WithSlots(2))
 		if err != nil {
 			log.Fatal(err)
 		}
 		leases = append(leases, lease)
 	}
 	third, _ := s3lock.New(api, bucket, s3lock.WithHolder("job-c"))
-	_, err := third.TryAcquire(ctx, "jobs/heavy", s3lock.Slots(2))
+	_, err := third.TryAcquire(ctx, "jobs/heavy", s3lock.WithSlots(2))
 	var held *s3lock.HeldError
 	if errors.As(err, &held) {
 		fmt.Println("job-c waits: all", held.Slots, "slots are held")

@@ -18,7 +18,7 @@ import (
 // ctx bounds the requests (a GET and a PUT, repeated if the holder renews
 // meanwhile).
 //
-// With t.Slot set it releases that slot's epoch of a slot lock (Slots).
+// With t.Slot set it releases that slot's epoch of a slot lock (WithSlots).
 // Without, the epoch of a slot lock's marker is refused with ErrHeld while
 // any of its slots is held (one LIST and a GET per slot more): releasing it
 // makes the lock free for a mutex or another number of slots (PROTOCOL.md

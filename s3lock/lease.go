@@ -15,7 +15,7 @@ import (
 type Lease struct {
 	c *Client
 	// name is the lock the lease's epochs belong to: the lock, or for a
-	// slot lock (Slots) the slot "<lock>/lock-slots/<slot>"; lock is the
+	// slot lock (WithSlots) the slot "<lock>/lock-slots/<slot>"; lock is the
 	// lock's own name, and slots its number of slots (0 for a mutex).
 	name        string
 	lock        string
@@ -107,7 +107,7 @@ func (c *Client) newLease(h holding, renewInt time.Duration, auto bool, ref slot
 
 // Epoch returns the lease's epoch: the fencing token. Epochs of a lock only
 // grow; pass it to whatever the lock protects (see Client.FencedPut). For a slot
-// lock (Slots) the epoch is its slot's: it grows with every holder of that
+// lock (WithSlots) the epoch is its slot's: it grows with every holder of that
 // slot, and says nothing about the order of holders of other slots.
 func (l *Lease) Epoch() uint64 { return l.epoch }
 
@@ -156,7 +156,7 @@ func (l *Lease) Err() error {
 	return l.ended
 }
 
-// Token names the lease: its bucket, lock, epoch, for a slot lock (Slots)
+// Token names the lease: its bucket, lock, epoch, for a slot lock (WithSlots)
 // its slot and the lock's number of slots, and the Nonce another process
 // needs to take it over with Resume. Token().Key() is its epoch object's
 // key.

@@ -30,7 +30,7 @@ const (
 // that looks like an epoch object ("lock-*.json"), and without the segments
 // "s3lock-probe" (reserved for Verify's probes), "lock-line" (reserved for
 // the waiting line of ordered Acquires) and "lock-slots" (reserved for the
-// slots of a lock acquired with Slots). The error matches ErrInvalidName.
+// slots of a lock acquired with WithSlots). The error matches ErrInvalidName.
 //
 // ValidateName looks at the name only. Whether the store can keep the lock's
 // objects under it is another matter: S3 keeps an object "deploy" and the
@@ -230,7 +230,7 @@ func ticketOwner(key string) (string, bool) {
 }
 
 // slotSegment is the path segment under a lock's epoch prefix that holds the
-// slots of a lock acquired with Slots: slot i is the lock
+// slots of a lock acquired with WithSlots: slot i is the lock
 // "<name>/lock-slots/<i>", with epoch objects of its own. No lock name
 // contains the segment, so no lock's keys share a slot's.
 const slotSegment = keyStem + "slots"

@@ -100,7 +100,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 	}
 	// A slot lock: its marker, a slot's lease, and an operator's release.
 	pool := ns.Name(prefix + "pool")
-	sl, err := c.TryAcquire(t.Context(), pool, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	sl, err := c.TryAcquire(t.Context(), pool, s3lock.WithSlots(2), s3lock.WithoutAutoRenew())
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ type Event struct {
 	Lock   string // the lock's name ("" for requests: see Key)
 	Key    string // the object concerned
 	Epoch  uint64
-	// Slot is the slot of a slot lock's lease (Slots), from 1; 0 for a
+	// Slot is the slot of a slot lock's lease (WithSlots), from 1; 0 for a
 	// mutex's. Epoch is then the slot's.
 	Slot int
 	// Wait is how long an Acquire ran before it acquired or gave up; Try

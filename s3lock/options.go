@@ -309,7 +309,7 @@ type acquireConfig struct {
 	waitSet bool
 	onWait  func(*HeldError)
 	order   Order   // "" or OrderNone: ignore the line
-	slots   int     // 0 or 1: a mutex; n > 1: Slots(n)
+	slots   int     // 0 or 1: a mutex; n > 1: WithSlots(n)
 	slot    slotRef // set when acquiring (or taking over) one slot of a slot lock
 }
 
@@ -422,25 +422,25 @@ func WithOrder(o Order) AcquireOption {
 	}
 }
 
-// MaxSlots is the largest n of Slots(n). A waiter polls the held slots in
+// MaxSlots is the largest n of WithSlots(n). A waiter polls the held slots in
 // turn and Current reads every slot, so n is kept to a size where that stays
 // a handful of requests a second and one Current stays quick.
 const MaxSlots = 64
 
-// Slots makes the lock admit up to n holders at once instead of one: a
+// WithSlots makes the lock admit up to n holders at once instead of one: a
 // semaphore (PROTOCOL.md §14). The lock's newest epoch object then becomes a
 // marker that records n, and each holder holds one of its n slots, a lock of
 // its own with its own epochs: the lease's Epoch is the fencing token of its
 // slot (Token.Slot), growing with every holder of that slot, not across
 // slots. Every holder of the lock must use the same n: an acquirer with
-// another n, or without Slots, gets an *SlotsError (ErrSlotsMismatch) and
-// never a slot. A lock becomes a slot lock when an acquirer with Slots
+// another n, or without WithSlots, gets an *SlotsError (ErrSlotsMismatch) and
+// never a slot. A lock becomes a slot lock when an acquirer with WithSlots
 // finds it free; an operator turns it back (or changes n) by force-releasing
-// the marker's epoch once no slot is held. Slots(1) is the plain mutex.
+// the marker's epoch once no slot is held. WithSlots(1) is the plain mutex.
 // With an order (WithOrder), waiters line up in the lock's one line and the
 // head of the line takes whichever slot frees first. n must be between 1
 // and MaxSlots.
-func Slots(n int) AcquireOption {
+func WithSlots(n int) AcquireOption {
 	return func(a *acquireConfig) error {
 		if n < 1 || n > MaxSlots {
 			return invalid("slots %d is out of range: a lock admits 1 to %d holders", n, MaxSlots)

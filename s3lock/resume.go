@@ -22,7 +22,7 @@ import (
 type Token struct {
 	Bucket string `json:"bucket"`
 	Name   string `json:"name"`
-	// Slot and Slots are set for a lease of a slot lock (Slots): the slot it
+	// Slot and Slots are set for a lease of a slot lock (WithSlots): the slot it
 	// holds, and the lock's number of slots; the epoch is the slot's.
 	Slot  int    `json:"slot,omitempty"`
 	Slots int    `json:"slots,omitempty"`

@@ -101,7 +101,7 @@ func TestSlots_AnOldMarkersSlotsAreRead(t *testing.T) {
 	}
 	var leases []*Lease
 	for range n {
-		l, err := holders.TryAcquire(t.Context(), name, Slots(n))
+		l, err := holders.TryAcquire(t.Context(), name, WithSlots(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestSlots_AnOldMarkersSlotsAreRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter.Reset()
-	_, err = cold.TryAcquire(t.Context(), name, Slots(n))
+	_, err = cold.TryAcquire(t.Context(), name, WithSlots(n))
 	var held *HeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("TryAcquire of a full lock under an old marker = %v; want a *HeldError", err)

@@ -52,7 +52,7 @@ func (r slotRun) run(t *testing.T) slotResult {
 	var inside atomic.Int32
 	var mu sync.Mutex
 	lastEpoch := map[int]uint64{}
-	opts := append([]s3lock.AcquireOption{s3lock.Slots(r.slots)}, r.opts...)
+	opts := append([]s3lock.AcquireOption{s3lock.WithSlots(r.slots)}, r.opts...)
 	var wg sync.WaitGroup
 	for w := range r.workers {
 		var copts []s3test.Option
@@ -200,7 +200,7 @@ func TestSlots_DisagreementIsAnError(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	a := newLockClient(t, ns, "a", nil)
-	l, err := a.TryAcquire(t.Context(), name, s3lock.Slots(3))
+	l, err := a.TryAcquire(t.Context(), name, s3lock.WithSlots(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,9 +214,9 @@ func TestSlots_DisagreementIsAnError(t *testing.T) {
 		try  func() error
 	}{
 		{"TryAcquire without Slots", func() error { _, err := b.TryAcquire(t.Context(), name); return err }},
-		{"TryAcquire with Slots(1)", func() error { _, err := b.TryAcquire(t.Context(), name, s3lock.Slots(1)); return err }},
-		{"TryAcquire with Slots(2)", func() error { _, err := b.TryAcquire(t.Context(), name, s3lock.Slots(2)); return err }},
-		{"Acquire with Slots(5)", func() error { _, err := b.Acquire(ctx, name, s3lock.Slots(5)); return err }},
+		{"TryAcquire with WithSlots(1)", func() error { _, err := b.TryAcquire(t.Context(), name, s3lock.WithSlots(1)); return err }},
+		{"TryAcquire with WithSlots(2)", func() error { _, err := b.TryAcquire(t.Context(), name, s3lock.WithSlots(2)); return err }},
+		{"Acquire with WithSlots(5)", func() error { _, err := b.Acquire(ctx, name, s3lock.WithSlots(5)); return err }},
 		{"Acquire without Slots", func() error { _, err := b.Acquire(ctx, name); return err }},
 		{"Acquire FIFO without Slots", func() error { _, err := b.Acquire(ctx, name, s3lock.WithOrder(s3lock.OrderFIFO)); return err }},
 		{"Adopt of the marker", func() error {
@@ -256,7 +256,7 @@ func TestSlots_RacingAcquirersWithDifferentNAgree(t *testing.T) {
 			n := 2 + w%2
 			c := newLockClient(t, ns, fmt.Sprintf("w%d", w), nil)
 			wg.Go(func() {
-				l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(n))
+				l, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(n))
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -267,7 +267,7 @@ func TestSlots_RacingAcquirersWithDifferentNAgree(t *testing.T) {
 					lost[n]++
 				case errors.Is(err, s3lock.ErrHeld):
 				default:
-					t.Errorf("Slots(%d): %v", n, err)
+					t.Errorf("WithSlots(%d): %v", n, err)
 				}
 			})
 		}
@@ -280,7 +280,7 @@ func TestSlots_RacingAcquirersWithDifferentNAgree(t *testing.T) {
 				t.Errorf("round %d: %d holders of a %d-slot lock", round, k, n)
 			}
 			if lost[n] > 0 {
-				t.Errorf("round %d: Slots(%d) both won and got a mismatch", round, n)
+				t.Errorf("round %d: WithSlots(%d) both won and got a mismatch", round, n)
 			}
 		}
 		if won[2]+won[3] == 0 {
@@ -302,21 +302,21 @@ func TestSlots_MutexHolderIsWaitedForThenTheLockBecomesASlotLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newLockClient(t, ns, "pool", nil)
-	if _, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrHeld) {
-		t.Fatalf("TryAcquire(Slots(2)) of a held mutex: %v; want ErrHeld", err)
+	if _, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2)); !errors.Is(err, s3lock.ErrHeld) {
+		t.Fatalf("TryAcquire(WithSlots(2)) of a held mutex: %v; want ErrHeld", err)
 	}
 	got := make(chan *s3lock.Lease, 1)
 	go func() {
-		l, err := c.Acquire(t.Context(), name, s3lock.Slots(2))
+		l, err := c.Acquire(t.Context(), name, s3lock.WithSlots(2))
 		if err != nil {
-			t.Errorf("Acquire(Slots(2)): %v", err)
+			t.Errorf("Acquire(WithSlots(2)): %v", err)
 		}
 		got <- l
 	}()
 	time.Sleep(300 * time.Millisecond)
 	select {
 	case l := <-got:
-		t.Fatalf("Acquire(Slots(2)) returned (%v) while the mutex's lease was held", l)
+		t.Fatalf("Acquire(WithSlots(2)) returned (%v) while the mutex's lease was held", l)
 	default:
 	}
 	if err := mutex.Release(t.Context()); err != nil {
@@ -359,7 +359,7 @@ func TestSlots_AllHeld(t *testing.T) {
 	seen := map[int]string{}
 	for i := range 3 {
 		holder := fmt.Sprintf("h%d", i)
-		l, err := newLockClient(t, ns, holder, nil).TryAcquire(t.Context(), name, s3lock.Slots(3))
+		l, err := newLockClient(t, ns, holder, nil).TryAcquire(t.Context(), name, s3lock.WithSlots(3))
 		if err != nil {
 			t.Fatalf("holder %d: %v", i, err)
 		}
@@ -370,7 +370,7 @@ func TestSlots_AllHeld(t *testing.T) {
 		seen[l.Token().Slot] = holder
 	}
 	viewer := newLockClient(t, ns, "viewer", nil)
-	_, err := viewer.TryAcquire(t.Context(), name, s3lock.Slots(3))
+	_, err := viewer.TryAcquire(t.Context(), name, s3lock.WithSlots(3))
 	var he *s3lock.HeldError
 	if !errors.As(err, &he) || he.Slots != 3 || he.Slot < 1 || he.Name != name || seen[he.Slot] != he.Holder {
 		t.Fatalf("TryAcquire of a full 3-slot lock: %v; want a *HeldError for one of its slots", err)
@@ -413,7 +413,7 @@ func TestSlots_TokenResumesItsSlot(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	c := newLockClient(t, ns, "a", nil)
-	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestSlots_TokenResumesItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A crashed holder's slot: an operator frees it.
-	l2, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	l2, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestSlots_HeadOfTheLineTakesTheFirstFreeSlot(t *testing.T) {
 		who := fmt.Sprintf("w%d", i)
 		c := newLockClient(t, ns, who, nil)
 		wg.Go(func() {
-			l, err := c.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.WithOrder(s3lock.OrderFIFO))
+			l, err := c.Acquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithOrder(s3lock.OrderFIFO))
 			if err != nil {
 				t.Errorf("%s: %v", who, err)
 				return
@@ -505,17 +505,17 @@ func TestSlots_CrashedHolderLapsesByTheStoresClock(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	opts := []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)}
-	crashed, err := newLockClient(t, ns, "crashed", opts).TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	crashed, err := newLockClient(t, ns, "crashed", opts).TryAcquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
 	crashed.Detach()
-	other, err := newLockClient(t, ns, "other", opts).TryAcquire(t.Context(), name, s3lock.Slots(2))
+	other, err := newLockClient(t, ns, "other", opts).TryAcquire(t.Context(), name, s3lock.WithSlots(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustRelease(t, other)
-	l, err := newLockClient(t, ns, "next", opts).Acquire(t.Context(), name, s3lock.Slots(2))
+	l, err := newLockClient(t, ns, "next", opts).Acquire(t.Context(), name, s3lock.WithSlots(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +534,7 @@ func TestSlots_MarkerIsResetOnlyOnceNoSlotIsHeld(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	c := newLockClient(t, ns, "a", nil)
-	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +570,7 @@ func TestSlots_WatchRefusesASlotLock(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	c := newLockClient(t, ns, "a", nil)
-	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +602,7 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 			mu.Unlock()
 		}
 	}))})
-	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +637,7 @@ func TestSlots_AdoptAndLookupASlotByItsEpoch(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	c := newLockClient(t, ns, "a", nil)
-	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,7 +681,7 @@ func TestSlots_MarkerNeverLapses(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	c := newLockClient(t, ns, "a", nil)
-	l, err := c.TryAcquire(t.Context(), name, s3lock.Slots(2))
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithSlots(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,7 +727,7 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	writer := newLockClient(t, ns, "writer", []s3lock.Option{s3lock.WithRequestTimeout(5 * time.Second)}, slow, s3test.WithoutRetries())
 	done := make(chan error, 1)
 	go func() {
-		l, err := writer.TryAcquire(t.Context(), name, s3lock.Slots(3))
+		l, err := writer.TryAcquire(t.Context(), name, s3lock.WithSlots(3))
 		if l != nil {
 			mustRelease(t, l)
 		}
@@ -743,7 +743,7 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	b := newLockClient(t, ns, "b", nil)
 	var held *s3lock.Lease
 	testkit.Eventually(t, waitLimit, "another acquirer takes a slot under the marker", func() bool {
-		l, err := b.TryAcquire(t.Context(), name, s3lock.Slots(3))
+		l, err := b.TryAcquire(t.Context(), name, s3lock.WithSlots(3))
 		held = l
 		return err == nil
 	})
@@ -761,9 +761,9 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	} else if !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("a mutex TryAcquire: %v; want ErrSlotsMismatch", err)
 	}
-	if l, err := newLockClient(t, ns, "two", nil).TryAcquire(t.Context(), name, s3lock.Slots(2)); err == nil {
+	if l, err := newLockClient(t, ns, "two", nil).TryAcquire(t.Context(), name, s3lock.WithSlots(2)); err == nil {
 		mustRelease(t, l)
-		t.Errorf("a Slots(2) acquirer got slot %d while slot %d of 3 is held", l.Token().Slot, held.Token().Slot)
+		t.Errorf("a WithSlots(2) acquirer got slot %d while slot %d of 3 is held", l.Token().Slot, held.Token().Slot)
 	}
 }
 
@@ -774,7 +774,7 @@ func TestSlots_HiddenListingIsDetected(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("hidden/pool")
-	l, err := newLockClient(t, ns, "holder", nil).TryAcquire(t.Context(), name, s3lock.Slots(2))
+	l, err := newLockClient(t, ns, "holder", nil).TryAcquire(t.Context(), name, s3lock.WithSlots(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -783,13 +783,13 @@ func TestSlots_HiddenListingIsDetected(t *testing.T) {
 	}
 	counter, withCounter := counting()
 	blind := newLockClient(t, ns, "blind", nil, withCounter, hidingListings(ns.Name("hidden/")))
-	if _, err := blind.TryAcquire(t.Context(), name, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrNameCollision) {
-		t.Errorf("TryAcquire(Slots(2)) of a lock whose listing is hidden: %v; want ErrNameCollision", err)
+	if _, err := blind.TryAcquire(t.Context(), name, s3lock.WithSlots(2)); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("TryAcquire(WithSlots(2)) of a lock whose listing is hidden: %v; want ErrNameCollision", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if _, err := blind.Acquire(ctx, name, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrNameCollision) || ctx.Err() != nil {
-		t.Errorf("Acquire(Slots(2)) of a lock whose listing is hidden: %v; want ErrNameCollision at once", err)
+	if _, err := blind.Acquire(ctx, name, s3lock.WithSlots(2)); !errors.Is(err, s3lock.ErrNameCollision) || ctx.Err() != nil {
+		t.Errorf("Acquire(WithSlots(2)) of a lock whose listing is hidden: %v; want ErrNameCollision at once", err)
 	}
 	if n := counter.Total(); n > 20 {
 		t.Errorf("%d requests (%s); want a few", n, counter)
@@ -805,8 +805,8 @@ func TestSlots_HiddenListingIsDetected(t *testing.T) {
 	// released) and tells every later acquirer the same.
 	fresh := ns.Name("fresh-pool")
 	onlyEpochs := newLockClient(t, ns, "blind", nil, hidingListingsOf(func(p string) bool { return p == fresh+"/lock-" }))
-	if l, err := onlyEpochs.TryAcquire(t.Context(), fresh, s3lock.Slots(2)); !errors.Is(err, s3lock.ErrNameCollision) {
-		t.Errorf("TryAcquire(Slots(2)) of a never-held lock whose epochs the listing hides: %v; want ErrNameCollision", err)
+	if l, err := onlyEpochs.TryAcquire(t.Context(), fresh, s3lock.WithSlots(2)); !errors.Is(err, s3lock.ErrNameCollision) {
+		t.Errorf("TryAcquire(WithSlots(2)) of a never-held lock whose epochs the listing hides: %v; want ErrNameCollision", err)
 		if l != nil {
 			mustRelease(t, l)
 		}
@@ -828,7 +828,7 @@ func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
 	slowPoll := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithPollInterval(5 * time.Second)})
 	served := make(chan error, 1)
 	go func() {
-		l, err := slowPoll.Acquire(t.Context(), name, s3lock.Slots(2), s3lock.WithOrder(s3lock.OrderFIFO))
+		l, err := slowPoll.Acquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithOrder(s3lock.OrderFIFO))
 		if err == nil {
 			err = l.Release(t.Context())
 		}
@@ -842,7 +842,7 @@ func TestSlots_OrderedAttemptLeavesAFreeSlotToTheLine(t *testing.T) {
 	if err := held[0].Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	l, err := viewer.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithOrder(s3lock.OrderFIFO))
+	l, err := viewer.TryAcquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithOrder(s3lock.OrderFIFO))
 	if err == nil {
 		_ = l.Release(t.Context()) // so the waiter is served anyway
 	}
@@ -861,7 +861,7 @@ func holdEverySlot(t *testing.T, ns *s3test.Namespace, name string, n int) []*s3
 	t.Helper()
 	var held []*s3lock.Lease
 	for i := range n {
-		l, err := newLockClient(t, ns, fmt.Sprintf("h%d", i), nil).TryAcquire(t.Context(), name, s3lock.Slots(n))
+		l, err := newLockClient(t, ns, fmt.Sprintf("h%d", i), nil).TryAcquire(t.Context(), name, s3lock.WithSlots(n))
 		if err != nil {
 			t.Fatal(err)
 		}

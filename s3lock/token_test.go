@@ -90,11 +90,11 @@ func TestToken_NamesASlotLeaseForEveryVerb(t *testing.T) {
 	counter, withCounter := counting()
 	holder := newLockClient(t, ns, "holder", nil)
 	operator := newLockClient(t, ns, "operator", nil, withCounter)
-	first, err := holder.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	first, err := holder.TryAcquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := holder.TryAcquire(t.Context(), name, s3lock.Slots(2), s3lock.WithoutAutoRenew())
+	second, err := holder.TryAcquire(t.Context(), name, s3lock.WithSlots(2), s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}

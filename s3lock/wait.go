@@ -254,7 +254,7 @@ type waiter struct {
 	seenEtag string
 	seenAt   time.Time
 	hints    hints
-	// slots is set for a slot lock (Slots(n), n > 1).
+	// slots is set for a slot lock (WithSlots(n), n > 1).
 	slots *slotSet
 }
 

@@ -90,7 +90,7 @@ func (w *watcher) run(ctx context.Context) {
 	}
 }
 
-// slotLock refuses a slot lock (Slots), whose newest epoch object is a
+// slotLock refuses a slot lock (WithSlots), whose newest epoch object is a
 // marker: before any state of it is yielded.
 func (w *watcher) slotLock() error {
 	if w.cur == nil || !w.cur.body.marker() {

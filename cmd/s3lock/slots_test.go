@@ -100,7 +100,7 @@ func readSlotLog(t *testing.T, log string) []slotEntry {
 
 // TestSlots_TwelveWorkersShareThreeSlots is the acceptance test of slot
 // locks in the CLI: 12 workers — 6 of them separate `s3lock run --slots 3`
-// processes, 6 goroutines of this test using the SDK with Slots(3) — each do
+// processes, 6 goroutines of this test using the SDK with WithSlots(3) — each do
 // work under one 3-slot lock, several rounds: never more than 3 inside at
 // once (counted by the workers' marker files), the slots used together,
 // every worker served every round, and each slot's fencing tokens strictly
@@ -140,7 +140,7 @@ func TestSlots_TwelveWorkersShareThreeSlots(t *testing.T) {
 		wg.Go(func() {
 			for round := range rounds {
 				// FIFO, as s3lock run waits by default: one line for all.
-				l, err := sdk.Acquire(ctx, name, s3lock.Slots(slots), s3lock.WithOrder(s3lock.OrderFIFO))
+				l, err := sdk.Acquire(ctx, name, s3lock.WithSlots(slots), s3lock.WithOrder(s3lock.OrderFIFO))
 				if err != nil {
 					t.Errorf("%s round %d: Acquire: %v", who, round, err)
 					return
@@ -207,9 +207,9 @@ func (c *cli) slotLease(name, holder string, slots int, opts ...s3lock.AcquireOp
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	l, err := sdk.TryAcquire(c.t.Context(), name, append([]s3lock.AcquireOption{s3lock.Slots(slots)}, opts...)...)
+	l, err := sdk.TryAcquire(c.t.Context(), name, append([]s3lock.AcquireOption{s3lock.WithSlots(slots)}, opts...)...)
 	if err != nil {
-		c.t.Fatalf("%s: TryAcquire(Slots(%d)): %v", holder, slots, err)
+		c.t.Fatalf("%s: TryAcquire(WithSlots(%d)): %v", holder, slots, err)
 	}
 	c.t.Cleanup(func() { _ = l.Release(context.Background()) })
 	return l

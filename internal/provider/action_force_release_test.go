@@ -122,8 +122,8 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 	e := newAccEnv(t)
 	requireCLI(t, tfharness.Actions)
 	name := e.name("jobs/heavy")
-	kept := e.hold(t, "job-a", name, time.Hour, s3lock.Slots(2))
-	stuck := e.hold(t, "job-b", name, time.Hour, s3lock.Slots(2))
+	kept := e.hold(t, "job-a", name, time.Hour, s3lock.WithSlots(2))
+	stuck := e.hold(t, "job-b", name, time.Hour, s3lock.WithSlots(2))
 	config := strings.Replace(forceReleaseConfig("slot", e.bucket, name, fmt.Sprint(stuck.Epoch())),
 		"  }\n}", fmt.Sprintf("    slot   = %d\n  }\n}", stuck.Token().Slot), 1) +
 		forceReleaseConfig("marker", e.bucket, name, "1")
@@ -147,7 +147,7 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 		t.Errorf("after the action, the slots are held by %+v; want job-a's only", st.Holders)
 	}
 	// The freed slot takes a new holder at once.
-	if l := e.hold(t, "job-c", name, time.Hour, s3lock.Slots(2)); l.Token().Slot != stuck.Token().Slot {
+	if l := e.hold(t, "job-c", name, time.Hour, s3lock.WithSlots(2)); l.Token().Slot != stuck.Token().Slot {
 		t.Errorf("job-c got slot %d, want the freed slot %d", l.Token().Slot, stuck.Token().Slot)
 	}
 

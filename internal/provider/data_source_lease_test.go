@@ -216,10 +216,10 @@ func TestAccLeaseDataSource_SlotHolders(t *testing.T) {
 	e := newAccEnv(t)
 	prefix := e.name("pool/")
 	runners, mutex, free := prefix+"runners", prefix+"mutex", prefix+"runners-free"
-	e.hold(t, "runner-a", runners, time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"job": "build"}))
-	e.hold(t, "runner-b", runners, 30*time.Minute, s3lock.Slots(3))
+	e.hold(t, "runner-a", runners, time.Hour, s3lock.WithSlots(3), s3lock.WithMetadata(map[string]string{"job": "build"}))
+	e.hold(t, "runner-b", runners, 30*time.Minute, s3lock.WithSlots(3))
 	e.hold(t, "deployer", mutex, time.Hour)
-	if err := e.hold(t, "runner-c", free, time.Hour, s3lock.Slots(2)).Release(t.Context()); err != nil {
+	if err := e.hold(t, "runner-c", free, time.Hour, s3lock.WithSlots(2)).Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	config := e.providerConfig(nil) + fmt.Sprintf(`

@@ -341,7 +341,7 @@ func (set openSettings) applied(cfg leaseEphemeralModelV0) leaseEphemeralModelV0
 // The order matters only where the run queues: when it acquires the lock
 // (a whole run's later phases find the lease held by the run's guard).
 func (set openSettings) acquireOptions() []s3lock.AcquireOption {
-	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order), s3lock.Slots(set.slots)}
+	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order), s3lock.WithSlots(set.slots)}
 	if set.meta != nil {
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}

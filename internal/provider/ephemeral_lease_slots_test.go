@@ -30,7 +30,7 @@ import (
 func TestAccLeaseEphemeral_Slots(t *testing.T) {
 	e := newAccEnv(t)
 	name := e.name("ci/runners")
-	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))
+	other := e.hold(t, "other-team", name, time.Hour, s3lock.WithSlots(2))
 	free := 3 - other.Token().Slot
 	var second *s3lock.Lease
 	config := func(extra ...string) string {
@@ -82,7 +82,7 @@ resource "echo" "lease" {}
 					`asks for a mutex \(slots = 1, the default\)`),
 			},
 			{
-				PreConfig: func() { second = e.hold(t, "other-team-2", name, time.Hour, s3lock.Slots(2)) },
+				PreConfig: func() { second = e.hold(t, "other-team-2", name, time.Hour, s3lock.WithSlots(2)) },
 				Config:    config("slots = 2", `wait_timeout = "2s"`),
 				PlanOnly:  true,
 				ExpectError: matchError("Could not acquire lock", fmt.Sprintf(`all 2 slots of lock %q`, name),
@@ -165,7 +165,7 @@ func TestAccLeaseEphemeral_SlotsForTheWholeRun(t *testing.T) {
 		t.Skip("S3LOCK_RUN_GUARD=off: whole-run leases fail (TestAccMain_WholeRunUnavailable)")
 	}
 	name := e.name("ci/runners")
-	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))
+	other := e.hold(t, "other-team", name, time.Hour, s3lock.WithSlots(2))
 	free := 3 - other.Token().Slot
 	h, dir := cliWorkdir(t, e, seenConfig(e.bucket, name, "slots = 2", `lease_duration = "6s"`))
 	out, err := h.Run(t.Context(), dir, "apply", "-auto-approve", "-input=false", "-no-color")
@@ -253,7 +253,7 @@ func TestAccLeaseEphemeral_UnderS3lockRunSlots(t *testing.T) {
 	e := newAccEnv(t)
 	requireCLI(t, ephemeralFeature)
 	name, mutex := e.name("ci/runners"), e.name("deploy/prod")
-	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(3))
+	other := e.hold(t, "other-team", name, time.Hour, s3lock.WithSlots(3))
 	h, dir := cliWorkdir(t, e, "")
 	run := s3lockRun(t, e, h)
 	apply := func(t *testing.T, config string, runArgs ...string) (string, error) {

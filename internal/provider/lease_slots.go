@@ -17,7 +17,7 @@ import (
 // one of its n slots, whose epoch is that slot's fencing token.
 
 // defaultSlots is the slots of a lease that does not set it: a mutex
-// (s3lock.Slots(1) is the plain mutex), as every lock was before slots.
+// (s3lock.WithSlots(1) is the plain mutex), as every lock was before slots.
 const defaultSlots = 1
 
 // slotsDescription is the MarkdownDescription of the slots argument; wait

@@ -77,8 +77,8 @@ func TestAccLeaseList_Query(t *testing.T) {
 	prod, stage, released, lapsed := prefix+"prod", prefix+"stage", prefix+"old", prefix+"lapsed"
 	runners := prefix + "runners"
 	e.hold(t, "pipeline-1", prod, 2*time.Hour, s3lock.WithMetadata(map[string]string{"run": "42"}))
-	slotA := e.hold(t, "runner-a", runners, time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"job": "7"}))
-	slotB := e.hold(t, "runner-b", runners, time.Hour, s3lock.Slots(3))
+	slotA := e.hold(t, "runner-a", runners, time.Hour, s3lock.WithSlots(3), s3lock.WithMetadata(map[string]string{"job": "7"}))
+	slotB := e.hold(t, "runner-b", runners, time.Hour, s3lock.WithSlots(3))
 	// stage is at epoch 2.
 	if err := e.hold(t, "pipeline-0", stage, time.Hour).Release(t.Context()); err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 	// Two of the three slots of a pool of runners, by their lease keys.
 	runners := prefix + "runners"
 	for _, who := range []string{"runner-a", "runner-b"} {
-		l := e.hold(t, who, runners, time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"runner": who}))
+		l := e.hold(t, who, runners, time.Hour, s3lock.WithSlots(3), s3lock.WithMetadata(map[string]string{"runner": who}))
 		leases[l.Token().Key()] = l
 	}
 	h, dir := cliWorkdir(t, e, "", tfharness.ListResources)
@@ -437,7 +437,7 @@ func TestLeaseList_HeldLeasesUpToLimit(t *testing.T) {
 	}
 	var slots []int
 	for range 2 {
-		l, err := sdk.TryAcquire(t.Context(), ns.Name("d-slots"), s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.Slots(3))
+		l, err := sdk.TryAcquire(t.Context(), ns.Name("d-slots"), s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.WithSlots(3))
 		if err != nil {
 			t.Fatal(err)
 		}

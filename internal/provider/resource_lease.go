@@ -303,7 +303,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(dur), s3lock.WithOrder(order),
-		s3lock.Slots(slotsOf(plan.Slots))}
+		s3lock.WithSlots(slotsOf(plan.Slots))}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}

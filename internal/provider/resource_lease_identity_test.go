@@ -83,7 +83,7 @@ func TestAccLeaseResource_IdentitySlot(t *testing.T) {
 	requireCLI(t, tfharness.ResourceIdentity)
 	name := e.name("identity/runners")
 	// Someone holds a slot already: the resource's slot is another one.
-	other := e.hold(t, "other-team", name, time.Hour, s3lock.Slots(2))
+	other := e.hold(t, "other-team", name, time.Hour, s3lock.WithSlots(2))
 	slot := int64(3 - other.Token().Slot)
 	addr := "s3lock_lease.test"
 	cfg := func(extra ...string) string {
@@ -143,7 +143,7 @@ func TestAccLeaseResource_ImportByIdentityRefused(t *testing.T) {
 	}
 	e.hold(t, "current", name, time.Hour)
 	slots := e.name("identity/slots")
-	e.hold(t, "runner", slots, time.Hour, s3lock.Slots(2))
+	e.hold(t, "runner", slots, time.Hour, s3lock.WithSlots(2))
 	cases := []struct {
 		name     string
 		identity string

@@ -82,8 +82,8 @@ func TestLeaseID_SlotIsTheKeyPath(t *testing.T) {
 func TestAccLeaseResource_ImportSlotLease(t *testing.T) {
 	e := newAccEnv(t)
 	name := e.name("ci/runners")
-	kept := e.hold(t, "pipeline-step-0", name, time.Hour, s3lock.Slots(3))
-	l := e.hold(t, "pipeline-step-1", name, 2*time.Hour, s3lock.Slots(3), s3lock.WithMetadata(map[string]string{"run": "42"}))
+	kept := e.hold(t, "pipeline-step-0", name, time.Hour, s3lock.WithSlots(3))
+	l := e.hold(t, "pipeline-step-1", name, 2*time.Hour, s3lock.WithSlots(3), s3lock.WithMetadata(map[string]string{"run": "42"}))
 	l.Detach()
 	cfg := e.providerConfig(nil) + leaseConfig(e.bucket, name, "slots = 3", `lease_duration = "2h"`, `metadata = { run = "42" }`)
 	addr := "s3lock_lease.test"
@@ -159,11 +159,11 @@ func checkSlotLeasesHeldBy(t *testing.T, e *accEnv, name, addr, holder string) t
 func TestAccLeaseResource_ImportSlotRefused(t *testing.T) {
 	e := newAccEnv(t)
 	slots, mutex := e.name("ci/runners"), e.name("deploy/prod")
-	first := e.hold(t, "pipeline-1", slots, time.Hour, s3lock.Slots(3))
+	first := e.hold(t, "pipeline-1", slots, time.Hour, s3lock.WithSlots(3))
 	if err := first.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	held := e.hold(t, "pipeline-2", slots, time.Hour, s3lock.Slots(3))
+	held := e.hold(t, "pipeline-2", slots, time.Hour, s3lock.WithSlots(3))
 	e.hold(t, "deployer", mutex, time.Hour)
 	holders := fmt.Sprintf("The lock admits 3 holders; 1 of its slots is held now: slot %d by \"pipeline-2\" at epoch %d",
 		held.Token().Slot, held.Epoch())

@@ -121,7 +121,7 @@ func TestAccLeaseResource_Slots(t *testing.T) {
 			{
 				// Someone else takes the last slot: a third lease waits for
 				// one, in vain.
-				PreConfig: func() { other = e.hold(t, "other-team", name, time.Hour, s3lock.Slots(3)) },
+				PreConfig: func() { other = e.hold(t, "other-team", name, time.Hour, s3lock.WithSlots(3)) },
 				Config:    two + namedLeaseConfig("c", e.bucket, name, "slots = 3", `timeouts { create = "3s" }`),
 				ExpectError: matchError("Could not acquire lock", fmt.Sprintf(`Lock %q in bucket %q`, name, e.bucket),
 					fmt.Sprintf(`all 3 slots of lock %q`, name), "are held", "All 3 slots of the lock are held by others"),
@@ -228,10 +228,10 @@ func TestLeaseResource_StateFromBeforeSlots(t *testing.T) {
 func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 	r, c, bucket, _ := newDirectLeaseResource(t)
 	name := "pool/runners"
-	if _, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.Slots(3)); err != nil {
+	if _, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.WithSlots(3)); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.Slots(3))
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.WithSlots(3))
 	if err != nil {
 		t.Fatal(err)
 	}

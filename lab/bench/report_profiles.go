@@ -144,8 +144,8 @@ func sideBySideRows(cfg config) []sideRow {
 				return fmt.Sprintf("never (the waiter gave up %s after)", seconds(h.gaveUpAfter))
 			})
 		}},
-		{fmt.Sprintf("s3lock: `Slots(%d)` TryAcquire of a free slot, p50 / p99, requests", cfg.slots), func(pr *profileResult) string { return slotCell(pr.slots.free) }},
-		{fmt.Sprintf("s3lock: `Slots(%d)` TryAcquire of a full lock, p50 / p99, requests", cfg.slots), func(pr *profileResult) string { return slotCell(pr.slots.full) }},
+		{fmt.Sprintf("s3lock: `WithSlots(%d)` TryAcquire of a free slot, p50 / p99, requests", cfg.slots), func(pr *profileResult) string { return slotCell(pr.slots.free) }},
+		{fmt.Sprintf("s3lock: `WithSlots(%d)` TryAcquire of a full lock, p50 / p99, requests", cfg.slots), func(pr *profileResult) string { return slotCell(pr.slots.full) }},
 	}
 }
 
@@ -300,7 +300,7 @@ func writeTakeovers(d *doc, cfg config, res *results) {
 }
 
 func writeSlots(d *doc, cfg config, res *results) {
-	d.p("### Slot acquisition (`s3lock.Slots(%d)`)", cfg.slots)
+	d.p("### Slot acquisition (`s3lock.WithSlots(%d)`)", cfg.slots)
 	d.p("One lock of %d slots, each holder its own client, all through one tap, one call at a time: %d TryAcquires "+
 		"fill it (the first finds no slot held, the last finds %d held), then %d TryAcquires find it full (each returns "+
 		"`ErrHeld`), then every slot is released; %s (`-slot-rounds`). A first acquisition and release, not counted, "+

@@ -112,7 +112,7 @@ func slotRound(ctx context.Context, t *tap, clients []*s3lock.Client, name strin
 func trySlot(ctx context.Context, t *tap, c *s3lock.Client, name string, n, held int) (slotTry, *s3lock.Lease, error) {
 	t.rec.reset()
 	start := time.Now()
-	lease, err := c.TryAcquire(ctx, name, s3lock.Slots(n), s3lock.WithoutAutoRenew())
+	lease, err := c.TryAcquire(ctx, name, s3lock.WithSlots(n), s3lock.WithoutAutoRenew())
 	try := slotTry{took: time.Since(start), held: held}
 	try.requests = len(filter(t.rec.take(), func(e event) bool { return e.op != "DeleteObjects" }))
 	return try, lease, err
