@@ -417,11 +417,11 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 	// trusted once the store answers again.
 	bo := newBackoff(writeRetryBase, max(writeRetryMin, min(writeRetryMax, l.renewInt/writeRetryDivisor)))
 	for {
-		w := condWrite{key: l.key, etag: etag, body: body, nonce: l.nonce, write: next.Write, earlier: l.unsettled, until: until}
+		// earlier is a copy of l.unsettled: add runs only as write
+		// returns, never while a settle may read it.
+		w := condWrite{key: l.key, etag: etag, body: body, nonce: l.nonce, write: next.Write, earlier: l.unsettled, until: until,
+			answered: l.failed} // the store's answer, kept before a read-back that may outlive ctx
 		s := settle(ctx, l.c, w, l.c.epochReader(l.epoch))
-		if s.err != nil && ctx.Err() == nil {
-			l.failed(s.err) // not our own deadline: the store's answer
-		}
 		switch s.verdict {
 		case landed:
 			return s.etag, sent, nil

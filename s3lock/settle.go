@@ -27,6 +27,10 @@ type condWrite struct {
 	// until bounds the read-back besides the request timeout (zero: no
 	// bound): past it, the outcome no longer decides anything.
 	until time.Time
+	// answered, if set, is told the write's error as soon as the store
+	// answered (or failed to) while ctx was live, before any read-back: a
+	// lease keeps it as the cause should its deadline pass meanwhile.
+	answered func(error)
 }
 
 // stamped is an object as a read-back found it: an epoch object or a
@@ -86,6 +90,9 @@ func settle[O stamped](ctx context.Context, c *Client, w condWrite, read func(co
 		return settled[O]{verdict: landed, etag: etag}
 	}
 	s := settled[O]{err: err}
+	if w.answered != nil && ctx.Err() == nil {
+		w.answered(err)
+	}
 	switch f := classify(err); {
 	case f == failNotFound && w.etag != "":
 		s.verdict = absent
