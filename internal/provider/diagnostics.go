@@ -116,16 +116,33 @@ func notAcquired(l leaseRef, err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic(acquireFailed, lockErrorDetail(l, err))
 }
 
+// notRead, notRenewed and notReleased work on a lease's token (a Resume or
+// Lookup of it): a token whose epoch turns out to be a slot lock's marker
+// is a *s3lock.SlotsError, with a diagnostic of its own (slotsMismatch), as
+// an acquisition's is.
 func notRead(l leaseRef, err error) diag.Diagnostic {
-	return diag.NewErrorDiagnostic(readFailed, lockErrorDetail(l, err))
+	return tokenOpFailed(readFailed, l, err)
 }
 
 func notRenewed(l leaseRef, err error) diag.Diagnostic {
-	return diag.NewErrorDiagnostic(renewFailed, lockErrorDetail(l, err))
+	return tokenOpFailed(renewFailed, l, err)
 }
 
 func notReleased(l leaseRef, err error) diag.Diagnostic {
-	return diag.NewErrorDiagnostic(releaseFailed, lockErrorDetail(l, err))
+	return tokenOpFailed(releaseFailed, l, err)
+}
+
+func tokenOpFailed(summary string, l leaseRef, err error) diag.Diagnostic {
+	var mismatch *s3lock.SlotsError
+	if errors.As(err, &mismatch) {
+		return markerSays(l, mismatch)
+	}
+	return diag.NewErrorDiagnostic(summary, lockErrorDetail(l, err))
+}
+
+// markerSays is slotsMismatch as a slot lock's marker records it.
+func markerSays(l leaseRef, m *s3lock.SlotsError) diag.Diagnostic {
+	return slotsMismatch(l, m.Slots, m.Want, fmt.Sprintf("Its marker, s3://%s/%s, records that.", m.Bucket, m.Key))
 }
 
 func lockNotRead(l leaseRef, err error) diag.Diagnostic {
@@ -148,8 +165,7 @@ func acquisitionFailed(l leaseRef, err error, waitAttr string) diag.Diagnostic {
 	case errors.As(err, &held):
 		return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(held.Slots, waitAttr)))
 	case errors.As(err, &mismatch):
-		return slotsMismatch(l, mismatch.Slots, mismatch.Want,
-			fmt.Sprintf("Its marker, s3://%s/%s, records that.", mismatch.Bucket, mismatch.Key))
+		return markerSays(l, mismatch)
 	case errors.Is(err, s3lock.ErrLeaseLost):
 		return leaseLost(diag.SeverityError, l, err, "", "")
 	}

@@ -110,3 +110,21 @@ func TestAcquisitionFailed(t *testing.T) {
 		t.Errorf("hintFor a held lock: %q", h)
 	}
 }
+
+// TestTokenOpFailed_SlotsMismatch: a token whose epoch turns out to be a
+// slot lock's marker (Resume's *s3lock.SlotsError) gets "Lock admits
+// another number of holders" from a refresh, a renewal and a release, as an
+// acquisition does; the reshaping of the diagnostics (issue 37) gave those
+// the generic text for a while.
+func TestTokenOpFailed_SlotsMismatch(t *testing.T) {
+	l := leaseRef{bucket: "b", name: "deploy/prod", epoch: 3}
+	err := fmt.Errorf("resuming: %w", &s3lock.SlotsError{Bucket: "b", Name: "deploy/prod", Key: "deploy/prod/lock-0000000003.json", Slots: 3, Want: 1})
+	for name, d := range map[string]diag.Diagnostic{"read": notRead(l, err), "renew": notRenewed(l, err), "release": notReleased(l, err)} {
+		if d.Summary() != "Lock admits another number of holders" || !strings.Contains(d.Detail(), "Its marker, s3://b/deploy/prod/lock-0000000003.json, records that.") {
+			t.Errorf("%s: %q\n%s", name, d.Summary(), d.Detail())
+		}
+	}
+	if d := notRenewed(l, fmt.Errorf("x: %w", s3lock.ErrUnavailable)); d.Summary() != "Could not renew lease" {
+		t.Errorf("renew, store unavailable: %q", d.Summary())
+	}
+}
