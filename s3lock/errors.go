@@ -199,9 +199,9 @@ type SlotsError struct {
 }
 
 func (e *SlotsError) Error() string {
-	asked := fmt.Sprintf("Slots(%d)", e.Want)
+	asked := fmt.Sprintf("WithSlots(%d)", e.Want)
 	if e.Want <= 1 {
-		asked = "a mutex (no Slots)"
+		asked = "a mutex (no WithSlots)"
 	}
 	return fmt.Sprintf("s3lock: lock %q in bucket %s admits %d holders (its marker %s says so), but this acquirer asked "+
 		"for %s; every holder of a lock must ask for the same number of slots: use %d, or another lock name "+

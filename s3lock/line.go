@@ -214,9 +214,12 @@ func (p *place) beat(ctx context.Context) error {
 		// An earlier heartbeat that did not seem to land did, since: the
 		// ticket is still ours. Count it, and write again soon.
 		b, sent = *s.found.body, p.unsettled[s.found.body.Write]
-	case unchanged, unknown, refused:
+	case unchanged, unknown:
 		p.unsettled.add(b.Write, sent) // it may still land
 		p.nextBeat = now.Add(ticketRenewEvery / renewRetryDivisor)
+		return nil
+	case refused:
+		p.nextBeat = now.Add(ticketRenewEvery / renewRetryDivisor) // it cannot land: only try again soon
 		return nil
 	default:
 		return errLostPlace // deleted as lapsed, or rewritten
