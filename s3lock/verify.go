@@ -267,6 +267,10 @@ type Report struct {
 	Checks      []Check
 	// OK is set when every check ran and passed.
 	OK bool
+	// NoSuchBucket is set when the bucket does not exist: no check could
+	// run, whatever their statuses say (the first failed, the others were
+	// not checked or failed the same way).
+	NoSuchBucket bool
 }
 
 // The permission checks of a Report, in order: each S3 operation the
@@ -319,6 +323,7 @@ func (c *Client) CheckStore(ctx context.Context) (Report, error) {
 	rep.OK = true
 	for _, ch := range rep.Checks {
 		rep.OK = rep.OK && ch.Status == CheckOK
+		rep.NoSuchBucket = rep.NoSuchBucket || errors.Is(ch.Err, ErrNoSuchBucket)
 	}
 	return rep, nil
 }

@@ -195,3 +195,26 @@ func TestVerify_ProbesUnderAnObjectAreANameCollision(t *testing.T) {
 		t.Errorf("Verify with probes under an object = %v; want ErrNameCollision alone", err)
 	}
 }
+
+// TestCheckStore_MissingBucketSaysSo: against a bucket that does not exist
+// the report says so (NoSuchBucket), so that no face counts the checks that
+// never ran as failures ("6 of 6 checks did not pass", issue 36); a bucket
+// that exists does not set it.
+func TestCheckStore_MissingBucketSaysSo(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	absent := "no-such-bucket-" + s3test.RandomHex(4)
+	if ns.Target.Directory {
+		absent += s3test.DirectoryBucketSuffix
+	}
+	for bucket, want := range map[string]bool{absent: true, ns.Bucket: false} {
+		c, err := s3lock.New(ns.Client, bucket, s3lock.WithProbePrefix(ns.Prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := c.CheckStore(t.Context())
+		if err != nil || rep.NoSuchBucket != want || (want && rep.OK) {
+			t.Errorf("CheckStore of %s = %+v, %v; want NoSuchBucket %v", bucket, rep, err, want)
+		}
+	}
+}

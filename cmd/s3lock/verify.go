@@ -119,11 +119,12 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 // running, is said as such.
 func verifyFailure(bucket string, rep s3lock.Report) error {
 	var failed, unchecked []string
+	if rep.NoSuchBucket {
+		return fmt.Errorf("the bucket %s does not exist (NoSuchBucket), so no check could run: create it or correct its name", bucket)
+	}
 	for _, c := range rep.Checks {
 		switch {
 		case c.Status == s3lock.CheckOK:
-		case errors.Is(c.Err, s3lock.ErrNoSuchBucket):
-			return fmt.Errorf("the bucket %s does not exist (NoSuchBucket), so no check could run: create it or correct its name", bucket)
 		case c.Status == s3lock.CheckNotChecked:
 			unchecked = append(unchecked, c.Name)
 		case c.Status != s3lock.CheckFailed:

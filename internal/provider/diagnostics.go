@@ -464,11 +464,20 @@ func forceReleaseFailed(l leaseRef, err error, current string) diag.Diagnostic {
 
 // storeCheckFailed is an s3lock_verify action whose checks did not all pass.
 func storeCheckFailed(rep s3lock.Report) diag.Diagnostic {
+	if rep.NoSuchBucket {
+		return diag.NewErrorDiagnostic("Store check failed", fmt.Sprintf("Bucket %q does not exist (NoSuchBucket), so "+
+			"no check could run: create it or correct the bucket's name.", rep.Bucket))
+	}
 	var b strings.Builder
 	failed, denied := 0, false
-	var hints []string
+	var hints, unchecked []string
 	for _, c := range rep.Checks {
-		if c.Status == s3lock.CheckOK {
+		switch c.Status {
+		case s3lock.CheckOK:
+			continue
+		case s3lock.CheckNotChecked:
+			// Not a failure of its own: an earlier one kept it from running.
+			unchecked = append(unchecked, c.Name)
 			continue
 		}
 		failed++
@@ -480,6 +489,9 @@ func storeCheckFailed(rep s3lock.Report) diag.Diagnostic {
 	}
 	detail := fmt.Sprintf("Bucket %q (probes under s3://%s/%s): %d of %d checks did not pass:%s",
 		rep.Bucket, rep.Bucket, rep.ProbePrefix, failed, len(rep.Checks), b.String())
+	if len(unchecked) > 0 {
+		detail += fmt.Sprintf("\n\n%d could not run after them: %s.", len(unchecked), strings.Join(unchecked, ", "))
+	}
 	for _, h := range hints {
 		detail += "\n\n" + h
 	}
