@@ -545,7 +545,7 @@ func stateLockFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 		"stores). A holder that died "+
 		"needs nothing: its lease lapses by itself. To end a live run's lock now (it can no longer write the state "+
 		"afterwards): terraform force-unlock %s",
-		stateWhere(s, ws), tfstate.LockID(held.Epoch), held.Metadata[tfstate.MetaOperation], held.Metadata[tfstate.MetaWho],
+		stateWhere(s, ws), tfstate.LockID(held.Epoch), tfstate.TerraformOperation(held), tfstate.TerraformWho(held),
 		held.Holder, formatTime(held.AcquiredAt), held.Epoch, left, tfstate.LockID(held.Epoch)))
 }
 
@@ -595,7 +595,7 @@ func stateDeleteFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 		return diag.NewErrorDiagnostic("Workspace is locked: not deleted", fmt.Sprintf("%s is locked by another run "+
 			"(lock ID %s, holder %q, operation %s), so it was not deleted. Delete it once that run is done; if the run "+
 			"died, its lock lapses by itself.", stateWhere(s, ws), tfstate.LockID(held.Epoch), held.Holder,
-			held.Metadata[tfstate.MetaOperation]))
+			tfstate.TerraformOperation(held)))
 	}
 	return stateFailed("Cannot delete the workspace's state", s, ws, err)
 }

@@ -110,16 +110,10 @@ func heldBy(err error) (who, text string) {
 // lock info), "; Terraform's lock info: who ..., operation ..."; "" for
 // other locks.
 func stateOperation(held *s3lock.HeldError) string {
-	// A lease's own metadata may have a "who" too: only a state's lock
-	// (its name ends in .s3lock, its lease names the state) carries
-	// Terraform's lock info.
-	if !strings.HasSuffix(held.Name, tfstate.LockSuffix) || held.Metadata[tfstate.MetaState] == "" {
-		return ""
-	}
 	var info []string
-	for _, k := range []struct{ name, key string }{{"who", tfstate.MetaWho}, {"operation", tfstate.MetaOperation}} {
-		if v := held.Metadata[k.key]; v != "" {
-			info = append(info, fmt.Sprintf("%s %q", k.name, v))
+	for _, f := range []struct{ name, v string }{{"who", tfstate.TerraformWho(held)}, {"operation", tfstate.TerraformOperation(held)}} {
+		if f.v != "" {
+			info = append(info, fmt.Sprintf("%s %q", f.name, f.v))
 		}
 	}
 	if len(info) == 0 {

@@ -427,3 +427,23 @@ func TestStore_RefusesKeysAmongALocksObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestTerraformLockInfo_OnlyAStatesLease: a lease's own metadata "who" is
+// not Terraform's lock info; only a state's lease (named KEY.s3lock, naming
+// its state) carries it (a new user saw their resource's metadata shown as
+// Terraform's, issue 36).
+func TestTerraformLockInfo_OnlyAStatesLease(t *testing.T) {
+	meta := map[string]string{tfstate.MetaWho: "alice@ci", tfstate.MetaOperation: "OperationTypeApply", tfstate.MetaState: "s3://b/app/terraform.tfstate"}
+	state := &s3lock.HeldError{Name: "app/terraform.tfstate" + tfstate.LockSuffix, Metadata: meta}
+	if tfstate.TerraformWho(state) != "alice@ci" || tfstate.TerraformOperation(state) != "OperationTypeApply" {
+		t.Errorf("a state's lease: who %q, operation %q", tfstate.TerraformWho(state), tfstate.TerraformOperation(state))
+	}
+	for _, held := range []*s3lock.HeldError{
+		{Name: "deploy/prod", Metadata: meta},
+		{Name: "app/terraform.tfstate" + tfstate.LockSuffix, Metadata: map[string]string{tfstate.MetaWho: "res"}},
+	} {
+		if w, op := tfstate.TerraformWho(held), tfstate.TerraformOperation(held); w != "" || op != "" {
+			t.Errorf("lease %q with metadata %v: who %q, operation %q; want none", held.Name, held.Metadata, w, op)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tfstate
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
@@ -58,11 +59,28 @@ const maxPrintable = 256
 // newlines) escaped, and at most maxPrintable bytes.
 func Printable(s string) string { return textsafe.Escape(s, maxPrintable) }
 
+// TerraformWho and TerraformOperation are the who and operation of
+// Terraform's lock info that a state's lease carries in its metadata
+// (Store.Lock writes them); "" for any other lease, whose own metadata may
+// name a "who" that is not Terraform's (a state's lock is named KEY.s3lock
+// and its lease names the state).
+func TerraformWho(held *s3lock.HeldError) string { return lockInfoField(held, MetaWho) }
+
+// TerraformOperation: see TerraformWho.
+func TerraformOperation(held *s3lock.HeldError) string { return lockInfoField(held, MetaOperation) }
+
+func lockInfoField(held *s3lock.HeldError, key string) string {
+	if !strings.HasSuffix(held.Name, LockSuffix) || held.Metadata[MetaState] == "" {
+		return ""
+	}
+	return held.Metadata[key]
+}
+
 // HolderInfo is Terraform's lock info for a state lock that an s3lock lease
 // holds (what a run that finds it held is shown): the lock ID is the
 // lease's epoch (what force-unlock takes).
 func HolderInfo(held *s3lock.HeldError, state string) LockInfo {
-	li := LockInfo{Path: state, Operation: Printable(held.Metadata[MetaOperation]), Who: Printable(held.Metadata[MetaWho]),
+	li := LockInfo{Path: state, Operation: Printable(TerraformOperation(held)), Who: Printable(TerraformWho(held)),
 		Created: held.AcquiredAt.UTC()}
 	holder := Printable(held.Holder)
 	switch {
