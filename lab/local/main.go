@@ -29,6 +29,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 const (
@@ -73,6 +74,12 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 			return err
 		}
 		s.dir = filepath.Join(root, ".local", "s3")
+	}
+	if s.port < 1 || s.port > 65535 {
+		return fmt.Errorf("port %d is not a TCP port: choose one from 1 to 65535, e.g. make local PORT=%d", s.port, defaultPort)
+	}
+	if err := s3lock.ValidateConfig(s.bucket); err != nil {
+		return fmt.Errorf("bucket %q: %w", s.bucket, err)
 	}
 	if err := portFree(s.port); err != nil {
 		return err

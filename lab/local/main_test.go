@@ -129,6 +129,26 @@ func TestLocal_PortTaken(t *testing.T) {
 	}
 }
 
+// TestLocal_BadSettingsAreRefused: a port outside 1-65535 was reported as
+// "taken", and a bucket name S3 refuses failed only at the create.
+func TestLocal_BadSettingsAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		s    settings
+		says string
+	}{
+		{settings{port: 0, bucket: defaultBucket}, "port 0 is not a TCP port"},
+		{settings{port: -1, bucket: defaultBucket}, "port -1 is not a TCP port"},
+		{settings{port: 70000, bucket: defaultBucket}, "port 70000 is not a TCP port"},
+		{settings{port: defaultPort, bucket: "Bad_Bucket"}, `bucket "Bad_Bucket"`},
+		{settings{port: defaultPort, bucket: ""}, `bucket ""`},
+	} {
+		tc.s.dir = t.TempDir()
+		if err := run(t.Context(), io.Discard, tc.s); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("run(%+v) = %v; want an error saying %q", tc.s, err, tc.says)
+		}
+	}
+}
+
 // TestLocal_ReadmeShowsTheExports: the README's quick start shows the
 // lines make local prints for the shell on its default port, as printed.
 func TestLocal_ReadmeShowsTheExports(t *testing.T) {
