@@ -20,10 +20,8 @@ import (
 // write a lock's keys, reach callers escaped, so that printing them cannot
 // send a terminal escape sequence or start a line in a CI log.
 
-// hostileJSON is what the security review wrote into a holder, as a JSON
-// string: it set the terminal's title, turned the text red and forged a
-// GitHub Actions command.
-const hostileJSON = `"evil\u001b]0;pwned\u0007\u001b[31m\n::error::forged \u202eevil"`
+// hostileJSON is s3test.HostileTextJSON.
+const hostileJSON = s3test.HostileTextJSON
 
 // printable fails t if s holds a character that is not graphic (a line
 // break, an escape), or lost the text (it is shown escaped, not dropped):

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
@@ -18,10 +19,9 @@ import (
 // command, and `status` set the terminal's title and forged a table row.
 // Anyone who may put objects under one lock's keys could do it.
 
-// hostileHolder is the holder and waiter name written into the bucket, as a
-// JSON string: escape sequences, a bell, a line break and a workflow
-// command, and a bidirectional override.
-const hostileHolder = `"evil\u001b]0;pwned\u0007\u001b[31m\n::error::forged \u202eevil"`
+// hostileHolder is the holder and waiter name written into the bucket
+// (s3test.HostileTextJSON).
+const hostileHolder = s3test.HostileTextJSON
 
 // putHostile writes, under the lock name, a held lease whose holder is
 // hostileHolder and a ticket in its line whose waiter is too.

@@ -31,7 +31,7 @@ import (
 // a holder with escapes, a line break and a workflow command.
 func (e *accEnv) putHostileHolder(t *testing.T, name string) {
 	t.Helper()
-	body := `{"leaderId":"evil\u001b]0;pwned\u0007\u001b[31m\n::error::forged \u202eevil","validityMs":600000,` +
+	body := `{"leaderId":` + s3test.HostileTextJSON + `,"validityMs":600000,` +
 		`"expired":false,"s3lock":1,"epoch":1,"nonce":"n1"}`
 	if _, err := e.ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(e.bucket),
 		Key: aws.String(s3lock.Token{Name: name, Epoch: 1}.Key()), Body: strings.NewReader(body)}); err != nil {
@@ -134,7 +134,7 @@ func TestBucketText_StateStoreLockInfoIsShownEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostile := `"evil\u001b]0;pwned\u0007\u001b[31m\n::error::forged \u202eevil"`
+	hostile := s3test.HostileTextJSON
 	body := `{"leaderId":` + hostile + `,"validityMs":600000,"expired":false,"s3lock":1,"epoch":1,"nonce":"n1",` +
 		`"metadata":{"` + tfstate.MetaWho + `":` + hostile + `,"` + tfstate.MetaOperation + `":` + hostile + `}}`
 	if _, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),

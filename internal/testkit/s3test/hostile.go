@@ -302,3 +302,11 @@ func (h *HostileStore) forward(r *http.Request, q url.Values) (*http.Response, e
 	}
 	return http.DefaultTransport.RoundTrip(out)
 }
+
+// HostileTextJSON is text that s3lock never writes, as a JSON string: what
+// the security review of issue 35 wrote into a holder. It sets a terminal's
+// title, turns the text red, breaks the line before a GitHub Actions
+// workflow command and reverses the text after it. Tests write it into
+// lease objects, tickets and metadata and check that every output shows it
+// escaped (`evil\x1b]0;pwned\a\x1b[31m\n::error::forged \u202eevil`).
+const HostileTextJSON = `"evil\u001b]0;pwned\u0007\u001b[31m\n::error::forged \u202eevil"`
