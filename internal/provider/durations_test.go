@@ -6,20 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	ephschema "github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/provider"
 	provschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	resschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/statestore"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
 // TestDurations_ZeroIsRefusedOrDoesWhatTheDocsSay: every duration attribute
@@ -106,57 +100,14 @@ func (in durationInput) validate(t *testing.T, v string) string {
 // or is named like a duration, by "<kind> <type>.<attribute path>".
 func durationInputs(t *testing.T) map[string]durationInput {
 	t.Helper()
-	ctx := context.Background()
 	out := map[string]durationInput{}
-	p := New("test")()
-	var ps provider.SchemaResponse
-	p.Schema(ctx, provider.SchemaRequest{}, &ps)
-	collectDurations("provider", nullConfig(ctx, tfsdk.Config{Schema: ps.Schema}), path.Empty(), ps.Schema.Attributes, out)
-	for _, f := range p.Resources(ctx) {
-		r := f()
-		var md resource.MetadataResponse
-		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
-		var s resource.SchemaResponse
-		r.Schema(ctx, resource.SchemaRequest{}, &s)
-		cfg := nullConfig(ctx, tfsdk.Config{Schema: s.Schema})
-		collectDurations(md.TypeName, cfg, path.Empty(), s.Schema.Attributes, out)
-		for name, b := range s.Schema.Blocks {
-			if nb, ok := b.(resschema.SingleNestedBlock); ok {
-				collectDurations(md.TypeName+"."+name, cfg, path.Root(name), nb.Attributes, out)
-			}
+	for _, ts := range providerSchemas(context.Background()) {
+		collectDurations(ts.where, ts.config, path.Empty(), ts.attrs, out)
+		for name, b := range ts.blocks {
+			collectDurations(ts.where+"."+name, ts.config, path.Root(name), b.attrs, out)
 		}
 	}
-	for _, f := range p.(provider.ProviderWithEphemeralResources).EphemeralResources(ctx) {
-		r := f()
-		var md ephemeral.MetadataResponse
-		r.Metadata(ctx, ephemeral.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
-		var s ephemeral.SchemaResponse
-		r.Schema(ctx, ephemeral.SchemaRequest{}, &s)
-		collectDurations("ephemeral "+md.TypeName, nullConfig(ctx, tfsdk.Config{Schema: s.Schema}), path.Empty(), s.Schema.Attributes, out)
-	}
-	for _, f := range p.DataSources(ctx) {
-		d := f()
-		var md datasource.MetadataResponse
-		d.Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
-		var s datasource.SchemaResponse
-		d.Schema(ctx, datasource.SchemaRequest{}, &s)
-		collectDurations("data "+md.TypeName, nullConfig(ctx, tfsdk.Config{Schema: s.Schema}), path.Empty(), s.Schema.Attributes, out)
-	}
-	for _, f := range p.(provider.ProviderWithStateStores).StateStores(ctx) {
-		st := f()
-		var md statestore.MetadataResponse
-		st.Metadata(ctx, statestore.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
-		var s statestore.SchemaResponse
-		st.Schema(ctx, statestore.SchemaRequest{}, &s)
-		collectDurations("state_store "+md.TypeName, nullConfig(ctx, tfsdk.Config{Schema: s.Schema}), path.Empty(), s.Schema.Attributes, out)
-	}
 	return out
-}
-
-// nullConfig is cfg (its schema) with nothing set.
-func nullConfig(ctx context.Context, cfg tfsdk.Config) tfsdk.Config {
-	cfg.Raw = tftypes.NewValue(cfg.Schema.Type().TerraformType(ctx), nil)
-	return cfg
 }
 
 // collectDurations adds the duration attributes of attrs, nested ones

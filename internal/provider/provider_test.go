@@ -25,7 +25,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	resschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/statestore"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
@@ -486,46 +488,78 @@ func TestAccProvider_Diagnostics(t *testing.T) {
 // TestProvider_Descriptions checks that every schema element has a
 // MarkdownDescription, which the generated docs are made of.
 func TestProvider_Descriptions(t *testing.T) {
-	ctx := t.Context()
-	p := New("test")()
 	var missing []string
 	check := func(where, desc string) {
 		if strings.TrimSpace(desc) == "" {
 			missing = append(missing, where)
 		}
 	}
+	for _, ts := range providerSchemas(t.Context()) {
+		check(ts.where, ts.desc)
+		walkAttributes(ts.where, ts.attrs, check)
+		for name, b := range ts.blocks {
+			check(ts.where+"."+name, b.desc)
+			for an, a := range b.attrs {
+				d := a.(interface{ GetDescription() string })
+				check(ts.where+"."+name+"."+an, a.(describedAttribute).GetMarkdownDescription()+d.GetDescription())
+			}
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		t.Errorf("schema elements without MarkdownDescription:\n  %s", strings.Join(missing, "\n  "))
+	}
+}
+
+// typeSchema is one schema the provider serves: its own, a resource's, an
+// ephemeral resource's, a data source's or a state store's.
+type typeSchema struct {
+	where  string       // "provider", "s3lock_lease", "ephemeral s3lock_lease", "data …", "state_store …"
+	desc   string       // its MarkdownDescription
+	config tfsdk.Config // a configuration of it with nothing set
+	attrs  map[string]any
+	blocks map[string]schemaBlock // a resource's single nested blocks (timeouts)
+}
+
+// schemaBlock is a single nested block of a resource's schema.
+type schemaBlock struct {
+	desc  string
+	attrs map[string]any
+}
+
+// providerSchemas returns every schema the provider serves, for tests that
+// walk them all (descriptions, duration inputs).
+func providerSchemas(ctx context.Context) []typeSchema {
+	p := New("test")()
 	var ps provider.SchemaResponse
 	p.Schema(ctx, provider.SchemaRequest{}, &ps)
-	check("provider", ps.Schema.MarkdownDescription)
-	walkAttributes("provider", ps.Schema.Attributes, check)
-
+	out := []typeSchema{{where: "provider", desc: ps.Schema.MarkdownDescription,
+		config: nullConfig(ctx, tfsdk.Config{Schema: ps.Schema}), attrs: anyMap(ps.Schema.Attributes)}}
 	for _, f := range p.Resources(ctx) {
 		r := f()
 		var md resource.MetadataResponse
 		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
 		var s resource.SchemaResponse
 		r.Schema(ctx, resource.SchemaRequest{}, &s)
-		check(md.TypeName, s.Schema.MarkdownDescription)
-		walkAttributes(md.TypeName, s.Schema.Attributes, check)
+		ts := typeSchema{where: md.TypeName, desc: s.Schema.MarkdownDescription, config: nullConfig(ctx, tfsdk.Config{Schema: s.Schema}),
+			attrs: anyMap(s.Schema.Attributes), blocks: map[string]schemaBlock{}}
 		for name, b := range s.Schema.Blocks {
-			check(md.TypeName+"."+name, b.GetMarkdownDescription())
+			sb := schemaBlock{desc: b.GetMarkdownDescription()}
 			if nb, ok := b.(resschema.SingleNestedBlock); ok {
-				for an, a := range nb.Attributes {
-					check(md.TypeName+"."+name+"."+an, a.GetMarkdownDescription()+a.GetDescription())
-				}
+				sb.attrs = anyMap(nb.Attributes)
 			}
+			ts.blocks[name] = sb
 		}
+		out = append(out, ts)
 	}
-	if pe, ok := p.(provider.ProviderWithEphemeralResources); ok {
-		for _, f := range pe.EphemeralResources(ctx) {
-			r := f()
-			var md ephemeral.MetadataResponse
-			r.Metadata(ctx, ephemeral.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
-			var s ephemeral.SchemaResponse
-			r.Schema(ctx, ephemeral.SchemaRequest{}, &s)
-			check("ephemeral "+md.TypeName, s.Schema.MarkdownDescription)
-			walkAttributes("ephemeral "+md.TypeName, s.Schema.Attributes, check)
-		}
+	for _, f := range p.(provider.ProviderWithEphemeralResources).EphemeralResources(ctx) {
+		r := f()
+		var md ephemeral.MetadataResponse
+		r.Metadata(ctx, ephemeral.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
+		var s ephemeral.SchemaResponse
+		r.Schema(ctx, ephemeral.SchemaRequest{}, &s)
+		out = append(out, typeSchema{where: "ephemeral " + md.TypeName, desc: s.Schema.MarkdownDescription,
+			config: nullConfig(ctx, tfsdk.Config{Schema: s.Schema}), attrs: anyMap(s.Schema.Attributes)})
 	}
 	for _, f := range p.DataSources(ctx) {
 		d := f()
@@ -533,8 +567,8 @@ func TestProvider_Descriptions(t *testing.T) {
 		d.Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
 		var s datasource.SchemaResponse
 		d.Schema(ctx, datasource.SchemaRequest{}, &s)
-		check("data "+md.TypeName, s.Schema.MarkdownDescription)
-		walkAttributes("data "+md.TypeName, s.Schema.Attributes, check)
+		out = append(out, typeSchema{where: "data " + md.TypeName, desc: s.Schema.MarkdownDescription,
+			config: nullConfig(ctx, tfsdk.Config{Schema: s.Schema}), attrs: anyMap(s.Schema.Attributes)})
 	}
 	for _, f := range p.(provider.ProviderWithStateStores).StateStores(ctx) {
 		st := f()
@@ -542,13 +576,26 @@ func TestProvider_Descriptions(t *testing.T) {
 		st.Metadata(ctx, statestore.MetadataRequest{ProviderTypeName: "s3lock"}, &md)
 		var s statestore.SchemaResponse
 		st.Schema(ctx, statestore.SchemaRequest{}, &s)
-		check("state_store "+md.TypeName, s.Schema.MarkdownDescription)
-		walkAttributes("state_store "+md.TypeName, s.Schema.Attributes, check)
+		out = append(out, typeSchema{where: "state_store " + md.TypeName, desc: s.Schema.MarkdownDescription,
+			config: nullConfig(ctx, tfsdk.Config{Schema: s.Schema}), attrs: anyMap(s.Schema.Attributes)})
 	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		t.Errorf("schema elements without MarkdownDescription:\n  %s", strings.Join(missing, "\n  "))
+	return out
+}
+
+// anyMap is m with its values as any: the schema kinds' attribute maps have
+// types of their own.
+func anyMap[A any](m map[string]A) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
 	}
+	return out
+}
+
+// nullConfig is cfg (its schema) with nothing set.
+func nullConfig(ctx context.Context, cfg tfsdk.Config) tfsdk.Config {
+	cfg.Raw = tftypes.NewValue(cfg.Schema.Type().TerraformType(ctx), nil)
+	return cfg
 }
 
 // describedAttribute is what all schema attribute kinds share.
@@ -557,10 +604,10 @@ type describedAttribute interface {
 }
 
 // walkAttributes calls check for every attribute, nested ones included.
-func walkAttributes[A describedAttribute](prefix string, attrs map[string]A, check func(where, desc string)) {
+func walkAttributes[A any](prefix string, attrs map[string]A, check func(where, desc string)) {
 	for name, a := range attrs {
 		where := prefix + "." + name
-		check(where, a.GetMarkdownDescription())
+		check(where, any(a).(describedAttribute).GetMarkdownDescription())
 		switch n := any(a).(type) {
 		case provschema.SingleNestedAttribute:
 			walkAttributes(where, n.Attributes, check)
