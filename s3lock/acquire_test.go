@@ -22,8 +22,8 @@ func TestTryAcquire_HeldThenReleased(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first TryAcquire: %v", err)
 	}
-	if la.Epoch() != 1 || la.Token().Key() != ns.Name("locks/lock-0000000001.json") || la.Holder() != "alice" {
-		t.Fatalf("lease = epoch %d key %s holder %s; want epoch 1, the seed's key, alice", la.Epoch(), la.Token().Key(), la.Holder())
+	if la.Epoch() != 1 || la.Token().Key() != ns.Name("locks/lock-0000000001.json") || la.State().Holder != "alice" {
+		t.Fatalf("lease = epoch %d key %s holder %s; want epoch 1, the seed's key, alice", la.Epoch(), la.Token().Key(), la.State().Holder)
 	}
 
 	_, err = b.TryAcquire(t.Context(), name)

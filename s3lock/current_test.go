@@ -31,9 +31,9 @@ func TestCurrent_States(t *testing.T) {
 		st.LeaseDuration != 2*time.Second || st.ExpiresAt.IsZero() || st.Phase() != s3lock.PhaseHeld {
 		t.Fatalf("Current of a held lock = %+v, %v", st, err)
 	}
-	if st.TrustedUntil.IsZero() || st.TrustedUntil.After(l.ExpiresAt()) || !st.TrustedUntil.Before(st.ExpiresAt) {
+	if st.TrustedUntil.IsZero() || st.TrustedUntil.After(l.State().ExpiresAt) || !st.TrustedUntil.Before(st.ExpiresAt) {
 		t.Errorf("TrustedUntil = %v; want no later than the holder's deadline %v, before the lock frees at %v",
-			st.TrustedUntil, l.ExpiresAt(), st.ExpiresAt)
+			st.TrustedUntil, l.State().ExpiresAt, st.ExpiresAt)
 	}
 
 	if err := l.Release(t.Context()); err != nil {

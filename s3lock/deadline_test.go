@@ -90,9 +90,9 @@ func TestLeaseDeadline_BlackholedHolderLosesAtItsDeadline(t *testing.T) {
 		t.Fatalf("lease ended with %v; want it lost", lease.Err())
 	}
 	wantLost(t, "the blackholed lease's end", lease.Err(), s3lock.LostLapsed)
-	if late := ended.Sub(lease.ExpiresAt()); late > deadlineNoise {
+	if late := ended.Sub(lease.State().ExpiresAt); late > deadlineNoise {
 		t.Errorf("the lease ended %s after its trust deadline %s, while its renewal hung; want the deadline to end it",
-			late, lease.ExpiresAt().Format(time.StampMilli))
+			late, lease.State().ExpiresAt.Format(time.StampMilli))
 	}
 	if took := <-rival; !took.After(ended) {
 		t.Errorf("the rival acquired at %s, before the partitioned holder stopped trusting its lease at %s",
@@ -116,7 +116,7 @@ func TestLeaseDeadline_DoCancelsItsWorkAtTheDeadline(t *testing.T) {
 		rival = rivalAcquires(t, ns, name)
 		<-ctx.Done()
 		cancelled = time.Now()
-		deadline = lease.ExpiresAt()
+		deadline = lease.State().ExpiresAt
 		return context.Cause(ctx)
 	})
 	if !errors.Is(err, s3lock.ErrLeaseLost) {
@@ -150,7 +150,7 @@ func TestLeaseDeadline_ReleaseGivesUpAtTheDeadline(t *testing.T) {
 		t.Fatalf("Release = %v; want the lease lost (the release was never confirmed)", err)
 	}
 	wantLost(t, "Release", err, s3lock.LostLapsed)
-	if late := returned.Sub(lease.ExpiresAt()); late > deadlineNoise {
+	if late := returned.Sub(lease.State().ExpiresAt); late > deadlineNoise {
 		t.Errorf("Release returned %s after the lease's trust deadline; want it to give up by then", late)
 	}
 }
@@ -174,8 +174,8 @@ func TestLeaseDeadline_AbandonedReleaseStillEndsAtTheDeadline(t *testing.T) {
 	}
 	select {
 	case <-lease.Done():
-	case <-time.After(time.Until(lease.ExpiresAt()) + 5*time.Second):
-		t.Fatalf("Done still open 5s after the lease's trust deadline %s", lease.ExpiresAt().Format(time.StampMilli))
+	case <-time.After(time.Until(lease.State().ExpiresAt) + 5*time.Second):
+		t.Fatalf("Done still open 5s after the lease's trust deadline %s", lease.State().ExpiresAt.Format(time.StampMilli))
 	}
 	if !errors.Is(lease.Err(), s3lock.ErrLeaseLost) {
 		t.Errorf("Err = %v; want the lease lost", lease.Err())
@@ -210,7 +210,7 @@ func TestLeaseDeadline_LateConfirmationDoesNotReviveTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := lease.ExpiresAt()
+	deadline := lease.State().ExpiresAt
 	late.hold.Store(int64(time.Until(deadline) + 500*time.Millisecond))
 	err = lease.Renew(t.Context())
 	answered := time.Now()
@@ -223,8 +223,8 @@ func TestLeaseDeadline_LateConfirmationDoesNotReviveTheLease(t *testing.T) {
 	default:
 		t.Fatal("Done is open after the lease was lost")
 	}
-	if !answered.After(deadline) || lease.ExpiresAt().After(deadline) {
+	if !answered.After(deadline) || lease.State().ExpiresAt.After(deadline) {
 		t.Errorf("the late renewal moved the deadline from %s to %s (answered %s)", deadline.Format(time.StampMilli),
-			lease.ExpiresAt().Format(time.StampMilli), answered.Format(time.StampMilli))
+			lease.State().ExpiresAt.Format(time.StampMilli), answered.Format(time.StampMilli))
 	}
 }

@@ -186,7 +186,7 @@ func ExampleWithOrder() {
 	}
 	_ = lease.Release(ctx)
 	next := <-newerDone
-	fmt.Println("deploying", next.Holder())
+	fmt.Println("deploying", next.State().Holder)
 	_ = next.Release(ctx)
 	// Output:
 	// commit 2 stood down for deploy-commit-3

@@ -114,34 +114,29 @@ func (l *Lease) Epoch() uint64 { return l.epoch }
 // Name returns the lock name.
 func (l *Lease) Name() string { return l.lock }
 
-// Holder returns the identity written into the lease.
-func (l *Lease) Holder() string { return l.holder }
-
-// Duration returns how long the lease stays valid after each renewal.
-func (l *Lease) Duration() time.Duration { return l.validity }
-
-// Metadata returns a copy of the lease's metadata (WithMetadata; for a
-// resumed lease, what its acquirer set).
-func (l *Lease) Metadata() map[string]string {
+// State is the lease as this handle knows it: its lock (Name; for a slot
+// lock, Slot and Slots say which slot), epoch object, holder, metadata (a
+// copy: WithMetadata, or for a resumed lease what its acquirer set),
+// AcquiredAt (the acquirer's clock), LeaseDuration (how long it stays valid
+// after each renewal) and Renewals. ExpiresAt and TrustedUntil are both when
+// this handle stops trusting the lease unless it is renewed, by the client's
+// clock: earlier, by a safety margin, than the moment anyone else could judge
+// it lapsed. Held is true until the lease ends (Err says why); Released once
+// it was released through this handle.
+func (l *Lease) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]string, len(l.p.Metadata))
+	metadata := make(map[string]string, len(l.p.Metadata))
 	for k, v := range l.p.Metadata {
-		out[k] = v
+		metadata[k] = v
 	}
-	return out
-}
-
-// AcquiredAt returns when the lease was acquired, by the acquirer's clock.
-func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
-
-// ExpiresAt returns when the holder stops trusting the lease unless it is
-// renewed, by the client's clock. It is earlier, by a safety margin, than
-// the moment anyone else could judge the lease lapsed.
-func (l *Lease) ExpiresAt() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.trust.until
+	return State{
+		Name: l.lock, Key: l.key, Epoch: l.epoch, Slot: l.slot, Slots: l.slots,
+		Held: l.ended == nil, Released: errors.Is(l.ended, ErrReleased),
+		Holder: l.holder, AcquiredAt: l.acquiredAt, Metadata: metadata,
+		ExpiresAt: l.trust.until, TrustedUntil: l.trust.until,
+		LeaseDuration: l.validity, Renewals: l.p.Renewals,
+	}
 }
 
 // Done returns a channel that is closed when the lease ends: released, or
@@ -527,7 +522,7 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-clk.After(max(0, min(deadlineRecheck, l.ExpiresAt().Sub(clk.Now())))):
+		case <-clk.After(max(0, min(deadlineRecheck, l.State().ExpiresAt.Sub(clk.Now())))):
 		}
 		l.mu.Lock()
 		why := l.trust.untrusted(clk.Now())
@@ -564,7 +559,7 @@ func (l *Lease) keepAlive(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-clk.After(max(0, min(wait, l.ExpiresAt().Sub(clk.Now())))):
+		case <-clk.After(max(0, min(wait, l.State().ExpiresAt.Sub(clk.Now())))):
 		}
 		err := l.Renew(ctx)
 		switch {
@@ -578,7 +573,7 @@ func (l *Lease) keepAlive(ctx context.Context) {
 				return
 			}
 			l.c.cfg.logger.Warn("s3lock: renewal failed; retrying", "bucket", l.c.bucket, "key", l.key,
-				"epoch", l.epoch, "left", l.ExpiresAt().Sub(clk.Now()), "err", err)
+				"epoch", l.epoch, "left", l.State().ExpiresAt.Sub(clk.Now()), "err", err)
 			wait = bo.next()
 		}
 	}

@@ -26,13 +26,13 @@ func TestRenew_ExtendsExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, l)
-	before := l.ExpiresAt()
+	before := l.State().ExpiresAt
 	time.Sleep(100 * time.Millisecond)
 	if err := l.Renew(t.Context()); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
-	if !l.ExpiresAt().After(before) {
-		t.Errorf("ExpiresAt after Renew = %v; want later than %v", l.ExpiresAt(), before)
+	if !l.State().ExpiresAt.After(before) {
+		t.Errorf("ExpiresAt after Renew = %v; want later than %v", l.State().ExpiresAt, before)
 	}
 	st, err := c.Current(t.Context(), ns.Name("renew"))
 	if err != nil || st.Renewals != 1 {

@@ -39,8 +39,8 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if r.Epoch() != l.Epoch() || r.Holder() != "step-1" {
-		t.Errorf("resumed lease = epoch %d holder %s; want epoch %d holder step-1", r.Epoch(), r.Holder(), l.Epoch())
+	if r.Epoch() != l.Epoch() || r.State().Holder != "step-1" {
+		t.Errorf("resumed lease = epoch %d holder %s; want epoch %d holder step-1", r.Epoch(), r.State().Holder, l.Epoch())
 	}
 	if err := r.Renew(t.Context()); err != nil {
 		t.Fatalf("Renew of a resumed lease: %v", err)
@@ -148,7 +148,7 @@ func TestResume_EstimateNeverLaterThanTheHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := l.ExpiresAt()
+	own := l.State().ExpiresAt
 	tok := l.Detach()
 	time.Sleep(500 * time.Millisecond)
 	r, err := taker.Resume(t.Context(), tok, s3lock.WithoutAutoRenew())
@@ -156,9 +156,9 @@ func TestResume_EstimateNeverLaterThanTheHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Release(context.Background()) }()
-	if later := r.ExpiresAt().Sub(own); later > 0 {
+	if later := r.State().ExpiresAt.Sub(own); later > 0 {
 		t.Errorf("the resumed lease is trusted until %s, %s after its holder's own deadline %s",
-			r.ExpiresAt().Format(time.StampMilli), later, own.Format(time.StampMilli))
+			r.State().ExpiresAt.Format(time.StampMilli), later, own.Format(time.StampMilli))
 	}
 }
 
@@ -190,8 +190,8 @@ func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
 	if st.Phase() != s3lock.PhaseHeld || st.Epoch != l.Epoch() || st.Holder != "holder" {
 		t.Errorf("Lookup = %+v; want held by holder at epoch %d", st, l.Epoch())
 	}
-	if st.TrustedUntil.IsZero() || st.TrustedUntil.After(l.ExpiresAt()) {
-		t.Errorf("TrustedUntil = %v; want set and not after the holder's own deadline %v", st.TrustedUntil, l.ExpiresAt())
+	if st.TrustedUntil.IsZero() || st.TrustedUntil.After(l.State().ExpiresAt) {
+		t.Errorf("TrustedUntil = %v; want set and not after the holder's own deadline %v", st.TrustedUntil, l.State().ExpiresAt)
 	}
 	if err := l.Renew(t.Context()); err != nil {
 		t.Fatalf("the holder's Renew after a Lookup: %v (Lookup must not write)", err)
@@ -305,7 +305,7 @@ func TestLookup_ByEpochAndHandlesOfAReleasedLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()})
-	if err != nil || st.Phase() != s3lock.PhaseHeld || st.Holder != "first" || st.TrustedUntil.After(l.ExpiresAt()) {
+	if err != nil || st.Phase() != s3lock.PhaseHeld || st.Holder != "first" || st.TrustedUntil.After(l.State().ExpiresAt) {
 		t.Fatalf("Lookup by epoch of the held epoch = %+v, %v; want held by first, trusted no later than its deadline", st, err)
 	}
 	_, err = second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch() + 1})

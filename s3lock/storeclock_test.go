@@ -125,7 +125,7 @@ func TestTakeover_LongLease(t *testing.T) {
 				t.Errorf("the cut-off holder stopped trusting its lease at %v, after the takeover at %v", at, acquired)
 			}
 		default:
-			t.Errorf("the cut-off holder still trusts its lease (until %v) after the takeover at %v", old.ExpiresAt(), acquired)
+			t.Errorf("the cut-off holder still trusts its lease (until %v) after the takeover at %v", old.State().ExpiresAt, acquired)
 		}
 		wantLost(t, "the cut-off holder's Err()", old.Err(), s3lock.LostLapsed)
 	})

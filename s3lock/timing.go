@@ -185,8 +185,8 @@ var (
 // SafetyMargin returns how much earlier than its duration a holder stops
 // trusting a lease of that duration: a tenth of it up to 5s, plus 100 ppm of
 // it for the drift between the holder's clock rate and the store's
-// (PROTOCOL.md §6). Lease.ExpiresAt is the last confirmed renewal plus the
-// duration minus this margin.
+// (PROTOCOL.md §6). A lease's State().ExpiresAt is its last confirmed
+// renewal plus its duration minus this margin.
 func SafetyMargin(validity time.Duration) time.Duration { return safetyMargin(validity) }
 
 func safetyMargin(validity time.Duration) time.Duration {

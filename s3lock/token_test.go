@@ -47,9 +47,9 @@ func TestToken_NamesAMutexLeaseForEveryVerb(t *testing.T) {
 	if n := counter.Total(); n != 2 {
 		t.Errorf("adopting made %d requests (%s); want a LIST and a GET", n, counter)
 	}
-	if adopted.Epoch() != l.Epoch() || adopted.Holder() != "holder" || adopted.Token().Nonce == "" {
+	if adopted.Epoch() != l.Epoch() || adopted.State().Holder != "holder" || adopted.Token().Nonce == "" {
 		t.Errorf("the adopted lease: epoch %d holder %q token %+v; want the holder's epoch %d, with its nonce",
-			adopted.Epoch(), adopted.Holder(), adopted.Token(), l.Epoch())
+			adopted.Epoch(), adopted.State().Holder, adopted.Token(), l.Epoch())
 	}
 	adopted.Detach()
 

@@ -215,13 +215,13 @@ func (r *runner) prepare(argv []string) error {
 	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	t := r.lease.Token()
 	r.child.Env = runenv.Lease{
-		Bucket: t.Bucket, Name: r.lease.Name(), Key: t.Key(), Holder: r.lease.Holder(),
+		Bucket: t.Bucket, Name: r.lease.Name(), Key: t.Key(), Holder: r.lease.State().Holder,
 		Epoch: r.lease.Epoch(), Slot: t.Slot, Slots: max(t.Slots, 1),
 	}.Command(os.Environ())
 	configureChild(r.child, r.fg, watchdog)
 	if watchdog {
 		var err error
-		if r.watchdog, err = attachWatchdog(r.child, r.lease.ExpiresAt()); err != nil {
+		if r.watchdog, err = attachWatchdog(r.child, r.lease.State().ExpiresAt); err != nil {
 			return err
 		}
 	}
@@ -256,8 +256,8 @@ func (r *runner) supervise(grace time.Duration) {
 			}
 			_ = signalChild(r.child.Process, sig, !r.fg)
 		case <-watch.C:
-			_ = r.watchdog.tell(r.lease.ExpiresAt()) // a watchdog that is gone shows in how it exits
-			if left := time.Until(r.lease.ExpiresAt()); !termSent && r.lease.Err() == nil && left <= grace {
+			_ = r.watchdog.tell(r.lease.State().ExpiresAt) // a watchdog that is gone shows in how it exits
+			if left := time.Until(r.lease.State().ExpiresAt); !termSent && r.lease.Err() == nil && left <= grace {
 				termSent = true
 				fmt.Fprintf(r.a.stderr, "s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)\n",
 					left.Round(100*time.Millisecond))
@@ -304,7 +304,7 @@ func (r *runner) finish() error {
 		if !killGroup(pgid, groupKillLimit) {
 			_ = r.child.Wait()
 			return exitWith(exitError, fmt.Errorf("processes of the command's group %d survived SIGKILL for %s; not releasing the lock, which lapses after %s "+
-				"(s3://%s/%s)", pgid, groupKillLimit, r.lease.Duration(), r.lease.Token().Bucket, r.lease.Token().Key()))
+				"(s3://%s/%s)", pgid, groupKillLimit, r.lease.State().LeaseDuration, r.lease.Token().Bucket, r.lease.Token().Key()))
 		}
 	}
 	r.waitErr = r.child.Wait()
@@ -327,7 +327,7 @@ func (r *runner) conclude(code int, watchdogDied bool) error {
 		return exitWith(exitWatchdogDied, errors.Join(err, relErr))
 	}
 	if relErr != nil {
-		fmt.Fprintf(r.a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), r.lease.Duration())
+		fmt.Fprintf(r.a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), r.lease.State().LeaseDuration)
 	}
 	if code != 0 {
 		return exitWith(code, nil)

@@ -258,7 +258,7 @@ func TestSlots_StatusShowsEveryHolder(t *testing.T) {
 			slot, _ := strconv.Atoi(f[1])
 			l := bySlot[slot]
 			if len(f) != 9 || f[0] != "slot" || l == nil || f[2] != "held" || f[3] != strconv.FormatUint(l.Epoch(), 10) ||
-				f[4] != l.Holder() || f[5] != "in" || f[8] != "-" {
+				f[4] != l.State().Holder || f[5] != "in" || f[8] != "-" {
 				t.Fatalf("row %q; want a held slot with its epoch, holder and expiry", line)
 			}
 			if k == 1 && slot <= mustAtoi(t, strings.Fields(lines[1])[1]) {
@@ -298,7 +298,7 @@ func TestSlots_StatusShowsEveryHolder(t *testing.T) {
 		}
 		for k, h := range got.Holders {
 			l := bySlot[h.Slot]
-			if l == nil || h.Epoch != l.Epoch() || h.Key != l.Token().Key() || h.Holder != l.Holder() || h.AcquiredAt.IsZero() ||
+			if l == nil || h.Epoch != l.Epoch() || h.Key != l.Token().Key() || h.Holder != l.State().Holder || h.AcquiredAt.IsZero() ||
 				h.ExpiresAt.IsZero() || h.ExpiresInSeconds == nil || *h.ExpiresInSeconds <= 0 || h.LeaseDuration != "1m0s" {
 				t.Errorf("holders[%d] = %+v; want a held slot with its epoch, key, holder and expiry", k, h)
 			}

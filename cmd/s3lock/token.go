@@ -38,9 +38,9 @@ func tokenOf(l *s3lock.Lease) tokenOutput {
 	return tokenOutput{
 		Token:         l.Token(),
 		Key:           l.Token().Key(),
-		Holder:        l.Holder(),
-		ExpiresAt:     l.ExpiresAt().UTC().Truncate(time.Millisecond),
-		LeaseDuration: l.Duration().String(),
+		Holder:        l.State().Holder,
+		ExpiresAt:     l.State().ExpiresAt.UTC().Truncate(time.Millisecond),
+		LeaseDuration: l.State().LeaseDuration.String(),
 	}
 }
 
@@ -149,7 +149,7 @@ with exit code 4.
 			if output == "json" {
 				return a.printJSON(tokenOf(lease))
 			}
-			_, err = fmt.Fprintln(a.stdout, lease.ExpiresAt().UTC().Format(time.RFC3339))
+			_, err = fmt.Fprintln(a.stdout, lease.State().ExpiresAt.UTC().Format(time.RFC3339))
 			return err
 		},
 	}

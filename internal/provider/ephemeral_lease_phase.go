@@ -37,8 +37,9 @@ func (e *leaseEphemeralResource) openPhase(ctx context.Context, client *s3lock.C
 	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": lock.bucket, "lock": lock.name,
 		"slot": token.Slot, "epoch": lease.Epoch(), "key": token.Key()})
 	e.factory.leases.add(lease)
-	return phaseLife{e: e, token: token}, openedLease{epoch: lease.Epoch(), slot: token.Slot, key: token.Key(),
-		holder: lease.Holder(), acquired: lease.AcquiredAt(), expires: lease.ExpiresAt()}, true
+	st := lease.State()
+	return phaseLife{e: e, token: token}, openedLease{epoch: st.Epoch, slot: token.Slot, key: token.Key(),
+		holder: st.Holder, acquired: st.AcquiredAt, expires: st.ExpiresAt}, true
 }
 
 func (l phaseLife) kind() string { return lifePhase }
@@ -56,7 +57,7 @@ func (l phaseLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Tim
 			diags.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
 			return time.Time{}, false
 		}
-		return renewAt(now(), lease.ExpiresAt()), true
+		return renewAt(now(), lease.State().ExpiresAt), true
 	}
 	lease, ok, err := l.resume(ctx, diags)
 	if !ok {
@@ -75,7 +76,7 @@ func (l phaseLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Tim
 		return time.Time{}, false
 	}
 	tflog.Debug(ctx, "renewed lease", map[string]any{"bucket": l.token.Bucket, "lock": l.token.Name, "epoch": l.token.Epoch})
-	return renewAt(now(), lease.ExpiresAt()), true
+	return renewAt(now(), lease.State().ExpiresAt), true
 }
 
 // close releases the lock.

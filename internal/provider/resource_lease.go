@@ -327,9 +327,9 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	plan.Slot = types.Int64Value(int64(token.Slot))
 	plan.Epoch = types.Int64Value(int64(lease.Epoch()))
 	plan.Key = types.StringValue(token.Key())
-	plan.Holder = types.StringValue(lease.Holder())
-	plan.AcquiredAt = timeValue(lease.AcquiredAt())
-	plan.ExpiresAt = timeValue(lease.ExpiresAt())
+	plan.Holder = types.StringValue(lease.State().Holder)
+	plan.AcquiredAt = timeValue(lease.State().AcquiredAt)
+	plan.ExpiresAt = timeValue(lease.State().ExpiresAt)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, ref)...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
@@ -454,7 +454,7 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	tflog.Info(ctx, "renewed lease", map[string]any{"bucket": ref.bucket, "lock": ref.name, "slot": ref.slot, "epoch": ref.epoch})
-	plan.ExpiresAt = timeValue(lease.ExpiresAt())
+	plan.ExpiresAt = timeValue(lease.State().ExpiresAt)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 }
 

@@ -62,8 +62,8 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	set("id", types.StringValue(leaseID(target.bucket, target.name, target.slot, target.epoch)))
 	set("bucket", types.StringValue(target.bucket))
 	set("name", types.StringValue(target.name))
-	set("lease_duration", types.StringValue(formatDuration(lease.Duration())))
-	set("metadata", metadataValue(lease.Metadata()))
+	set("lease_duration", types.StringValue(formatDuration(lease.State().LeaseDuration)))
+	set("metadata", metadataValue(lease.State().Metadata))
 	// How the lease was waited for is not recorded in it; order only matters
 	// while waiting, so the import gets the default.
 	set("order", types.StringValue(string(defaultOrder)))
@@ -71,9 +71,9 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	set("slot", types.Int64Value(int64(token.Slot)))
 	set("epoch", types.Int64Value(int64(target.epoch)))
 	set("key", types.StringValue(token.Key()))
-	set("holder", types.StringValue(lease.Holder()))
-	set("acquired_at", timeValue(lease.AcquiredAt()))
-	set("expires_at", timeValue(lease.ExpiresAt()))
+	set("holder", types.StringValue(lease.State().Holder))
+	set("acquired_at", timeValue(lease.State().AcquiredAt))
+	set("expires_at", timeValue(lease.State().ExpiresAt))
 	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, target)...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 }

@@ -353,7 +353,7 @@ func (g *guard) status(req request) response {
 func (h *held) current() *Lease {
 	info := h.info
 	if h.lease != nil {
-		info.ExpiresAt = h.lease.ExpiresAt()
+		info.ExpiresAt = h.lease.State().ExpiresAt
 	}
 	return &info
 }
@@ -417,8 +417,9 @@ func (g *guard) adopt(c net.Conn, token s3lock.Token, cfg ClientConfig) (Lease, 
 	if err != nil {
 		return Lease{}, err
 	}
-	info := Lease{Token: token, Key: lease.Token().Key(), Holder: lease.Holder(), AcquiredAt: lease.AcquiredAt(),
-		ExpiresAt: lease.ExpiresAt(), Duration: lease.Duration()}
+	st := lease.State()
+	info := Lease{Token: token, Key: st.Key, Holder: st.Holder, AcquiredAt: st.AcquiredAt, ExpiresAt: st.ExpiresAt,
+		Duration: st.LeaseDuration}
 	g.mu.Lock()
 	g.leases[key] = &held{lease: lease, info: info}
 	g.record()
@@ -528,7 +529,7 @@ func (g *guard) end(killed bool) bool {
 		case lapse:
 			l.Detach()
 			g.log.Printf("the run did not end cleanly: leaving lock %q in bucket %s (epoch %d) to lapse after %s",
-				l.Name(), l.Token().Bucket, l.Epoch(), l.Duration())
+				l.Name(), l.Token().Bucket, l.Epoch(), l.State().LeaseDuration)
 			continue
 		}
 		wg.Go(func() {
@@ -538,7 +539,7 @@ func (g *guard) end(killed bool) bool {
 			case errors.Is(err, s3lock.ErrLeaseLost):
 				g.log.Printf("lock %q in bucket %s (epoch %d) had been lost: %v", l.Name(), l.Token().Bucket, l.Epoch(), err)
 			case err != nil:
-				g.log.Printf("releasing lock %q in bucket %s (epoch %d): %v; it lapses after %s", l.Name(), l.Token().Bucket, l.Epoch(), err, l.Duration())
+				g.log.Printf("releasing lock %q in bucket %s (epoch %d): %v; it lapses after %s", l.Name(), l.Token().Bucket, l.Epoch(), err, l.State().LeaseDuration)
 			default:
 				g.log.Printf("the run ended: released lock %q in bucket %s (epoch %d)", l.Name(), l.Token().Bucket, l.Epoch())
 			}

@@ -126,9 +126,9 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 	case lease.Err() != nil:
 		stale.Err = lease.Err()
 		return stale
-	case !s.cfg.Now().Before(lease.ExpiresAt()):
+	case !s.cfg.Now().Before(lease.State().ExpiresAt):
 		stale.Err = fmt.Errorf("%w: its renewals did not get through before it ran out at %s", ErrLeaseRanOut,
-			lease.ExpiresAt().Format("15:04:05.000"))
+			lease.State().ExpiresAt.Format("15:04:05.000"))
 		return stale
 	}
 	in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key),

@@ -27,12 +27,12 @@ func (w *Witness) Watch(lease *s3lock.Lease) (stop func()) {
 		defer tick.Stop()
 		for {
 			before := w.clock()
-			left := time.Until(lease.ExpiresAt())
+			left := time.Until(lease.State().ExpiresAt)
 			if lease.Err() != nil {
 				return
 			}
 			if left > 0 {
-				w.claim(Claim{Lock: lock, Epoch: epoch, Holder: lease.Holder(), At: w.clock(), Until: before + int64(left)})
+				w.claim(Claim{Lock: lock, Epoch: epoch, Holder: lease.State().Holder, At: w.clock(), Until: before + int64(left)})
 			}
 			select {
 			case <-tick.C:

@@ -133,7 +133,7 @@ func (w *worker) hold(ctx context.Context, lease *s3lock.Lease, clk *skewclock.C
 func leaseTrust(lease *s3lock.Lease, clk s3lock.Clock) func() (int64, bool) {
 	return func() (int64, bool) {
 		m := record.Now()
-		left := lease.ExpiresAt().Sub(clk.Now())
+		left := lease.State().ExpiresAt.Sub(clk.Now())
 		if lease.Err() != nil || left <= 0 {
 			return 0, false
 		}
