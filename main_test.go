@@ -54,7 +54,7 @@ func TestAccMain_EphemeralLeaseReleasedWhenRunEndsEarly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			held, err := other.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
+			held, err := other.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestAccMain_EphemeralLeaseSupersededForRun(t *testing.T) {
 		return c
 	}
 	older, newer, observer := sdk("commit-41"), sdk("commit-43"), sdk("observer")
-	held, err := older.TryAcquire(t.Context(), lock, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
+	held, err := older.TryAcquire(t.Context(), lock, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestAccMain_WaitNamesTheHolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			held, err := alice.TryAcquire(t.Context(), lock, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
+			held, err := alice.TryAcquire(t.Context(), lock, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

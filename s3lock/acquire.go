@@ -24,7 +24,7 @@ var errRetry = errors.New("s3lock: state changed during the attempt; retry")
 // line when the lock's listing shows it, and one more to count them).
 // If ctx ends during the attempt, TryAcquire makes sure it leaves no lease
 // behind and returns ctx's error.
-func (c *Client) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}

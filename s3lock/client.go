@@ -55,17 +55,12 @@ func newConfig(bucket string, opts []Option) (config, error) {
 	if err := validateBucket(bucket); err != nil {
 		return cfg, err
 	}
-	for _, o := range opts {
-		if o == nil {
-			return cfg, invalid("nil Option")
-		}
-		if err := o(&cfg); err != nil {
-			return cfg, err
-		}
+	if err := apply(settings{client: &cfg, acquire: &cfg.acquire}, opts); err != nil {
+		return cfg, err
 	}
-	if cfg.renewIntervalSet && cfg.renewInterval > cfg.leaseDuration/2 {
+	if cfg.renewIntervalSet && cfg.renewInterval > cfg.acquire.leaseDuration/2 {
 		return cfg, invalid("renew interval %s is more than half the lease duration %s: "+
-			"a failed renewal would leave no time to retry", cfg.renewInterval, cfg.leaseDuration)
+			"a failed renewal would leave no time to retry", cfg.renewInterval, cfg.acquire.leaseDuration)
 	}
 	return cfg, nil
 }

@@ -27,7 +27,7 @@ type contention struct {
 	// faults, when set, returns the fault injector of one worker's client.
 	faults func(worker int) *s3test.Faults
 	// opts are the workers' acquire options (an order, say).
-	opts []s3lock.AcquireOption
+	opts []s3lock.Option
 }
 
 // contentionLimit bounds a contention run (see run).
@@ -194,12 +194,12 @@ func TestContention_Faults(t *testing.T) {
 // stuck in line.
 func TestContention_FIFO(t *testing.T) {
 	t.Parallel()
-	contention{workers: 8, rounds: 6, opts: []s3lock.AcquireOption{s3lock.WithOrder(s3lock.OrderFIFO)}}.run(t)
+	contention{workers: 8, rounds: 6, opts: []s3lock.Option{s3lock.WithOrder(s3lock.OrderFIFO)}}.run(t)
 }
 
 func TestContention_FaultsFIFO(t *testing.T) {
 	t.Parallel()
-	contentionWithFaults(t, contention{workers: 6, rounds: 8, opts: []s3lock.AcquireOption{s3lock.WithOrder(s3lock.OrderFIFO)}})
+	contentionWithFaults(t, contention{workers: 6, rounds: 8, opts: []s3lock.Option{s3lock.WithOrder(s3lock.OrderFIFO)}})
 }
 
 // contentionWithFaults runs cfg with every worker's requests failing at

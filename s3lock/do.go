@@ -13,7 +13,7 @@ import (
 // even when fn succeeded, because its work may not have been exclusive. The
 // lease is released even if fn panics. ctx bounds the wait for the lock and
 // is the parent of fn's context.
-func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, lease *Lease) error, opts ...AcquireOption) (err error) {
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context, lease *Lease) error, opts ...Option) (err error) {
 	if fn == nil {
 		return invalid("Do needs a function to run")
 	}

@@ -79,7 +79,7 @@ type served struct {
 	wg    sync.WaitGroup
 }
 
-func (s *served) start(ctx context.Context, t *testing.T, c *s3lock.Client, name, who string, opts ...s3lock.AcquireOption) {
+func (s *served) start(ctx context.Context, t *testing.T, c *s3lock.Client, name, who string, opts ...s3lock.Option) {
 	t.Helper()
 	s.wg.Go(func() {
 		l, err := c.Acquire(ctx, name, opts...)

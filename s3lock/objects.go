@@ -29,7 +29,7 @@ type objectSettings struct {
 // (AES256) when kmsKeyID is "", SSE-KMS with that key (an ID, ARN or alias)
 // otherwise. It conflicts with WithSSECustomerKey.
 func WithServerSideEncryption(kmsKeyID string) Option {
-	return func(c *config) error {
+	return clientOption("WithServerSideEncryption", func(c *config) error {
 		if c.objects.ssecKey != "" {
 			return invalid("server-side encryption (SSE-S3 or SSE-KMS) and a customer-provided key (SSE-C) exclude each other: choose one")
 		}
@@ -39,7 +39,7 @@ func WithServerSideEncryption(kmsKeyID string) Option {
 			c.objects.sse, c.objects.kmsKeyID = types.ServerSideEncryptionAwsKms, kmsKeyID
 		}
 		return nil
-	}
+	})
 }
 
 // WithSSECustomerKey encrypts every object the client writes with the
@@ -47,7 +47,7 @@ func WithServerSideEncryption(kmsKeyID string) Option {
 // which SSE-C requires. The key is never logged or put in an error message.
 // It conflicts with WithServerSideEncryption.
 func WithSSECustomerKey(key []byte) Option {
-	return func(c *config) error {
+	return clientOption("WithSSECustomerKey", func(c *config) error {
 		switch {
 		case len(key) != 32:
 			return invalid("WithSSECustomerKey needs a 256-bit key (32 bytes), not %d bytes", len(key))
@@ -58,13 +58,13 @@ func WithSSECustomerKey(key []byte) Option {
 		c.objects.ssecKey = base64.StdEncoding.EncodeToString(key)
 		c.objects.ssecMD5 = base64.StdEncoding.EncodeToString(sum[:])
 		return nil
-	}
+	})
 }
 
 // WithACL sets a canned ACL (e.g. "bucket-owner-full-control") on every
 // object the client writes.
 func WithACL(acl string) Option {
-	return func(c *config) error {
+	return clientOption("WithACL", func(c *config) error {
 		known := types.ObjectCannedACL("").Values()
 		if !slices.Contains(known, types.ObjectCannedACL(acl)) {
 			names := make([]string, len(known))
@@ -75,7 +75,7 @@ func WithACL(acl string) Option {
 		}
 		c.objects.acl = types.ObjectCannedACL(acl)
 		return nil
-	}
+	})
 }
 
 // onPut applies the settings to a write of the client's own objects.

@@ -41,12 +41,44 @@ const (
 	defaultRequestTimeout = transfer.RequestTimeout
 )
 
-// Option configures a Client in New.
-type Option func(*config) error
+// Option configures a Client (New) or one acquisition (Acquire,
+// TryAcquire, Do, Resume). The options that say how a lease is taken and
+// held (WithLeaseDuration, WithMetadata, WithoutAutoRenew, WithWait,
+// WithWaitObserver, WithOrder, WithSlots) may be given to New, as the
+// client's defaults for every acquisition, or to one acquisition, for it
+// alone, overriding the client's; the others configure the client, and an
+// acquisition refuses them with ErrInvalidConfig.
+type Option func(*settings) error
+
+// settings is what an Option sets: the client's configuration (nil when an
+// acquisition applies its options) and an acquisition's.
+type settings struct {
+	client  *config
+	acquire *acquireConfig
+}
+
+// clientOption is an Option that only New takes: name is the option's, for
+// the error an acquisition gets.
+func clientOption(name string, set func(*config) error) Option {
+	return func(s *settings) error {
+		if s.client == nil {
+			return invalid("%s configures the client: pass it to New, not to an acquisition", name)
+		}
+		return set(s.client)
+	}
+}
+
+// leaseOption is an Option that New takes as a default for every
+// acquisition and an acquisition takes for itself.
+func leaseOption(set func(*acquireConfig) error) Option {
+	return func(s *settings) error { return set(s.acquire) }
+}
 
 type config struct {
-	holder              string
-	leaseDuration       time.Duration
+	holder string
+	// acquire is the client's defaults for every acquisition: the options
+	// given to New that say how a lease is taken.
+	acquire             acquireConfig
 	renewInterval       time.Duration
 	renewIntervalSet    bool
 	logger              *slog.Logger
@@ -62,7 +94,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		leaseDuration:  DefaultLeaseDuration,
+		acquire:        acquireConfig{leaseDuration: DefaultLeaseDuration, autoRenew: true},
 		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clock:          systemClock{},
 		history:        defaultHistory,
@@ -80,13 +112,13 @@ func invalid(format string, args ...any) error {
 // finds the lock held. The default is user@host:pid plus a random suffix,
 // drawn once per process.
 func WithHolder(id string) Option {
-	return func(c *config) error {
+	return clientOption("WithHolder", func(c *config) error {
 		if err := ValidateHolder(id); err != nil {
 			return err
 		}
 		c.holder = id
 		return nil
-	}
+	})
 }
 
 // maxHolderBytes bounds a holder identity: a name, not a document.
@@ -113,15 +145,17 @@ func ValidateHolder(id string) error {
 
 // WithLeaseDuration sets how long a lease stays valid without renewal
 // (default DefaultLeaseDuration, between MinLeaseDuration and
-// MaxLeaseDuration).
+// MaxLeaseDuration): given to New, for every acquisition of the client;
+// given to an acquisition, for its lease alone. A lease renews every third
+// of it.
 func WithLeaseDuration(d time.Duration) Option {
-	return func(c *config) error {
+	return leaseOption(func(a *acquireConfig) error {
 		if err := validateLeaseDuration(d); err != nil {
 			return err
 		}
-		c.leaseDuration = d
+		a.leaseDuration = d
 		return nil
-	}
+	})
 }
 
 func validateLeaseDuration(d time.Duration) error {
@@ -137,76 +171,76 @@ func validateLeaseDuration(d time.Duration) error {
 // rejects an interval longer than half of it, which would leave no time to
 // retry a failed renewal.
 func withRenewInterval(d time.Duration) Option {
-	return func(c *config) error {
+	return clientOption("withRenewInterval", func(c *config) error {
 		if d < minRenewInterval {
 			return invalid("renew interval %s is shorter than %s", d, minRenewInterval)
 		}
 		c.renewInterval = d
 		c.renewIntervalSet = true
 		return nil
-	}
+	})
 }
 
 // WithLogger sets the logger for acquisitions, renewals, releases and
 // waits. The default discards everything.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
+	return clientOption("WithLogger", func(c *config) error {
 		if l == nil {
 			return invalid("logger is nil")
 		}
 		c.logger = l
 		return nil
-	}
+	})
 }
 
 // WithClock sets the clock (default: the system clock, time.Now).
 func WithClock(clk Clock) Option {
-	return func(c *config) error {
+	return clientOption("WithClock", func(c *config) error {
 		if clk == nil {
 			return invalid("clock is nil")
 		}
 		c.clock = clk
 		return nil
-	}
+	})
 }
 
 // WithExpectedBucketOwner makes every request fail unless the bucket belongs
 // to this AWS account id, protecting against a bucket of the same name in
 // another account.
 func WithExpectedBucketOwner(accountID string) Option {
-	return func(c *config) error {
+	return clientOption("WithExpectedBucketOwner", func(c *config) error {
 		if len(accountID) != 12 || strings.Trim(accountID, "0123456789") != "" {
 			return invalid("expected bucket owner %q is not a 12-digit AWS account id", accountID)
 		}
 		c.expectedBucketOwner = accountID
 		return nil
-	}
+	})
 }
 
 // withHistory sets how many of a lock's most recent epoch objects are kept
 // (default 10, between 1 and 500), for tests. Older epochs are deleted by
 // the lock's later holders, a few at a time.
 func withHistory(epochs int) Option {
-	return func(c *config) error {
+	return clientOption("withHistory", func(c *config) error {
 		if epochs < 1 || epochs > maxHistory {
 			return invalid("history %d is outside [1, %d]", epochs, maxHistory)
 		}
 		c.history = epochs
 		return nil
-	}
+	})
 }
 
 // WithPollInterval sets how often a waiting Acquire checks the holder's
 // lease (default DefaultPollInterval, between 10ms and 1m). Each check is
 // one small GET; the interval is jittered by ±20%.
 func WithPollInterval(d time.Duration) Option {
-	return func(c *config) error {
+	return clientOption("WithPollInterval", func(c *config) error {
 		if d < minPollInterval || d > maxPollInterval {
 			return invalid("poll interval %s is outside [%s, %s]", d, minPollInterval, maxPollInterval)
 		}
 		c.pollInterval = d
 		return nil
-	}
+	})
 }
 
 // WithObserver makes the client report what it does to o: acquisitions and
@@ -214,25 +248,25 @@ func WithPollInterval(d time.Duration) Option {
 // (Observer says how o is called). The package s3lockotel turns the events
 // into OpenTelemetry metrics and spans.
 func WithObserver(o Observer) Option {
-	return func(c *config) error {
+	return clientOption("WithObserver", func(c *config) error {
 		if o == nil {
 			return invalid("WithObserver needs an observer")
 		}
 		c.observer = o
 		return nil
-	}
+	})
 }
 
 // WithRequestTimeout bounds each S3 call including the SDK's own retries
 // (default 30s, at least 100ms).
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *config) error {
+	return clientOption("WithRequestTimeout", func(c *config) error {
 		if d < minRequestTimeout {
 			return invalid("request timeout %s is shorter than %s", d, minRequestTimeout)
 		}
 		c.requestTimeout = d
 		return nil
-	}
+	})
 }
 
 // WithProbePrefix says under which lock name prefix the client's locks
@@ -241,7 +275,7 @@ func WithRequestTimeout(d time.Duration) Option {
 // their probe objects under prefix + "s3lock-probe/", a segment no lock
 // name may contain, so that probes never collide with locks.
 func WithProbePrefix(prefix string) Option {
-	return func(c *config) error {
+	return clientOption("WithProbePrefix", func(c *config) error {
 		if strings.HasSuffix(prefix, probeSegment+"/") {
 			return invalid("probe prefix %q: WithProbePrefix takes the prefix the locks live under; "+
 				"the probes go under it + %q, which the SDK adds itself", prefix, probeSegment+"/")
@@ -254,7 +288,7 @@ func WithProbePrefix(prefix string) Option {
 		}
 		c.probePrefix = prefix + probeSegment + "/"
 		return nil
-	}
+	})
 }
 
 // directoryBucketSuffix ends the name of every S3 directory bucket
@@ -295,9 +329,7 @@ func validateBucket(bucket string) error {
 	return nil
 }
 
-// AcquireOption configures one acquisition.
-type AcquireOption func(*acquireConfig) error
-
+// acquireConfig is how one acquisition takes and holds its lease.
 type acquireConfig struct {
 	metadata      map[string]string
 	leaseDuration time.Duration
@@ -323,8 +355,8 @@ type slotRef struct {
 // WithMetadata attaches string metadata to the lease (at most 16 KiB in
 // all, graphic characters only, as ValidateHolder), shown by Current to
 // anyone who reads the lock.
-func WithMetadata(m map[string]string) AcquireOption {
-	return func(a *acquireConfig) error {
+func WithMetadata(m map[string]string) Option {
+	return leaseOption(func(a *acquireConfig) error {
 		if n := metadataSize(m); n > maxMetadataBytes {
 			return invalid("metadata is %d bytes; the limit is %d", n, maxMetadataBytes)
 		}
@@ -342,31 +374,18 @@ func WithMetadata(m map[string]string) AcquireOption {
 			a.metadata[k] = v
 		}
 		return nil
-	}
-}
-
-// WithLeaseFor sets the duration of this one acquisition's lease,
-// overriding the client's WithLeaseDuration (same limits). The lease renews
-// every third of it.
-func WithLeaseFor(d time.Duration) AcquireOption {
-	return func(a *acquireConfig) error {
-		if err := validateLeaseDuration(d); err != nil {
-			return err
-		}
-		a.leaseDuration = d
-		return nil
-	}
+	})
 }
 
 // WithoutAutoRenew leaves renewal to the caller: the lease is not renewed in
 // the background and Done closes only when Renew or Release finds it lost.
 // Use it when the process that acquires will not live as long as the lease
 // (pipelines, Terraform).
-func WithoutAutoRenew() AcquireOption {
-	return func(a *acquireConfig) error {
+func WithoutAutoRenew() Option {
+	return leaseOption(func(a *acquireConfig) error {
 		a.autoRenew = false
 		return nil
-	}
+	})
 }
 
 // WithWait bounds how long Acquire waits for a held lock: d = 0 tries once,
@@ -385,24 +404,24 @@ func WithoutAutoRenew() AcquireOption {
 // Acquire waits as long as ctx allows and retries every transient failure.
 // This is the choice a command-line tool or Terraform offers: "wait up to d,
 // 0 = do not wait". TryAcquire ignores it.
-func WithWait(d time.Duration) AcquireOption {
-	return func(a *acquireConfig) error {
+func WithWait(d time.Duration) Option {
+	return leaseOption(func(a *acquireConfig) error {
 		if d < 0 {
 			return invalid("wait %s is negative; 0 tries once", d)
 		}
 		a.wait, a.waitSet = d, true
 		return nil
-	}
+	})
 }
 
 // WithWaitObserver sets a function that a waiting Acquire calls when it finds
 // the lock held: at once, whenever the holder or epoch changes, and at most
 // once a second otherwise. It must not block.
-func WithWaitObserver(fn func(*HeldError)) AcquireOption {
-	return func(a *acquireConfig) error {
+func WithWaitObserver(fn func(*HeldError)) Option {
+	return leaseOption(func(a *acquireConfig) error {
 		a.onWait = fn
 		return nil
-	}
+	})
 }
 
 // WithOrder says in which order a waiting Acquire takes its turn
@@ -412,14 +431,14 @@ func WithWaitObserver(fn func(*HeldError)) AcquireOption {
 // line too, and gives up with ErrSuperseded when a newer OrderNewest waiter
 // joins. When several order options are given, the last one counts. An
 // ordered TryAcquire does not take a free lock while others wait in line.
-func WithOrder(o Order) AcquireOption {
-	return func(a *acquireConfig) error {
+func WithOrder(o Order) Option {
+	return leaseOption(func(a *acquireConfig) error {
 		if _, err := ParseOrder(string(o)); err != nil {
 			return err
 		}
 		a.order = o
 		return nil
-	}
+	})
 }
 
 // MaxSlots is the largest n of WithSlots(n). A waiter polls the held slots in
@@ -440,28 +459,36 @@ const MaxSlots = 64
 // With an order (WithOrder), waiters line up in the lock's one line and the
 // head of the line takes whichever slot frees first. n must be between 1
 // and MaxSlots.
-func WithSlots(n int) AcquireOption {
-	return func(a *acquireConfig) error {
+func WithSlots(n int) Option {
+	return leaseOption(func(a *acquireConfig) error {
 		if n < 1 || n > MaxSlots {
 			return invalid("slots %d is out of range: a lock admits 1 to %d holders", n, MaxSlots)
 		}
 		a.slots = n
 		return nil
-	}
+	})
 }
 
-func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
-	a := acquireConfig{leaseDuration: c.cfg.leaseDuration, autoRenew: true}
-	for _, o := range opts {
-		if o == nil {
-			return a, invalid("nil AcquireOption")
-		}
-		if err := o(&a); err != nil {
-			return a, err
-		}
+func (c *Client) acquireConfig(opts []Option) (acquireConfig, error) {
+	a := c.cfg.acquire
+	if err := apply(settings{acquire: &a}, opts); err != nil {
+		return a, err
 	}
 	a.renewInterval = c.renewIntervalFor(a.leaseDuration)
 	return a, nil
+}
+
+// apply applies opts to s in order; the first that fails ends it.
+func apply(s settings, opts []Option) error {
+	for _, o := range opts {
+		if o == nil {
+			return invalid("nil Option")
+		}
+		if err := o(&s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // renewIntervalFor returns the renew interval for a lease of duration d: the

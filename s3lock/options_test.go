@@ -97,10 +97,10 @@ func TestOptions_ZeroDurationIsRefusedNotADefault(t *testing.T) {
 		}
 		type acquireCase struct {
 			name string
-			opt  s3lock.AcquireOption
+			opt  s3lock.Option
 			says string
 		}
-		cases := []acquireCase{{"WithLeaseFor", s3lock.WithLeaseFor(d), "lease duration " + d.String() + " is outside [2s, 720h0m0s]"}}
+		cases := []acquireCase{{"WithLeaseDuration", s3lock.WithLeaseDuration(d), "lease duration " + d.String() + " is outside [2s, 720h0m0s]"}}
 		if d < 0 { // WithWait(0) tries once: TestOptions_WaitZeroTriesOnce
 			cases = append(cases, acquireCase{"WithWait", s3lock.WithWait(d), "wait -1s is negative; 0 tries once"})
 		}
@@ -131,5 +131,38 @@ func TestOptions_WaitZeroTriesOnce(t *testing.T) {
 	if _, err := other.Acquire(t.Context(), name, s3lock.WithWait(0)); !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) ||
 		held.Holder != "holder" || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Acquire(WithWait(0)) of a held lock = %v; want ErrHeld by holder at once", err)
+	}
+}
+
+// TestOptions_OneTypeForTheClientAndEachAcquisition: the options that say
+// how a lease is taken, given to New, are the client's defaults for every
+// acquisition, and one acquisition's own override them; the options that
+// configure the client are refused by an acquisition, naming the option.
+func TestOptions_OneTypeForTheClientAndEachAcquisition(t *testing.T) {
+	ns := s3test.New(t)
+	c := newLockClient(t, ns, "defaults", []s3lock.Option{s3lock.WithLeaseDuration(7 * time.Second),
+		s3lock.WithMetadata(map[string]string{"team": "infra"})})
+	l, err := c.TryAcquire(t.Context(), ns.Name("defaults"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := l.State(); st.LeaseDuration != 7*time.Second || st.Metadata["team"] != "infra" {
+		t.Errorf("lease %s with metadata %v; want the client's 7s and team=infra", st.LeaseDuration, st.Metadata)
+	}
+	mustRelease(t, l)
+	l, err = c.TryAcquire(t.Context(), ns.Name("own"), s3lock.WithLeaseDuration(9*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := l.State(); st.LeaseDuration != 9*time.Second || st.Metadata["team"] != "infra" {
+		t.Errorf("lease %s with metadata %v; want its own 9s and the client's team=infra", st.LeaseDuration, st.Metadata)
+	}
+	mustRelease(t, l)
+	for name, opt := range map[string]s3lock.Option{"WithHolder": s3lock.WithHolder("x"),
+		"WithRequestTimeout": s3lock.WithRequestTimeout(time.Second), "WithACL": s3lock.WithACL("private")} {
+		_, err := c.TryAcquire(t.Context(), ns.Name("refused"), opt)
+		if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), name+" configures the client: pass it to New") {
+			t.Errorf("TryAcquire(%s) = %v; want ErrInvalidConfig naming %s as the client's", name, err, name)
+		}
 	}
 }

@@ -91,7 +91,7 @@ func ParseToken(s string) (Token, error) {
 // one of them finds the other's write and ends that handle as lost; until
 // then both believe they hold the lease, as with ForceRelease. To check a
 // lease without taking it over, use Lookup.
-func (c *Client) Resume(ctx context.Context, t Token, opts ...AcquireOption) (*Lease, error) {
+func (c *Client) Resume(ctx context.Context, t Token, opts ...Option) (*Lease, error) {
 	target, ref, err := c.leaseOf(ctx, t)
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func (t Token) checkSlot() error {
 
 // takeOver builds a Lease for an existing epoch object; nonce "" accepts
 // any holder.
-func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce string, ref slotRef, opts []AcquireOption) (*Lease, error) {
+func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce string, ref slotRef, opts []Option) (*Lease, error) {
 	a, err := c.acquireConfig(opts)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ import (
 type slotRun struct {
 	workers, rounds, slots int
 	faults                 func(worker int) *s3test.Faults
-	opts                   []s3lock.AcquireOption
+	opts                   []s3lock.Option
 }
 
 // slotResult is what a slotRun saw.
@@ -52,7 +52,7 @@ func (r slotRun) run(t *testing.T) slotResult {
 	var inside atomic.Int32
 	var mu sync.Mutex
 	lastEpoch := map[int]uint64{}
-	opts := append([]s3lock.AcquireOption{s3lock.WithSlots(r.slots)}, r.opts...)
+	opts := append([]s3lock.Option{s3lock.WithSlots(r.slots)}, r.opts...)
 	var wg sync.WaitGroup
 	for w := range r.workers {
 		var copts []s3test.Option

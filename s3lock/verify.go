@@ -371,7 +371,7 @@ func (c *Client) checkProtocol(ctx, rctx context.Context) (cond, order Check, ok
 func (c *Client) probeCycle(rctx context.Context) {
 	if err := c.listKeys(rctx, c.cfg.probePrefix, func(listedKey) {}); err == nil {
 		name := c.cfg.probePrefix + "permissions"
-		a, _ := c.acquireConfig([]AcquireOption{WithoutAutoRenew(), WithLeaseFor(probeLease)})
+		a, _ := c.acquireConfig([]Option{WithoutAutoRenew(), WithLeaseDuration(probeLease)})
 		if lease, err := c.tryAcquire(rctx, name, a); err == nil {
 			_, _ = c.current(rctx, name)
 			if lease.Release(rctx) != nil {

@@ -28,7 +28,7 @@ import (
 // a *HeldError (errors.Is(err, ErrHeld)) or the last transient failure.
 // With WithWait, the first attempt's failures are returned at once instead;
 // WithWait(0) makes Acquire a TryAcquire.
-func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}

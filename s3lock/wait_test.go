@@ -207,11 +207,11 @@ func TestWait_SaysWhatEndedItInWords(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ctx  func(t *testing.T) context.Context // a context that ends after the lock was found held
-		opts []s3lock.AcquireOption
+		opts []s3lock.Option
 		says string
 		is   error
 	}{
-		{"WithWait", func(t *testing.T) context.Context { t.Helper(); return t.Context() }, []s3lock.AcquireOption{s3lock.WithWait(time.Second)},
+		{"WithWait", func(t *testing.T) context.Context { t.Helper(); return t.Context() }, []s3lock.Option{s3lock.WithWait(time.Second)},
 			"the wait (1s) ran out", context.DeadlineExceeded},
 		{"the caller's deadline", func(t *testing.T) context.Context {
 			t.Helper()

@@ -75,8 +75,8 @@ func (o orderFlag) Type() string { return "fifo|newest|none" }
 // refuses the credentials) at the first attempt is reported at once; while
 // waiting, it rides out transient store failures. acquire only words the
 // outcome.
-func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.AcquireOption) (*s3lock.Lease, error) {
-	opts := append([]s3lock.AcquireOption{s3lock.WithOrder(af.order), s3lock.WithSlots(af.slots)}, extra...)
+func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.Option) (*s3lock.Lease, error) {
+	opts := append([]s3lock.Option{s3lock.WithOrder(af.order), s3lock.WithSlots(af.slots)}, extra...)
 	if len(af.metadata) > 0 {
 		opts = append(opts, s3lock.WithMetadata(af.metadata))
 	}

@@ -201,13 +201,13 @@ func TestSlots_TwelveWorkersShareThreeSlots(t *testing.T) {
 
 // slotLease takes a slot of the lock name for holder, with its own client;
 // the test releases it at the end unless it was released.
-func (c *cli) slotLease(name, holder string, slots int, opts ...s3lock.AcquireOption) *s3lock.Lease {
+func (c *cli) slotLease(name, holder string, slots int, opts ...s3lock.Option) *s3lock.Lease {
 	c.t.Helper()
 	sdk, err := s3lock.New(c.ns.Client, c.ns.Bucket, s3lock.WithHolder(holder))
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	l, err := sdk.TryAcquire(c.t.Context(), name, append([]s3lock.AcquireOption{s3lock.WithSlots(slots)}, opts...)...)
+	l, err := sdk.TryAcquire(c.t.Context(), name, append([]s3lock.Option{s3lock.WithSlots(slots)}, opts...)...)
 	if err != nil {
 		c.t.Fatalf("%s: TryAcquire(WithSlots(%d)): %v", holder, slots, err)
 	}

@@ -305,7 +305,7 @@ func TestAccLeaseDataSource_Waiters(t *testing.T) {
 		{holder: "pipeline 43", order: s3lock.OrderFIFO},
 	}
 	for _, q := range queued {
-		opts := []s3lock.AcquireOption{s3lock.WithOrder(q.order)}
+		opts := []s3lock.Option{s3lock.WithOrder(q.order)}
 		if q.meta != nil {
 			opts = append(opts, s3lock.WithMetadata(q.meta))
 		}

@@ -340,8 +340,8 @@ func (set openSettings) applied(cfg leaseEphemeralModelV0) leaseEphemeralModelV0
 // acquireOptions are the options of an acquisition with these settings.
 // The order matters only where the run queues: when it acquires the lock
 // (a whole run's later phases find the lease held by the run's guard).
-func (set openSettings) acquireOptions() []s3lock.AcquireOption {
-	opts := []s3lock.AcquireOption{s3lock.WithLeaseFor(set.dur), s3lock.WithOrder(set.order), s3lock.WithSlots(set.slots)}
+func (set openSettings) acquireOptions() []s3lock.Option {
+	opts := []s3lock.Option{s3lock.WithLeaseDuration(set.dur), s3lock.WithOrder(set.order), s3lock.WithSlots(set.slots)}
 	if set.meta != nil {
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}

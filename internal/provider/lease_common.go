@@ -105,7 +105,7 @@ func loadToken(ctx context.Context, p privateGetter) (*s3lock.Token, diag.Diagno
 // unreachable store or denied access, is returned at once: only a held lock
 // is worth waiting for. A wait of 0 tries once. All of that is
 // s3lock.WithWait's policy; this only reports what the SDK reports.
-func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name string, wait time.Duration, opts ...s3lock.AcquireOption) (*s3lock.Lease, lockWait, error) {
+func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name string, wait time.Duration, opts ...s3lock.Option) (*s3lock.Lease, lockWait, error) {
 	rec := newWaitRecorder(f.now)
 	observe := func(h *s3lock.HeldError) {
 		if rec.observe(h) {

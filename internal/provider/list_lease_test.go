@@ -429,7 +429,7 @@ func TestLeaseList_HeldLeasesUpToLimit(t *testing.T) {
 	}
 	names := []string{ns.Name("a"), ns.Name("b"), ns.Name("c")}
 	for _, n := range names {
-		l, err := sdk.TryAcquire(t.Context(), n, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
+		l, err := sdk.TryAcquire(t.Context(), n, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +437,7 @@ func TestLeaseList_HeldLeasesUpToLimit(t *testing.T) {
 	}
 	var slots []int
 	for range 2 {
-		l, err := sdk.TryAcquire(t.Context(), ns.Name("d-slots"), s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.WithSlots(3))
+		l, err := sdk.TryAcquire(t.Context(), ns.Name("d-slots"), s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour), s3lock.WithSlots(3))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -284,9 +284,9 @@ func (e *accEnv) current(t *testing.T, name string) s3lock.State {
 
 // hold acquires name with the SDK, as another holder, and releases it at the
 // end of the test if it is still held. The lease does not renew itself.
-func (e *accEnv) hold(t *testing.T, holder, name string, d time.Duration, opts ...s3lock.AcquireOption) *s3lock.Lease {
+func (e *accEnv) hold(t *testing.T, holder, name string, d time.Duration, opts ...s3lock.Option) *s3lock.Lease {
 	t.Helper()
-	opts = append([]s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(d)}, opts...)
+	opts = append([]s3lock.Option{s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(d)}, opts...)
 	l, err := e.sdk(t, holder).TryAcquire(t.Context(), name, opts...)
 	if err != nil {
 		t.Fatalf("acquiring %q as %s: %v", name, holder, err)
@@ -303,7 +303,7 @@ func (e *accEnv) hold(t *testing.T, holder, name string, d time.Duration, opts .
 // pipeline run would (opts give its order), and returns once it waits in the
 // lock's line. It leaves the line when the test ends; if it is served before,
 // it releases the lock at once. It may be called from any goroutine.
-func (e *accEnv) queue(holder, name string, opts ...s3lock.AcquireOption) error {
+func (e *accEnv) queue(holder, name string, opts ...s3lock.Option) error {
 	c, err := s3lock.New(e.ns.Client, e.bucket, s3lock.WithHolder(holder))
 	if err != nil {
 		return err

@@ -302,7 +302,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if !ok {
 		return
 	}
-	opts := []s3lock.AcquireOption{s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(dur), s3lock.WithOrder(order),
+	opts := []s3lock.Option{s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(dur), s3lock.WithOrder(order),
 		s3lock.WithSlots(slotsOf(plan.Slots))}
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))

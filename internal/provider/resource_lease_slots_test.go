@@ -228,10 +228,10 @@ func TestLeaseResource_StateFromBeforeSlots(t *testing.T) {
 func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 	r, c, bucket, _ := newDirectLeaseResource(t)
 	name := "pool/runners"
-	if _, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.WithSlots(3)); err != nil {
+	if _, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour), s3lock.WithSlots(3)); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour), s3lock.WithSlots(3))
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour), s3lock.WithSlots(3))
 	if err != nil {
 		t.Fatal(err)
 	}

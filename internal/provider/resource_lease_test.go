@@ -825,7 +825,7 @@ func newDirectLeaseResource(t *testing.T) (*leaseResource, *s3lock.Client, strin
 		t.Fatal(err)
 	}
 	name := ns.Name("direct")
-	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
+	l, err := c.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

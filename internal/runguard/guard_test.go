@@ -170,7 +170,7 @@ func (e *env) open(t *testing.T, c *Client, name string) *Lease {
 	if held != nil {
 		return held
 	}
-	l, err := e.sdk.TryAcquire(t.Context(), e.ns.Name(name), s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(10*time.Second))
+	l, err := e.sdk.TryAcquire(t.Context(), e.ns.Name(name), s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestGuard_RefusesAnAdoptWithoutANonce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := someone.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Minute))
+	theirs, err := someone.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func adopt(t *testing.T, c *Client, sdk *s3lock.Client, cfg ClientConfig, bucket
 	if err != nil || held != nil {
 		t.Fatalf("Claim(%s) = %+v, %v; want it granted", name, held, err)
 	}
-	l, err := sdk.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(10*time.Second))
+	l, err := sdk.TryAcquire(t.Context(), name, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

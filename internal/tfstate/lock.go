@@ -73,7 +73,7 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 // placeholder.
 func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Lease, string, bool, error) {
 	deadline := s.cfg.Now().Add(s.cfg.Wait)
-	opts := []s3lock.AcquireOption{
+	opts := []s3lock.Option{
 		s3lock.WithWait(s.cfg.Wait),
 		s3lock.WithMetadata(s.lockMetadata(ws, operation)),
 	}
@@ -81,7 +81,7 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 		opts = append(opts, s3lock.WithOrder(s.cfg.Order))
 	}
 	if s.cfg.Lease > 0 {
-		opts = append(opts, s3lock.WithLeaseFor(s.cfg.Lease))
+		opts = append(opts, s3lock.WithLeaseDuration(s.cfg.Lease))
 	}
 	if s.cfg.WaitObserver != nil {
 		opts = append(opts, s3lock.WithWaitObserver(func(h *s3lock.HeldError) { s.cfg.WaitObserver(h) }))

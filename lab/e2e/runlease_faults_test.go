@@ -42,7 +42,7 @@ func TestE2E_RunLease_KilledWhileTheProviderIsBusy(t *testing.T) {
 	t.Parallel()
 	e := newRunLeaseEnv(t)
 	blocked := e.ns.Name("blocked")
-	other, err := e.sdk.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithLeaseFor(time.Hour))
+	other, err := e.sdk.TryAcquire(t.Context(), blocked, s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

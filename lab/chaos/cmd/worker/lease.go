@@ -74,7 +74,7 @@ func (w *worker) loop(ctx context.Context, clk *skewclock.Clock) error {
 	if err != nil {
 		return err
 	}
-	var opts []s3lock.AcquireOption
+	var opts []s3lock.Option
 	if w.cfg.broken {
 		opts = append(opts, s3lock.WithoutAutoRenew()) // so that the lease surely runs out under it
 	}
