@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // errRetry makes an acquisition attempt start over at once: the state it read
@@ -41,12 +43,12 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 // a TryAcquire).
 func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.Duration, try bool) {
 	if lease != nil {
-		e := lease.event(EventAcquired)
+		e := lease.event(observe.Acquired)
 		e.Wait, e.Try = wait, try
 		c.observe(e)
 		return
 	}
-	c.observe(Event{Kind: EventAcquireFailed, Lock: name, Key: epochPrefix(name), Wait: wait, Try: try, Err: err})
+	c.observe(observe.Event{Kind: observe.AcquireFailed, Lock: name, Key: epochPrefix(name), Wait: wait, Try: try, Err: err})
 }
 
 // tryAcquire is TryAcquire for a name already checked.

@@ -63,8 +63,8 @@
 //     lapsed), Watch (leader election: Do leads, Watch follows).
 //   - Fence writes: Client.FencedPut refuses a write under an older epoch
 //     (a *FenceError).
-//   - Observe and check: WithObserver (s3lockotel turns the events into
-//     OpenTelemetry), Verify and CheckStore (can this store and these
+//   - Observe and check: WithObserver (the events are package observe's;
+//     s3lockotel turns them into OpenTelemetry), Verify and CheckStore (can this store and these
 //     credentials hold locks at all?).
 //
 // Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // newLockClient returns an s3lock client on ns with a fresh S3 client built
@@ -82,10 +83,10 @@ func putRaw(t *testing.T, ns *s3test.Namespace, key string, body []byte) {
 	}
 }
 
-// observerFunc is an s3lock.Observer that is a function.
-type observerFunc func(s3lock.Event)
+// observerFunc is an observe.Observer that is a function.
+type observerFunc func(observe.Event)
 
-func (f observerFunc) Observe(e s3lock.Event) { f(e) }
+func (f observerFunc) Observe(e observe.Event) { f(e) }
 
 // putFenced is Client.FencedPut through a client over api with the
 // default settings.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // Lease is a held lock: one epoch of it. Its epoch is the fencing token.
@@ -190,13 +192,13 @@ func (l *Lease) logEnd(err error) {
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		l.c.cfg.logger.Warn("s3lock: lease lost", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "err", err)
-		e.Kind, e.Err = EventLost, err
+		e.Kind, e.Err = observe.Lost, err
 		var lost *LeaseLostError
 		if errors.As(err, &lost) {
-			e.Reason = lost.Reason
+			e.Reason = string(lost.Reason)
 		}
 	case errors.Is(err, ErrReleased):
-		e.Kind = EventReleased
+		e.Kind = observe.Released
 	default:
 		return
 	}
@@ -204,8 +206,8 @@ func (l *Lease) logEnd(err error) {
 }
 
 // event is an observer event of kind about this lease.
-func (l *Lease) event(kind EventKind) Event {
-	return Event{Kind: kind, Lock: l.lock, Key: l.key, Epoch: l.epoch, Slot: l.slot}
+func (l *Lease) event(kind observe.Kind) observe.Event {
+	return observe.Event{Kind: kind, Lock: l.lock, Key: l.key, Epoch: l.epoch, Slot: l.slot}
 }
 
 // lost ends the lease as lost for reason; detail says what was found.
@@ -306,7 +308,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := l.confirm(sent, newEtag, next); err != nil {
 		return err
 	}
-	l.c.observe(l.event(EventRenewed))
+	l.c.observe(l.event(observe.Renewed))
 	l.c.cfg.logger.Debug("s3lock: renewed", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "renewals", next.Renewals)
 	return nil
 }
@@ -474,7 +476,7 @@ func (l *Lease) renewFailed(ctx context.Context, next *payload, err error) {
 	if next.Released || ctx.Err() != nil {
 		return
 	}
-	e := l.event(EventRenewFailed)
+	e := l.event(observe.RenewFailed)
 	e.Err = err
 	l.c.observe(e)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // TestRenew_ExtendsExpiry: a manual Renew moves the lease's expiry later and is counted as a renewal in the store.
@@ -224,8 +225,8 @@ func TestRelease_RecognisesItsOwnLateRenewal(t *testing.T) {
 		t.Errorf("after Release: %+v, %v; want the lock released at once", st, err)
 	}
 	// The cancelled renewal is no failed renewal; the lease was released.
-	if f, r, lost := rec.count(s3lock.EventRenewFailed, "", ""), rec.count(s3lock.EventReleased, "", ""),
-		rec.count(s3lock.EventLost, "", ""); f != 0 || r != 1 || lost != 0 {
+	if f, r, lost := rec.count(observe.RenewFailed, "", ""), rec.count(observe.Released, "", ""),
+		rec.count(observe.Lost, "", ""); f != 0 || r != 1 || lost != 0 {
 		t.Errorf("events: %d renew-failed, %d released, %d lost; want 0, 1, 0", f, r, lost)
 	}
 }

@@ -12,15 +12,16 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // recording is an Observer that keeps every event.
 type recording struct {
 	mu     sync.Mutex
-	events []s3lock.Event
+	events []observe.Event
 }
 
-func (r *recording) Observe(e s3lock.Event) {
+func (r *recording) Observe(e observe.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
@@ -28,7 +29,7 @@ func (r *recording) Observe(e s3lock.Event) {
 
 // count returns how many events of kind were seen (requests: of op with
 // outcome, "" for any).
-func (r *recording) count(kind s3lock.EventKind, op string, outcome string) int {
+func (r *recording) count(kind observe.Kind, op string, outcome string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -81,29 +82,29 @@ func TestObserver_HearsWhatTheClientDoes(t *testing.T) {
 	_ = l2.Renew(t.Context())
 
 	for _, want := range []struct {
-		kind s3lock.EventKind
+		kind observe.Kind
 		n    int
 	}{
-		{s3lock.EventAcquired, 2}, {s3lock.EventAcquireFailed, 1}, {s3lock.EventRenewed, 1},
-		{s3lock.EventReleased, 1}, {s3lock.EventLost, 1}, {s3lock.EventRenewFailed, 0},
+		{observe.Acquired, 2}, {observe.AcquireFailed, 1}, {observe.Renewed, 1},
+		{observe.Released, 1}, {observe.Lost, 1}, {observe.RenewFailed, 0},
 	} {
 		if got := rec.count(want.kind, "", ""); got != want.n {
 			t.Errorf("%s events: %d; want %d", want.kind, got, want.n)
 		}
 	}
-	if got, want := rec.count(s3lock.EventRequest, "", ""), counter.Total(); got != want {
+	if got, want := rec.count(observe.Request, "", ""), counter.Total(); got != want {
 		t.Errorf("request events: %d; the transport saw %d requests", got, want)
 	}
-	if n := rec.count(s3lock.EventRequest, "PutObject", "precondition-failed"); n != 1 {
+	if n := rec.count(observe.Request, "PutObject", "precondition-failed"); n != 1 {
 		t.Errorf("PutObject precondition-failed events: %d; want 1 (the renewal after the force-release)", n)
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for _, e := range rec.events {
 		switch {
-		case e.Kind == s3lock.EventAcquired && e.Epoch == l2.Epoch() && e.Wait < 250*time.Millisecond:
+		case e.Kind == observe.Acquired && e.Epoch == l2.Epoch() && e.Wait < 250*time.Millisecond:
 			t.Errorf("the waiting Acquire reported a wait of %s; it waited about 300 ms", e.Wait)
-		case e.Kind == s3lock.EventLost && e.Reason != s3lock.LostForceReleased:
+		case e.Kind == observe.Lost && e.Reason != string(s3lock.LostForceReleased):
 			t.Errorf("lost event with reason %s; want force-released", e.Reason)
 		case e.Bucket != ns.Bucket:
 			t.Errorf("event %+v does not name the bucket", e)
@@ -144,10 +145,10 @@ func TestObserver_CountsFailedRenewalAttempts(t *testing.T) {
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if f, ok := rec.count(s3lock.EventRenewFailed, "", ""), rec.count(s3lock.EventRenewed, "", ""); f != 1 || ok != 1 {
+	if f, ok := rec.count(observe.RenewFailed, "", ""), rec.count(observe.Renewed, "", ""); f != 1 || ok != 1 {
 		t.Errorf("renew-failed %d, renewed %d; want 1 and 1", f, ok)
 	}
-	if n := rec.count(s3lock.EventRequest, "PutObject", "unavailable"); n != 1 {
+	if n := rec.count(observe.Request, "PutObject", "unavailable"); n != 1 {
 		t.Errorf("PutObject unavailable events: %d; want 1", n)
 	}
 }

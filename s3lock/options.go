@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/textsafe"
 	"github.com/s3lock/terraform-provider-s3lock/internal/transfer"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // Defaults and limits of the options.
@@ -88,7 +89,7 @@ type config struct {
 	pollInterval        time.Duration
 	requestTimeout      time.Duration
 	probePrefix         string
-	observer            Observer
+	observer            observe.Observer
 	objects             objectSettings
 }
 
@@ -247,7 +248,7 @@ func WithPollInterval(d time.Duration) Option {
 // their waits, renewals, lost and released leases, and every S3 request
 // (Observer says how o is called). The package s3lockotel turns the events
 // into OpenTelemetry metrics and spans.
-func WithObserver(o Observer) Option {
+func WithObserver(o observe.Observer) Option {
 	return clientOption("WithObserver", func(c *config) error {
 		if o == nil {
 			return invalid("WithObserver needs an observer")

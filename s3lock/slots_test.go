@@ -19,6 +19,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // Slot locks (Slots, PROTOCOL.md §14): at most n holders at once, each with
@@ -594,8 +595,8 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("pool")
 	var mu sync.Mutex
-	var events []s3lock.Event
-	c := newLockClient(t, ns, "a", []s3lock.Option{s3lock.WithObserver(observerFunc(func(e s3lock.Event) {
+	var events []observe.Event
+	c := newLockClient(t, ns, "a", []s3lock.Option{s3lock.WithObserver(observerFunc(func(e observe.Event) {
 		if e.Op == "" {
 			mu.Lock()
 			events = append(events, e)
@@ -614,7 +615,7 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	kinds := map[s3lock.EventKind]bool{}
+	kinds := map[observe.Kind]bool{}
 	for _, e := range events {
 		kinds[e.Kind] = true
 		if e.Lock != name || e.Slot != l.Token().Slot || e.Epoch != l.Epoch() || e.Key != l.Token().Key() {
@@ -622,7 +623,7 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 				e.Kind, e.Lock, e.Slot, e.Epoch, e.Key, name, l.Token().Slot, l.Epoch(), l.Token().Key())
 		}
 	}
-	for _, k := range []s3lock.EventKind{s3lock.EventAcquired, s3lock.EventRenewed, s3lock.EventReleased} {
+	for _, k := range []observe.Kind{observe.Acquired, observe.Renewed, observe.Released} {
 		if !kinds[k] {
 			t.Errorf("no %s event", k)
 		}

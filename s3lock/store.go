@@ -20,6 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // This file holds the only code that talks to S3: every request goes
@@ -59,7 +61,7 @@ type requester struct {
 	api     S3API
 	bucket  string
 	timeout time.Duration
-	obs     Observer // nil: nobody listens
+	obs     observe.Observer // nil: nobody listens
 	clock   Clock
 }
 
@@ -88,7 +90,7 @@ func request[T any](ctx context.Context, r requester, op, key string, call func(
 	}
 	noteAccess(ctx, op, err)
 	if r.obs != nil {
-		r.obs.Observe(Event{Kind: EventRequest, Bucket: r.bucket, Key: key, Op: op, Outcome: outcomeOf(err),
+		r.obs.Observe(observe.Event{Kind: observe.Request, Bucket: r.bucket, Key: key, Op: op, Outcome: outcomeOf(err),
 			Duration: r.clock.Now().Sub(start)})
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // A Token names a lease for every verb that acts on one. A token without a
@@ -155,8 +156,8 @@ func TestAcquire_WithWaitZeroTriesOnce(t *testing.T) {
 	counter, withCounter := counting()
 	var tries []bool
 	holder := newLockClient(t, ns, "holder", nil)
-	c := newLockClient(t, ns, "impatient", []s3lock.Option{s3lock.WithObserver(observerFunc(func(e s3lock.Event) {
-		if e.Kind == s3lock.EventAcquireFailed {
+	c := newLockClient(t, ns, "impatient", []s3lock.Option{s3lock.WithObserver(observerFunc(func(e observe.Event) {
+		if e.Kind == observe.AcquireFailed {
 			tries = append(tries, e.Try)
 		}
 	}))}, withCounter)

@@ -16,7 +16,7 @@
 //	s3lock.requests          counter    S3 requests [s3lock.bucket, s3.operation, s3lock.outcome]
 //	s3lock.request.duration  histogram  seconds per S3 request [same]
 //
-// s3lock.outcome for requests is the s3lock.Event's Outcome (ok,
+// s3lock.outcome for requests is the observe.Event's Outcome (ok,
 // not-modified, precondition-failed, ...): a waiter's polls of a held lock
 // are not-modified, a create that lost a race precondition-failed — normal
 // answers, not errors; a request span has an error status only for the
@@ -42,6 +42,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // ScopeName is the instrumentation scope of the meter and tracer.
@@ -55,7 +56,7 @@ var (
 	waitBuckets    = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 )
 
-var _ s3lock.Observer = (*Observer)(nil)
+var _ observe.Observer = (*Observer)(nil)
 
 // Option configures New.
 type Option func(*config)
@@ -83,7 +84,7 @@ func WithoutLockNames() Option {
 	return func(c *config) { c.lockNames = false }
 }
 
-// Observer is an s3lock.Observer that records events as OpenTelemetry
+// Observer is an observe.Observer that records events as OpenTelemetry
 // metrics and spans. It is safe for concurrent use.
 type Observer struct {
 	lockNames bool
@@ -132,11 +133,11 @@ func New(opts ...Option) (*Observer, error) {
 	return o, nil
 }
 
-// Observe records one event; it implements s3lock.Observer.
-func (o *Observer) Observe(e s3lock.Event) {
+// Observe records one event; it implements observe.Observer.
+func (o *Observer) Observe(e observe.Event) {
 	ctx := context.Background()
 	switch e.Kind {
-	case s3lock.EventAcquired, s3lock.EventAcquireFailed:
+	case observe.Acquired, observe.AcquireFailed:
 		attrs := o.lockAttrs(e, attribute.String("s3lock.outcome", acquireOutcome(e)))
 		if e.Err != nil {
 			attrs = append(attrs, attribute.String("error.type", errorType(e.Err)))
@@ -152,17 +153,17 @@ func (o *Observer) Observe(e s3lock.Event) {
 			o.wait.Record(ctx, e.Wait.Seconds(), set)
 			o.span("s3lock.acquire", trace.SpanKindInternal, e.Wait, e.Err, attrs)
 		}
-	case s3lock.EventRenewed, s3lock.EventRenewFailed:
+	case observe.Renewed, observe.RenewFailed:
 		outcome := "ok"
-		if e.Kind == s3lock.EventRenewFailed {
+		if e.Kind == observe.RenewFailed {
 			outcome = "failed"
 		}
 		o.renewals.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e, attribute.String("s3lock.outcome", outcome))...))
-	case s3lock.EventLost:
-		o.lost.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e, attribute.String("s3lock.loss_reason", string(e.Reason)))...))
-	case s3lock.EventReleased:
+	case observe.Lost:
+		o.lost.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e, attribute.String("s3lock.loss_reason", e.Reason))...))
+	case observe.Released:
 		o.releases.Add(ctx, 1, metric.WithAttributes(o.lockAttrs(e)...))
-	case s3lock.EventRequest:
+	case observe.Request:
 		attrs := []attribute.KeyValue{attribute.String("s3lock.bucket", e.Bucket), attribute.String("s3.operation", e.Op),
 			attribute.String("s3lock.outcome", e.Outcome)}
 		set := metric.WithAttributes(attrs...)
@@ -178,7 +179,7 @@ func (o *Observer) Observe(e s3lock.Event) {
 
 // lockAttrs are the attributes naming the bucket and (unless left out) the
 // lock of e, followed by more.
-func (o *Observer) lockAttrs(e s3lock.Event, more ...attribute.KeyValue) []attribute.KeyValue {
+func (o *Observer) lockAttrs(e observe.Event, more ...attribute.KeyValue) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{attribute.String("s3lock.bucket", e.Bucket)}
 	if o.lockNames {
 		attrs = append(attrs, attribute.String("s3lock.lock", e.Lock))
@@ -202,7 +203,7 @@ func (o *Observer) span(name string, kind trace.SpanKind, d time.Duration, err e
 }
 
 // requestFailed reports whether a request's Outcome is a failure, as
-// s3lock.Event documents them: "unavailable", "denied" and "error". The other
+// observe.Event documents them: "unavailable", "denied" and "error". The other
 // outcomes are answers the protocol expects.
 func requestFailed(outcome string) bool {
 	switch outcome {
@@ -212,8 +213,8 @@ func requestFailed(outcome string) bool {
 	return false
 }
 
-func acquireOutcome(e s3lock.Event) string {
-	if e.Kind == s3lock.EventAcquired {
+func acquireOutcome(e observe.Event) string {
+	if e.Kind == observe.Acquired {
 		return "acquired"
 	}
 	return "failed"

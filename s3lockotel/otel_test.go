@@ -17,6 +17,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 	"github.com/s3lock/terraform-provider-s3lock/s3lockotel"
 )
 
@@ -180,7 +181,7 @@ func TestObserver_WithoutLockNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.Observe(s3lock.Event{Kind: s3lock.EventReleased, Bucket: "b", Lock: "deploy/prod"})
+	obs.Observe(observe.Event{Kind: observe.Released, Bucket: "b", Lock: "deploy/prod"})
 	s := metrics(t, reader)["s3lock.releases"].(metricdata.Sum[int64])
 	if len(s.DataPoints) != 1 {
 		t.Fatalf("releases: %+v", s.DataPoints)
@@ -202,14 +203,14 @@ func TestObserver_EventValues(t *testing.T) {
 		s3lock.LostNotThisLease: "not this lease",
 	}
 	for r := range reasons {
-		obs.Observe(s3lock.Event{Kind: s3lock.EventLost, Bucket: "b", Lock: "deploy", Reason: r})
+		obs.Observe(observe.Event{Kind: observe.Lost, Bucket: "b", Lock: "deploy", Reason: string(r)})
 	}
 	failed := map[string]bool{
 		"ok": false, "not-modified": false, "precondition-failed": false, "not-found": false, "conflict": false, "canceled": false,
 		"unavailable": true, "denied": true, "error": true,
 	}
 	for outcome := range failed {
-		obs.Observe(s3lock.Event{Kind: s3lock.EventRequest, Bucket: "b", Op: "Op-" + outcome, Outcome: outcome, Key: "k"})
+		obs.Observe(observe.Event{Kind: observe.Request, Bucket: "b", Op: "Op-" + outcome, Outcome: outcome, Key: "k"})
 	}
 
 	m := metrics(t, reader)

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
-// stats is the s3lock.Observer behind --stats: it counts what the client
+// stats is the observe.Observer behind --stats: it counts what the client
 // did, and summarizes it on stderr when s3lock exits. Counting and wording
 // are presentation; what an event means is the SDK's.
 type stats struct {
@@ -48,29 +49,29 @@ func newStats(start time.Time) *stats {
 
 // Observe counts e. It is called by the SDK from several goroutines; kinds
 // it does not know are ignored.
-func (s *stats) Observe(e s3lock.Event) {
+func (s *stats) Observe(e observe.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch e.Kind {
-	case s3lock.EventRequest:
+	case observe.Request:
 		s.requests[request{e.Op, e.Outcome}]++
-	case s3lock.EventAcquired:
+	case observe.Acquired:
 		l := s.lock(e.Lock)
 		l.epochs = append(l.epochs, e.Epoch)
 		l.waited += e.Wait
-	case s3lock.EventAcquireFailed:
+	case observe.AcquireFailed:
 		l := s.lock(e.Lock)
 		l.failed++
 		l.waited += e.Wait
-	case s3lock.EventRenewed:
+	case observe.Renewed:
 		s.lock(e.Lock).renewed++
-	case s3lock.EventRenewFailed:
+	case observe.RenewFailed:
 		s.lock(e.Lock).renewFailed++
-	case s3lock.EventReleased:
+	case observe.Released:
 		s.lock(e.Lock).released++
-	case s3lock.EventLost:
+	case observe.Lost:
 		l := s.lock(e.Lock)
-		l.lost = append(l.lost, e.Reason)
+		l.lost = append(l.lost, s3lock.LossReason(e.Reason))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // The --stats summary, from the events the SDK reports: a line per lock
@@ -21,41 +22,41 @@ func TestStats_Summary(t *testing.T) {
 	lost := &s3lock.LeaseLostError{Reason: s3lock.LostForceReleased}
 	for _, tc := range []struct {
 		name   string
-		events []s3lock.Event
+		events []observe.Event
 		want   []string
 	}{
 		{"nothing happened", nil, []string{"s3lock: stats: 0 requests in 1.5s"}},
-		{"requests only (status, watch)", []s3lock.Event{
-			{Kind: s3lock.EventRequest, Op: "ListObjectsV2", Outcome: "ok"},
-			{Kind: s3lock.EventRequest, Op: "GetObject", Outcome: "ok"},
-			{Kind: s3lock.EventRequest, Op: "GetObject", Outcome: "not-modified"},
-			{Kind: s3lock.EventRequest, Op: "GetObject", Outcome: "not-modified"},
+		{"requests only (status, watch)", []observe.Event{
+			{Kind: observe.Request, Op: "ListObjectsV2", Outcome: "ok"},
+			{Kind: observe.Request, Op: "GetObject", Outcome: "ok"},
+			{Kind: observe.Request, Op: "GetObject", Outcome: "not-modified"},
+			{Kind: observe.Request, Op: "GetObject", Outcome: "not-modified"},
 		}, []string{"s3lock: stats: 4 requests in 1.5s: GetObject not-modified 2, GetObject ok 1, ListObjectsV2 ok 1"}},
-		{"a run that waited, renewed and released", []s3lock.Event{
-			{Kind: s3lock.EventAcquired, Lock: "deploy", Epoch: 7, Wait: 1234 * time.Millisecond},
-			{Kind: s3lock.EventRenewed, Lock: "deploy"},
-			{Kind: s3lock.EventRenewFailed, Lock: "deploy"},
-			{Kind: s3lock.EventRenewed, Lock: "deploy"},
-			{Kind: s3lock.EventReleased, Lock: "deploy"},
-			{Kind: s3lock.EventRequest, Op: "PutObject", Outcome: "ok"},
+		{"a run that waited, renewed and released", []observe.Event{
+			{Kind: observe.Acquired, Lock: "deploy", Epoch: 7, Wait: 1234 * time.Millisecond},
+			{Kind: observe.Renewed, Lock: "deploy"},
+			{Kind: observe.RenewFailed, Lock: "deploy"},
+			{Kind: observe.Renewed, Lock: "deploy"},
+			{Kind: observe.Released, Lock: "deploy"},
+			{Kind: observe.Request, Op: "PutObject", Outcome: "ok"},
 		}, []string{
 			`s3lock: stats: lock "deploy": waited 1.23s, acquired epoch 7; renewals: 2 ok, 1 failed; released`,
 			"s3lock: stats: 1 request in 1.5s: PutObject ok 1",
 		}},
-		{"a lost lease", []s3lock.Event{
-			{Kind: s3lock.EventAcquired, Lock: "deploy", Epoch: 3},
-			{Kind: s3lock.EventLost, Lock: "deploy", Reason: lost.Reason, Err: lost},
+		{"a lost lease", []observe.Event{
+			{Kind: observe.Acquired, Lock: "deploy", Epoch: 3},
+			{Kind: observe.Lost, Lock: "deploy", Reason: string(lost.Reason), Err: lost},
 		}, []string{`s3lock: stats: lock "deploy": waited 0s, acquired epoch 3; renewals: 0 ok, 0 failed; lost (force-released)`, "s3lock: stats: 0 requests in 1.5s"}},
-		{"a token's lease (acquire)", []s3lock.Event{
-			{Kind: s3lock.EventAcquired, Lock: "deploy", Epoch: 3},
+		{"a token's lease (acquire)", []observe.Event{
+			{Kind: observe.Acquired, Lock: "deploy", Epoch: 3},
 		}, []string{`s3lock: stats: lock "deploy": waited 0s, acquired epoch 3; renewals: 0 ok, 0 failed; held at exit`, "s3lock: stats: 0 requests in 1.5s"}},
-		{"a wait that ran out (or was superseded, or interrupted)", []s3lock.Event{
-			{Kind: s3lock.EventAcquireFailed, Lock: "deploy", Wait: 5 * time.Minute, Err: s3lock.ErrHeld},
+		{"a wait that ran out (or was superseded, or interrupted)", []observe.Event{
+			{Kind: observe.AcquireFailed, Lock: "deploy", Wait: 5 * time.Minute, Err: s3lock.ErrHeld},
 		}, []string{`s3lock: stats: lock "deploy": waited 5m0s, not acquired`, "s3lock: stats: 0 requests in 1.5s"}},
-		{"renew with a token", []s3lock.Event{
-			{Kind: s3lock.EventRenewed, Lock: "deploy"},
+		{"renew with a token", []observe.Event{
+			{Kind: observe.Renewed, Lock: "deploy"},
 		}, []string{`s3lock: stats: lock "deploy": renewals: 1 ok, 0 failed`, "s3lock: stats: 0 requests in 1.5s"}},
-		{"kinds it does not know are ignored", []s3lock.Event{{Kind: s3lock.EventKind("no-such-kind"), Lock: "deploy"}}, []string{"s3lock: stats: 0 requests in 1.5s"}},
+		{"kinds it does not know are ignored", []observe.Event{{Kind: observe.Kind("no-such-kind"), Lock: "deploy"}}, []string{"s3lock: stats: 0 requests in 1.5s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
