@@ -22,8 +22,8 @@ func TestTryAcquire_HeldThenReleased(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first TryAcquire: %v", err)
 	}
-	if la.Epoch() != 1 || la.Token().Key() != ns.Name("locks/lock-0000000001.json") || la.State().Holder != "alice" {
-		t.Fatalf("lease = epoch %d key %s holder %s; want epoch 1, the seed's key, alice", la.Epoch(), la.Token().Key(), la.State().Holder)
+	if la.Token().Epoch != 1 || la.Token().Key() != ns.Name("locks/lock-0000000001.json") || la.State().Holder != "alice" {
+		t.Fatalf("lease = epoch %d key %s holder %s; want epoch 1, the seed's key, alice", la.Token().Epoch, la.Token().Key(), la.State().Holder)
 	}
 
 	_, err = b.TryAcquire(t.Context(), name)
@@ -61,8 +61,8 @@ func TestTryAcquire_HeldThenReleased(t *testing.T) {
 		t.Fatalf("TryAcquire after release: %v", err)
 	}
 	mustRelease(t, lb)
-	if lb.Epoch() != 2 {
-		t.Errorf("epoch after handover = %d; want 2", lb.Epoch())
+	if lb.Token().Epoch != 2 {
+		t.Errorf("epoch after handover = %d; want 2", lb.Token().Epoch)
 	}
 }
 
@@ -104,8 +104,8 @@ func TestForeignKeysAreIgnored(t *testing.T) {
 		t.Fatalf("TryAcquire among foreign keys: %v", err)
 	}
 	mustRelease(t, l)
-	if l.Epoch() != 1 {
-		t.Errorf("epoch = %d; want 1", l.Epoch())
+	if l.Token().Epoch != 1 {
+		t.Errorf("epoch = %d; want 1", l.Token().Epoch)
 	}
 	states, err := c.List(t.Context(), ns.Name(""))
 	if err != nil || len(states) != 1 || states[0].Name != name {

@@ -84,7 +84,7 @@ func (cfg contention) run(t *testing.T) []span {
 					return
 				}
 				stopWatch := wit.Watch(l)
-				s := span{worker: w, epoch: l.Epoch(), start: time.Now()}
+				s := span{worker: w, epoch: l.Token().Epoch, start: time.Now()}
 				n, err := getCounter(ctx, ns, counterKey)
 				if err == nil {
 					err = putCounterCtx(ctx, ns, counterKey, n+1)
@@ -94,11 +94,11 @@ func (cfg contention) run(t *testing.T) []span {
 					t.Errorf("worker %d: counter: %v", w, err)
 				}
 				if lost := l.Err(); lost != nil {
-					t.Errorf("worker %d: lease of epoch %d ended while held: %v", w, l.Epoch(), lost)
+					t.Errorf("worker %d: lease of epoch %d ended while held: %v", w, l.Token().Epoch, lost)
 				}
 				stopWatch()
 				if err := l.Release(ctx); err != nil {
-					t.Errorf("worker %d: Release epoch %d: %v", w, l.Epoch(), err)
+					t.Errorf("worker %d: Release epoch %d: %v", w, l.Token().Epoch, err)
 				}
 				mu.Lock()
 				spans = append(spans, s)

@@ -122,8 +122,8 @@ func TestRequestCounts(t *testing.T) {
 			t.Logf("prior epochs %d: the attempt took %v, more than the %v window: one LIST more", prior, took, window)
 			got.acquire--
 		}
-		if l.Epoch() != uint64(prior+1) {
-			t.Errorf("prior=%d: epoch %d; want %d", prior, l.Epoch(), prior+1)
+		if l.Token().Epoch != uint64(prior+1) {
+			t.Errorf("prior=%d: epoch %d; want %d", prior, l.Token().Epoch, prior+1)
 		}
 		counter.Reset()
 		if err := l.Release(t.Context()); err != nil {
@@ -206,8 +206,8 @@ func TestNestedLockNames_DoNotInflateListing(t *testing.T) {
 	mustRelease(t, l)
 	// One LIST for the newest epoch, one that confirms the first epoch is
 	// listed: a page each, not 1,200 keys' worth.
-	if n := counter.Count("ListObjectsV2"); n != 2 || l.Epoch() != 1 {
-		t.Fatalf("acquiring %s beside %s's 1,200 epochs took %d LISTs (epoch %d); want 2 (epoch 1)", outer, inner, n, l.Epoch())
+	if n := counter.Count("ListObjectsV2"); n != 2 || l.Token().Epoch != 1 {
+		t.Fatalf("acquiring %s beside %s's 1,200 epochs took %d LISTs (epoch %d); want 2 (epoch 1)", outer, inner, n, l.Token().Epoch)
 	}
 	states, err := c.List(t.Context(), ns.Name("jobs"))
 	if err != nil || len(states) != 2 {

@@ -121,8 +121,8 @@ func TestDirectoryBuckets_TheHolderIsFoundInAnUnorderedListing(t *testing.T) {
 	// from the listing it has) deletes what it may.
 	lists, gets := counter.Count("ListObjectsV2"), counter.Count("GetObject")
 	defer func() { _ = l.Release(context.Background()) }()
-	if l.Epoch() != prior+1 {
-		t.Fatalf("the holder took epoch %d; want %d, after the newest listed", l.Epoch(), prior+1)
+	if l.Token().Epoch != prior+1 {
+		t.Fatalf("the holder took epoch %d; want %d, after the newest listed", l.Token().Epoch, prior+1)
 	}
 	// One LIST per thousand keys; twice that if the attempt took longer
 	// than attemptWindow and listed again for a newer epoch (§5 step 5).
@@ -184,7 +184,7 @@ func TestDirectoryBuckets_KeyOrderWouldMissTheHolder(t *testing.T) {
 	l, err := keyOrder.TryAcquire(t.Context(), name)
 	if err == nil {
 		_ = l.Release(context.Background())
-		t.Fatalf("the key-order TryAcquire took epoch %d while epoch %d is held", l.Epoch(), newest)
+		t.Fatalf("the key-order TryAcquire took epoch %d while epoch %d is held", l.Token().Epoch, newest)
 	}
 	if !errors.Is(err, ErrUnorderedListing) {
 		t.Errorf("the key-order TryAcquire = %v; want ErrUnorderedListing", err)

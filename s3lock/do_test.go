@@ -20,8 +20,8 @@ func TestDo(t *testing.T) {
 	err := c.Do(t.Context(), name, func(ctx context.Context, l *s3lock.Lease) error {
 		ran = true
 		st, err := c.Current(ctx, name)
-		if err != nil || !st.Held || st.Epoch != l.Epoch() {
-			t.Errorf("inside Do: state %+v, %v; want held at epoch %d", st, err, l.Epoch())
+		if err != nil || !st.Held || st.Epoch != l.Token().Epoch {
+			t.Errorf("inside Do: state %+v, %v; want held at epoch %d", st, err, l.Token().Epoch)
 		}
 		return nil
 	})
@@ -58,9 +58,9 @@ func TestDo_CancelsWhenLeaseIsLost(t *testing.T) {
 		// detector, CI) it can change the object between each of the
 		// operator's reads and writes, and ForceRelease then says to try
 		// again (ErrUnavailable), as an operator would.
-		err := op.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l.Epoch()})
+		err := op.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l.Token().Epoch})
 		for try := 1; errors.Is(err, s3lock.ErrUnavailable) && try < forceReleaseTries; try++ {
-			err = op.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l.Epoch()})
+			err = op.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l.Token().Epoch})
 		}
 		if err != nil {
 			return err

@@ -43,7 +43,7 @@
 //	lease, err := locks.Acquire(ctx, "prod/db-migration") // waits; ctx bounds the wait
 //	if err != nil { ... }
 //	defer lease.Release(ctx)
-//	// work; use lease.Epoch() as a fencing token; watch lease.Done()
+//	// work; use lease.Token().Epoch as a fencing token; watch lease.Done()
 //
 // In short:
 //
@@ -54,8 +54,9 @@
 //     joined the lock's line, across processes and hosts; OrderNewest makes
 //     older waiters give up with ErrSuperseded; Line shows who waits.
 //   - Share a lock: WithSlots(n) admits n holders at once.
-//   - Hold a lease: Epoch (the fencing token), Done and Err (is it over?),
-//     Release, Renew (with WithoutAutoRenew), Token (what names it).
+//   - Hold a lease: Token (what names it: its lock, and Epoch, the fencing
+//     token), State (holder, metadata, expiry), Done and Err (is it over?),
+//     Release, Renew (with WithoutAutoRenew).
 //   - Name a lease: a Token. Resume takes it over (Detach hands it on),
 //     Lookup reads it, ForceRelease is the operator's unlock; a Token
 //     without a Nonce names an epoch whoever holds it.

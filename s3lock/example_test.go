@@ -41,7 +41,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("holding", lease.Token().Key(), "as epoch", lease.Epoch())
+	fmt.Println("holding", lease.Token().Key(), "as epoch", lease.Token().Epoch)
 	// ... the critical section; pass lease.Epoch() along as a fencing token ...
 	if err := lease.Release(ctx); err != nil {
 		log.Fatal(err)
@@ -75,7 +75,7 @@ func ExampleClient_Do() {
 	api, bucket := exampleBucket()
 	locks, _ := s3lock.New(api, bucket, s3lock.WithHolder("cron-7"))
 	err := locks.Do(context.Background(), "nightly-report", func(ctx context.Context, lease *s3lock.Lease) error {
-		fmt.Println("generating the report under epoch", lease.Epoch())
+		fmt.Println("generating the report under epoch", lease.Token().Epoch)
 		return nil
 	})
 	fmt.Println("done:", err)
@@ -141,7 +141,7 @@ func ExampleClient_Resume() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("resumed epoch", resumed.Epoch(), "release:", resumed.Release(ctx))
+	fmt.Println("resumed epoch", resumed.Token().Epoch, "release:", resumed.Release(ctx))
 	// Output: resumed epoch 1 release: <nil>
 }
 

@@ -54,8 +54,8 @@ func TestExpiry_TakeoverOnlyAfterLapse(t *testing.T) {
 			}
 			took := time.Since(sent)
 			mustRelease(t, l)
-			if l.Epoch() != 2 {
-				t.Errorf("epoch = %d; want 2", l.Epoch())
+			if l.Token().Epoch != 2 {
+				t.Errorf("epoch = %d; want 2", l.Token().Epoch)
 			}
 			// The old lease could be valid until `lease` after its create
 			// was sent; no takeover may happen before that.
@@ -144,8 +144,8 @@ func TestExpiry_StoreWithoutDate(t *testing.T) {
 	if waited := time.Since(start); waited < lease {
 		t.Errorf("took over after watching for %s; the lease of %s cannot have lapsed by the waiter's clock", waited, lease)
 	}
-	if l.Epoch() != 2 {
-		t.Errorf("epoch = %d; want 2", l.Epoch())
+	if l.Token().Epoch != 2 {
+		t.Errorf("epoch = %d; want 2", l.Token().Epoch)
 	}
 }
 

@@ -50,7 +50,7 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := put(la.Epoch(), "a-before-pause"); err != nil {
+	if err := put(la.Token().Epoch, "a-before-pause"); err != nil {
 		t.Fatalf("fenced write under a valid lease: %v", err)
 	}
 	// a pauses; its lease lapses and b takes over.
@@ -59,20 +59,20 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, lb)
-	if err := put(lb.Epoch(), "b"); err != nil {
+	if err := put(lb.Token().Epoch, "b"); err != nil {
 		t.Fatalf("fenced write by the new holder: %v", err)
 	}
 	// a wakes up and writes with its old epoch.
-	err = put(la.Epoch(), "a-after-pause")
+	err = put(la.Token().Epoch, "a-after-pause")
 	var fe *s3lock.FenceError
-	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Current != lb.Epoch() || fe.Epoch != la.Epoch() {
-		t.Fatalf("stale fenced write = %v; want ErrFenced (epoch %d < %d)", err, la.Epoch(), lb.Epoch())
+	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Current != lb.Token().Epoch || fe.Epoch != la.Token().Epoch {
+		t.Fatalf("stale fenced write = %v; want ErrFenced (epoch %d < %d)", err, la.Token().Epoch, lb.Token().Epoch)
 	}
 	if body, epoch := read(); body != "b" || epoch != "2" {
 		t.Errorf("object = %q written under epoch %s; want b's write under epoch 2", body, epoch)
 	}
 	// The same epoch may write again.
-	if err := put(lb.Epoch(), "b-again"); err != nil {
+	if err := put(lb.Token().Epoch, "b-again"); err != nil {
 		t.Errorf("second write by the same epoch: %v", err)
 	}
 }

@@ -298,7 +298,7 @@ func TestHostileStore_EmptyPagesOfASoundStoreAreListedThrough(t *testing.T) {
 		t.Fatalf("Current = epoch %d, %v; want epoch 25", st.Epoch, err)
 	}
 	l, err := c.TryAcquire(t.Context(), name)
-	if err != nil || l.Epoch() != 26 {
+	if err != nil || l.Token().Epoch != 26 {
 		t.Fatalf("TryAcquire = %v; want epoch 26", err)
 	}
 	mustRelease(t, l)

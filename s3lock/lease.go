@@ -107,15 +107,6 @@ func (c *Client) newLease(h holding, renewInt time.Duration, auto bool, ref slot
 	return l
 }
 
-// Epoch returns the lease's epoch: the fencing token. Epochs of a lock only
-// grow; pass it to whatever the lock protects (see Client.FencedPut). For a slot
-// lock (WithSlots) the epoch is its slot's: it grows with every holder of that
-// slot, and says nothing about the order of holders of other slots.
-func (l *Lease) Epoch() uint64 { return l.epoch }
-
-// Name returns the lock name.
-func (l *Lease) Name() string { return l.lock }
-
 // State is the lease as this handle knows it: its lock (Name; for a slot
 // lock, Slot and Slots say which slot), epoch object, holder, metadata (a
 // copy: WithMetadata, or for a resumed lease what its acquirer set),

@@ -187,19 +187,19 @@ func TestNameCollision_IsAClearPermanentError(t *testing.T) {
 // newer epoch.
 func servedAsALock(t *testing.T, c *s3lock.Client, l *s3lock.Lease) {
 	t.Helper()
-	st, err := c.Current(t.Context(), l.Name())
-	if err != nil || !st.Held || st.Epoch != l.Epoch() {
-		t.Errorf("Current(%s) while held at epoch %d = %+v, %v; want it held", l.Name(), l.Epoch(), st, err)
+	st, err := c.Current(t.Context(), l.Token().Name)
+	if err != nil || !st.Held || st.Epoch != l.Token().Epoch {
+		t.Errorf("Current(%s) while held at epoch %d = %+v, %v; want it held", l.Token().Name, l.Token().Epoch, st, err)
 	}
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.TryAcquire(t.Context(), l.Name())
+	again, err := c.TryAcquire(t.Context(), l.Token().Name)
 	if err != nil {
-		t.Fatalf("TryAcquire(%s) after a release = %v; want the lock", l.Name(), err)
+		t.Fatalf("TryAcquire(%s) after a release = %v; want the lock", l.Token().Name, err)
 	}
-	if again.Epoch() <= l.Epoch() {
-		t.Errorf("taken again at epoch %d after epoch %d", again.Epoch(), l.Epoch())
+	if again.Token().Epoch <= l.Token().Epoch {
+		t.Errorf("taken again at epoch %d after epoch %d", again.Token().Epoch, l.Token().Epoch)
 	}
 	if err := again.Release(t.Context()); err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func TestNameCollision_HiddenListingIsDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	second, err := holder.TryAcquire(t.Context(), busy)
-	if err != nil || second.Epoch() != 2 {
+	if err != nil || second.Token().Epoch != 2 {
 		t.Fatalf("second lease: %v, %v; want epoch 2", second, err)
 	}
 	defer mustRelease(t, second)

@@ -88,7 +88,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 	if err := l.Renew(t.Context()); err != nil {
 		return err
 	}
-	if _, err := c.FencedPut(t.Context(), l.Epoch(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+	if _, err := c.FencedPut(t.Context(), l.Token().Epoch, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 		Key: aws.String(ns.Name(prefix + "state.json")), Body: strings.NewReader(`{"epoch":1}`)}); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 		return err
 	}
 	sl.Detach() // an operator releases it from elsewhere
-	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: pool, Slot: sl.Token().Slot, Epoch: sl.Epoch()}); err != nil {
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: pool, Slot: sl.Token().Slot, Epoch: sl.Token().Epoch}); err != nil {
 		return err
 	}
 	_, err = c.CheckStore(t.Context())

@@ -76,7 +76,7 @@ func TestObserver_HearsWhatTheClientDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Lost: an operator force-releases it; the next renewal finds out.
-	if err := other.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l2.Epoch()}); err != nil {
+	if err := other.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l2.Token().Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	_ = l2.Renew(t.Context())
@@ -102,7 +102,7 @@ func TestObserver_HearsWhatTheClientDoes(t *testing.T) {
 	defer rec.mu.Unlock()
 	for _, e := range rec.events {
 		switch {
-		case e.Kind == observe.Acquired && e.Epoch == l2.Epoch() && e.Wait < 250*time.Millisecond:
+		case e.Kind == observe.Acquired && e.Epoch == l2.Token().Epoch && e.Wait < 250*time.Millisecond:
 			t.Errorf("the waiting Acquire reported a wait of %s; it waited about 300 ms", e.Wait)
 		case e.Kind == observe.Lost && e.Reason != string(s3lock.LostForceReleased):
 			t.Errorf("lost event with reason %s; want force-released", e.Reason)

@@ -450,7 +450,7 @@ const MaxSlots = 64
 // WithSlots makes the lock admit up to n holders at once instead of one: a
 // semaphore (PROTOCOL.md §14). The lock's newest epoch object then becomes a
 // marker that records n, and each holder holds one of its n slots, a lock of
-// its own with its own epochs: the lease's Epoch is the fencing token of its
+// its own with its own epochs: the lease's Token().Epoch is the fencing token of its
 // slot (Token.Slot), growing with every holder of that slot, not across
 // slots. Every holder of the lock must use the same n: an acquirer with
 // another n, or without WithSlots, gets an *SlotsError (ErrSlotsMismatch) and

@@ -70,8 +70,8 @@ func TestCorruptLeaseObjects(t *testing.T) {
 				t.Fatalf("TryAcquire after ForceRelease: %v", err)
 			}
 			mustRelease(t, l)
-			if l.Epoch() != 2 {
-				t.Errorf("epoch = %d; want 2", l.Epoch())
+			if l.Token().Epoch != 2 {
+				t.Errorf("epoch = %d; want 2", l.Token().Epoch)
 			}
 		})
 	}
@@ -92,7 +92,7 @@ func TestSeedFormatIsRead(t *testing.T) {
 	}
 	putRaw(t, ns, s3lock.Token{Name: name, Epoch: 2}.Key(), []byte(`{"leaderId":"node-1","validityMs":0,"expired":true}`))
 	l, err := c.TryAcquire(t.Context(), name)
-	if err != nil || l.Epoch() != 3 {
+	if err != nil || l.Token().Epoch != 3 {
 		t.Fatalf("TryAcquire over a released seed-format lease = %v, %v; want epoch 3", l, err)
 	}
 	mustRelease(t, l)

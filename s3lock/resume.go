@@ -24,8 +24,13 @@ type Token struct {
 	Name   string `json:"name"`
 	// Slot and Slots are set for a lease of a slot lock (WithSlots): the slot it
 	// holds, and the lock's number of slots; the epoch is the slot's.
-	Slot  int    `json:"slot,omitempty"`
-	Slots int    `json:"slots,omitempty"`
+	Slot  int `json:"slot,omitempty"`
+	Slots int `json:"slots,omitempty"`
+	// Epoch is the lease's epoch: the fencing token. Epochs of a lock only
+	// grow; pass it to whatever the lock protects (see Client.FencedPut).
+	// For a slot lock the epoch is its slot's: it grows with every holder
+	// of that slot, and says nothing about the order of holders of other
+	// slots.
 	Epoch uint64 `json:"epoch"`
 	Nonce string `json:"nonce"`
 }

@@ -39,8 +39,8 @@ func TestResume_HandsALeaseToAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if r.Epoch() != l.Epoch() || r.State().Holder != "step-1" {
-		t.Errorf("resumed lease = epoch %d holder %s; want epoch %d holder step-1", r.Epoch(), r.State().Holder, l.Epoch())
+	if r.Token().Epoch != l.Token().Epoch || r.State().Holder != "step-1" {
+		t.Errorf("resumed lease = epoch %d holder %s; want epoch %d holder step-1", r.Token().Epoch, r.State().Holder, l.Token().Epoch)
 	}
 	if err := r.Renew(t.Context()); err != nil {
 		t.Fatalf("Renew of a resumed lease: %v", err)
@@ -187,8 +187,8 @@ func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
 	if counter.Total() != 2 || counter.Count("ListObjectsV2") != 1 || counter.Count("GetObject") != 1 {
 		t.Errorf("Lookup made %v; want one LIST and one GET, no write", counter)
 	}
-	if st.Phase() != s3lock.PhaseHeld || st.Epoch != l.Epoch() || st.Holder != "holder" {
-		t.Errorf("Lookup = %+v; want held by holder at epoch %d", st, l.Epoch())
+	if st.Phase() != s3lock.PhaseHeld || st.Epoch != l.Token().Epoch || st.Holder != "holder" {
+		t.Errorf("Lookup = %+v; want held by holder at epoch %d", st, l.Token().Epoch)
 	}
 	if st.TrustedUntil.IsZero() || st.TrustedUntil.After(l.State().ExpiresAt) {
 		t.Errorf("TrustedUntil = %v; want set and not after the holder's own deadline %v", st.TrustedUntil, l.State().ExpiresAt)
@@ -201,7 +201,7 @@ func TestLookup_ReadsATokensLeaseWithoutTakingItOver(t *testing.T) {
 	forged.Nonce = "0000"
 	_, err = reader.Lookup(t.Context(), forged)
 	wantLost(t, "Lookup with a wrong nonce", err, s3lock.LostNotThisLease)
-	if err := holder.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()}); err != nil {
+	if err := holder.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l.Token().Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = reader.Lookup(t.Context(), tok)
@@ -234,7 +234,7 @@ func TestTakeover_OnlyOneHandleSurvives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adopted, err := c.Resume(t.Context(), s3lock.Token{Name: name, Epoch: orig.Epoch()}, s3lock.WithoutAutoRenew())
+	adopted, err := c.Resume(t.Context(), s3lock.Token{Name: name, Epoch: orig.Token().Epoch}, s3lock.WithoutAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,11 +304,11 @@ func TestLookup_ByEpochAndHandlesOfAReleasedLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()})
+	st, err := second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Token().Epoch})
 	if err != nil || st.Phase() != s3lock.PhaseHeld || st.Holder != "first" || st.TrustedUntil.After(l.State().ExpiresAt) {
 		t.Fatalf("Lookup by epoch of the held epoch = %+v, %v; want held by first, trusted no later than its deadline", st, err)
 	}
-	_, err = second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch() + 1})
+	_, err = second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Token().Epoch + 1})
 	wantLost(t, "Lookup by epoch of a future epoch", err, s3lock.LostDeleted)
 	if err := l.Renew(t.Context()); err != nil {
 		t.Fatalf("the holder's Renew after Lookup by epoch: %v (Lookup must not write)", err)
@@ -324,7 +324,7 @@ func TestLookup_ByEpochAndHandlesOfAReleasedLease(t *testing.T) {
 	wantLost(t, "Renew by the handle the token came from, after the resumed handle released", l.Renew(t.Context()), s3lock.LostTakenOver)
 	_, err = second.Lookup(t.Context(), l.Token())
 	wantLost(t, "Lookup of the released lease", err, s3lock.LostReleased)
-	_, err = second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()})
+	_, err = second.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: l.Token().Epoch})
 	wantLost(t, "Lookup by epoch of the released lease", err, s3lock.LostReleased)
 	if !errors.Is(resumed.Err(), s3lock.ErrReleased) {
 		t.Errorf("Err of the handle that released = %v; want ErrReleased", resumed.Err())

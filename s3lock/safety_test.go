@@ -112,7 +112,7 @@ func (s *staleScene) contenderRefused(l4 *s3lock.Lease) {
 	r := <-s.result
 	if r.err == nil {
 		_ = r.l.Release(t.Context())
-		t.Fatalf("the paused contender got epoch %d although bob holds epoch 4", r.l.Epoch())
+		t.Fatalf("the paused contender got epoch %d although bob holds epoch 4", r.l.Token().Epoch)
 	}
 	var held *s3lock.HeldError
 	if !errors.As(r.err, &held) || held.Epoch != 4 || held.Holder != "bob" {
@@ -181,8 +181,8 @@ func TestAmbiguousCreate(t *testing.T) {
 			if f.Injected()[tc.fault] != 1 {
 				t.Fatalf("fault was not injected: %v", f.Injected())
 			}
-			if l.Epoch() != 1 {
-				t.Errorf("epoch = %d; want 1 (the ambiguous write must not cost an epoch)", l.Epoch())
+			if l.Token().Epoch != 1 {
+				t.Errorf("epoch = %d; want 1 (the ambiguous write must not cost an epoch)", l.Token().Epoch)
 			}
 			st, err := c.Current(t.Context(), ns.Name("ambiguous"))
 			if err != nil || !st.Held || st.Holder != "creator" || st.Epoch != 1 {
@@ -321,7 +321,7 @@ func TestLostLease_DoneClosesInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l.Epoch()}); err != nil {
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Epoch: l.Token().Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -409,7 +409,7 @@ func TestAbandon_LateCreateLeavesNoOrphan(t *testing.T) {
 		t.Fatalf("the abandoned epoch holds the lock for nobody: %v", err)
 	}
 	mustRelease(t, l)
-	if l.Epoch() != 2 {
-		t.Errorf("epoch = %d; want 2 (epoch 1 was abandoned)", l.Epoch())
+	if l.Token().Epoch != 2 {
+		t.Errorf("epoch = %d; want 2 (epoch 1 was abandoned)", l.Token().Epoch)
 	}
 }

@@ -74,14 +74,14 @@ func (r slotRun) run(t *testing.T) slotResult {
 				now := inside.Add(1)
 				mu.Lock()
 				res.maxInside = max(res.maxInside, now)
-				if prev := lastEpoch[l.Token().Slot]; l.Epoch() <= prev {
-					t.Errorf("slot %d: epoch %d after epoch %d; a slot's epochs must increase", l.Token().Slot, l.Epoch(), prev)
+				if prev := lastEpoch[l.Token().Slot]; l.Token().Epoch <= prev {
+					t.Errorf("slot %d: epoch %d after epoch %d; a slot's epochs must increase", l.Token().Slot, l.Token().Epoch, prev)
 				}
-				lastEpoch[l.Token().Slot] = l.Epoch()
+				lastEpoch[l.Token().Slot] = l.Token().Epoch
 				res.perSlot[l.Token().Slot]++
 				mu.Unlock()
-				if l.Token().Slot < 1 || l.Token().Slot > r.slots || max(l.Token().Slots, 1) != r.slots || l.Name() != res.name {
-					t.Errorf("lease slot %d of %d, name %q; want a slot in [1, %d] of %q", l.Token().Slot, max(l.Token().Slots, 1), l.Name(), r.slots, res.name)
+				if l.Token().Slot < 1 || l.Token().Slot > r.slots || max(l.Token().Slots, 1) != r.slots || l.Token().Name != res.name {
+					t.Errorf("lease slot %d of %d, name %q; want a slot in [1, %d] of %q", l.Token().Slot, max(l.Token().Slots, 1), l.Token().Name, r.slots, res.name)
 				}
 				key := fmt.Sprintf("%scounter-%d", ns.Prefix, l.Token().Slot)
 				n, err := getCounter(ctx, ns, key)
@@ -93,11 +93,11 @@ func (r slotRun) run(t *testing.T) slotResult {
 					t.Errorf("worker %d: counter: %v", w, err)
 				}
 				if lost := l.Err(); lost != nil {
-					t.Errorf("worker %d: lease of slot %d epoch %d ended while held: %v", w, l.Token().Slot, l.Epoch(), lost)
+					t.Errorf("worker %d: lease of slot %d epoch %d ended while held: %v", w, l.Token().Slot, l.Token().Epoch, lost)
 				}
 				inside.Add(-1)
 				if err := l.Release(ctx); err != nil {
-					t.Errorf("worker %d: Release slot %d epoch %d: %v", w, l.Token().Slot, l.Epoch(), err)
+					t.Errorf("worker %d: Release slot %d epoch %d: %v", w, l.Token().Slot, l.Token().Epoch, err)
 				}
 			}
 		})
@@ -430,8 +430,8 @@ func TestSlots_TokenResumesItsSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Token().Slot != l.Token().Slot || max(r.Token().Slots, 1) != 2 || r.Name() != name || r.Epoch() != l.Epoch() {
-		t.Errorf("resumed slot %d of %d of %q epoch %d; want slot %d of 2 of %q epoch %d", r.Token().Slot, max(r.Token().Slots, 1), r.Name(), r.Epoch(), l.Token().Slot, name, l.Epoch())
+	if r.Token().Slot != l.Token().Slot || max(r.Token().Slots, 1) != 2 || r.Token().Name != name || r.Token().Epoch != l.Token().Epoch {
+		t.Errorf("resumed slot %d of %d of %q epoch %d; want slot %d of 2 of %q epoch %d", r.Token().Slot, max(r.Token().Slots, 1), r.Token().Name, r.Token().Epoch, l.Token().Slot, name, l.Token().Epoch)
 	}
 	if err := r.Release(t.Context()); err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func TestSlots_TokenResumesItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2.Detach()
-	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Slot: l2.Token().Slot, Epoch: l2.Epoch()}); err != nil {
+	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: name, Slot: l2.Token().Slot, Epoch: l2.Token().Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	st, err = c.Current(t.Context(), name)
@@ -521,9 +521,9 @@ func TestSlots_CrashedHolderLapsesByTheStoresClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, l)
-	if l.Token().Slot != crashed.Token().Slot || l.Epoch() != crashed.Epoch()+1 {
+	if l.Token().Slot != crashed.Token().Slot || l.Token().Epoch != crashed.Token().Epoch+1 {
 		t.Errorf("the waiter got slot %d epoch %d; want the crashed holder's slot %d at epoch %d",
-			l.Token().Slot, l.Epoch(), crashed.Token().Slot, crashed.Epoch()+1)
+			l.Token().Slot, l.Token().Epoch, crashed.Token().Slot, crashed.Token().Epoch+1)
 	}
 }
 
@@ -559,8 +559,8 @@ func TestSlots_MarkerIsResetOnlyOnceNoSlotIsHeld(t *testing.T) {
 		t.Fatalf("a mutex TryAcquire after the marker's release: %v", err)
 	}
 	mustRelease(t, m)
-	if max(m.Token().Slots, 1) != 1 || m.Token().Slot != 0 || m.Epoch() != marker+1 {
-		t.Errorf("mutex lease slot %d of %d at epoch %d; want a mutex's lease at epoch %d", m.Token().Slot, max(m.Token().Slots, 1), m.Epoch(), marker+1)
+	if max(m.Token().Slots, 1) != 1 || m.Token().Slot != 0 || m.Token().Epoch != marker+1 {
+		t.Errorf("mutex lease slot %d of %d at epoch %d; want a mutex's lease at epoch %d", m.Token().Slot, max(m.Token().Slots, 1), m.Token().Epoch, marker+1)
 	}
 }
 
@@ -618,9 +618,9 @@ func TestSlots_ObserverEventsNameTheLockAndSlot(t *testing.T) {
 	kinds := map[observe.Kind]bool{}
 	for _, e := range events {
 		kinds[e.Kind] = true
-		if e.Lock != name || e.Slot != l.Token().Slot || e.Epoch != l.Epoch() || e.Key != l.Token().Key() {
+		if e.Lock != name || e.Slot != l.Token().Slot || e.Epoch != l.Token().Epoch || e.Key != l.Token().Key() {
 			t.Errorf("%s event: lock %q slot %d epoch %d key %s; want lock %q slot %d epoch %d key %s",
-				e.Kind, e.Lock, e.Slot, e.Epoch, e.Key, name, l.Token().Slot, l.Epoch(), l.Token().Key())
+				e.Kind, e.Lock, e.Slot, e.Epoch, e.Key, name, l.Token().Slot, l.Token().Epoch, l.Token().Key())
 		}
 	}
 	for _, k := range []observe.Kind{observe.Acquired, observe.Renewed, observe.Released} {
@@ -643,20 +643,20 @@ func TestSlots_AdoptAndLookupASlotByItsEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Detach()
-	want := fmt.Sprintf("%s/lock-slots/%d/lock-%010d.json", name, l.Token().Slot, l.Epoch())
-	if got := (s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()}).Key(); got != want {
+	want := fmt.Sprintf("%s/lock-slots/%d/lock-%010d.json", name, l.Token().Slot, l.Token().Epoch)
+	if got := (s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Token().Epoch}).Key(); got != want {
 		t.Errorf("a slot token's Key = %s; want the slot's epoch object %s", got, want)
 	}
-	st, err := c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
+	st, err := c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Token().Epoch})
 	if err != nil || st.Slot != l.Token().Slot || st.Name != name || !st.Held || st.Holder != "a" {
 		t.Fatalf("Lookup of the slot by epoch = %+v, %v; want slot %d held by a", st, err, l.Token().Slot)
 	}
-	a, err := newLockClient(t, ns, "operator", nil).Resume(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
+	a, err := newLockClient(t, ns, "operator", nil).Resume(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Token().Epoch})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Token().Slot != l.Token().Slot || max(a.Token().Slots, 1) != 2 || a.Name() != name {
-		t.Errorf("adopted slot %d of %d of %q; want slot %d of 2 of %q", a.Token().Slot, max(a.Token().Slots, 1), a.Name(), l.Token().Slot, name)
+	if a.Token().Slot != l.Token().Slot || max(a.Token().Slots, 1) != 2 || a.Token().Name != name {
+		t.Errorf("adopted slot %d of %d of %q; want slot %d of 2 of %q", a.Token().Slot, max(a.Token().Slots, 1), a.Token().Name, l.Token().Slot, name)
 	}
 	if err := a.Release(t.Context()); err != nil {
 		t.Fatal(err)
@@ -670,7 +670,7 @@ func TestSlots_AdoptAndLookupASlotByItsEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, m)
-	if _, err := c.Lookup(t.Context(), s3lock.Token{Name: mutex, Slot: 1, Epoch: m.Epoch()}); !errors.Is(err, s3lock.ErrSlotsMismatch) {
+	if _, err := c.Lookup(t.Context(), s3lock.Token{Name: mutex, Slot: 1, Epoch: m.Token().Epoch}); !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("Lookup of a slot of a mutex: %v; want ErrSlotsMismatch", err)
 	}
 }
@@ -758,7 +758,7 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	}
 	if l, err := newLockClient(t, ns, "mutex", nil).TryAcquire(t.Context(), name); err == nil {
 		mustRelease(t, l)
-		t.Errorf("a mutex acquired epoch %d while slot %d is held", l.Epoch(), held.Token().Slot)
+		t.Errorf("a mutex acquired epoch %d while slot %d is held", l.Token().Epoch, held.Token().Slot)
 	} else if !errors.Is(err, s3lock.ErrSlotsMismatch) {
 		t.Errorf("a mutex TryAcquire: %v; want ErrSlotsMismatch", err)
 	}

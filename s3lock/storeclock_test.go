@@ -81,8 +81,8 @@ func TestTakeover_LongLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(200 * time.Millisecond)
-		if l.Epoch() != 2 {
-			t.Errorf("epoch = %d; want 2", l.Epoch())
+		if l.Token().Epoch != 2 {
+			t.Errorf("epoch = %d; want 2", l.Token().Epoch)
 		}
 		if len(w.Claims()) == 0 {
 			t.Error("no lease's trust was sampled: the trust check would prove nothing")

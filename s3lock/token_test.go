@@ -26,14 +26,14 @@ func TestToken_NamesAMutexLeaseForEveryVerb(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Detach()
-	byEpoch := s3lock.Token{Name: name, Epoch: l.Epoch()}
-	if want := fmt.Sprintf("%s/lock-%010d.json", name, l.Epoch()); byEpoch.Key() != want || l.Token().Key() != want {
+	byEpoch := s3lock.Token{Name: name, Epoch: l.Token().Epoch}
+	if want := fmt.Sprintf("%s/lock-%010d.json", name, l.Token().Epoch); byEpoch.Key() != want || l.Token().Key() != want {
 		t.Errorf("Key of the epoch's token = %s, of the lease's %s; want %s", byEpoch.Key(), l.Token().Key(), want)
 	}
 
 	counter.Reset()
 	st, err := operator.Lookup(t.Context(), byEpoch)
-	if err != nil || !st.Held || st.Holder != "holder" || st.Epoch != l.Epoch() {
+	if err != nil || !st.Held || st.Holder != "holder" || st.Epoch != l.Token().Epoch {
 		t.Fatalf("Lookup of the epoch = %+v, %v; want it held by holder", st, err)
 	}
 	if n := counter.Total(); n != 2 {
@@ -48,9 +48,9 @@ func TestToken_NamesAMutexLeaseForEveryVerb(t *testing.T) {
 	if n := counter.Total(); n != 2 {
 		t.Errorf("adopting made %d requests (%s); want a LIST and a GET", n, counter)
 	}
-	if adopted.Epoch() != l.Epoch() || adopted.State().Holder != "holder" || adopted.Token().Nonce == "" {
+	if adopted.Token().Epoch != l.Token().Epoch || adopted.State().Holder != "holder" || adopted.Token().Nonce == "" {
 		t.Errorf("the adopted lease: epoch %d holder %q token %+v; want the holder's epoch %d, with its nonce",
-			adopted.Epoch(), adopted.State().Holder, adopted.Token(), l.Epoch())
+			adopted.Token().Epoch, adopted.State().Holder, adopted.Token(), l.Token().Epoch)
 	}
 	adopted.Detach()
 

@@ -41,7 +41,7 @@ func liveALock(t *testing.T, ns *s3test.Namespace, counter *s3test.Counter) lock
 	if err != nil {
 		t.Fatal(err)
 	}
-	step("acquired epoch %d", l.Epoch())
+	step("acquired epoch %d", l.Token().Epoch)
 	for i := range 100 {
 		if err := l.Renew(ctx); err != nil {
 			t.Fatalf("renewal %d: %v", i+1, err)
@@ -56,8 +56,8 @@ func liveALock(t *testing.T, ns *s3test.Namespace, counter *s3test.Counter) lock
 	if err != nil {
 		t.Fatal(err)
 	}
-	step("acquired epoch %d", l2.Epoch())
-	step("force-release: %v", c.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l2.Epoch()}))
+	step("acquired epoch %d", l2.Token().Epoch)
+	step("force-release: %v", c.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l2.Token().Epoch}))
 	var lost *s3lock.LeaseLostError
 	if err := l2.Renew(ctx); errors.As(err, &lost) {
 		step("renewal after the force-release: lost, %s", lost.Reason)
@@ -68,7 +68,7 @@ func liveALock(t *testing.T, ns *s3test.Namespace, counter *s3test.Counter) lock
 	if err != nil {
 		t.Fatal(err)
 	}
-	step("acquired epoch %d", l3.Epoch())
+	step("acquired epoch %d", l3.Token().Epoch)
 	step("release: %v", l3.Release(ctx))
 	state("end")
 	life.Requests = counter.String()

@@ -50,8 +50,8 @@ func TestAcquire_WaitsForRelease(t *testing.T) {
 		t.Fatalf("Acquire: %v", err)
 	}
 	mustRelease(t, lb)
-	if lb.Epoch() != 2 {
-		t.Errorf("epoch = %d; want 2", lb.Epoch())
+	if lb.Token().Epoch != 2 {
+		t.Errorf("epoch = %d; want 2", lb.Token().Epoch)
 	}
 }
 

@@ -95,9 +95,9 @@ func TestWatch_SeesEveryHandoffAndALapse(t *testing.T) {
 				}
 				time.Sleep(150 * time.Millisecond)
 				select {
-				case <-seenCh(l.Epoch()):
+				case <-seenCh(l.Token().Epoch):
 				case <-time.After(10 * time.Second):
-					t.Errorf("the watcher did not see epoch %d held within 10s", l.Epoch())
+					t.Errorf("the watcher did not see epoch %d held within 10s", l.Token().Epoch)
 				}
 				if err := l.Release(t.Context()); err != nil {
 					t.Error(err)

@@ -108,7 +108,7 @@ func TestObserver_RecordsAKnownScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l2.Epoch()}); err != nil {
+	if err := other.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: l2.Token().Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l2.Renew(ctx); !errors.Is(err, s3lock.ErrLeaseLost) {

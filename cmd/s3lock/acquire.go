@@ -149,7 +149,7 @@ func (a *app) acquired(l *s3lock.Lease, waited time.Duration, quiet bool) {
 		return
 	}
 	t := l.Token()
-	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(l.Name(), t.Slot, max(t.Slots, 1)), l.Epoch(), t.Bucket, t.Key())
+	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(l.Token().Name, t.Slot, max(t.Slots, 1)), l.Token().Epoch, t.Bucket, t.Key())
 	if waited >= time.Second {
 		msg += fmt.Sprintf(" after waiting %s", waited.Round(time.Second))
 	}

@@ -180,7 +180,7 @@ func TestRun_OrderNewestOnlyTheNewestRuns(t *testing.T) {
 		}
 		statsNotAcquired(t, runs[i].stderr.String(), name)
 	}
-	if st := c.current(name); !st.Held || st.Epoch != holder.Epoch() || holder.Err() != nil {
+	if st := c.current(name); !st.Held || st.Epoch != holder.Token().Epoch || holder.Err() != nil {
 		t.Fatalf("the lock is %+v (holder: %v); the older runs must give way while it is held", st, holder.Err())
 	}
 	if err := holder.Release(t.Context()); err != nil {

@@ -215,8 +215,8 @@ func (r *runner) prepare(argv []string) error {
 	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	t := r.lease.Token()
 	r.child.Env = runenv.Lease{
-		Bucket: t.Bucket, Name: r.lease.Name(), Key: t.Key(), Holder: r.lease.State().Holder,
-		Epoch: r.lease.Epoch(), Slot: t.Slot, Slots: max(t.Slots, 1),
+		Bucket: t.Bucket, Name: r.lease.Token().Name, Key: t.Key(), Holder: r.lease.State().Holder,
+		Epoch: r.lease.Token().Epoch, Slot: t.Slot, Slots: max(t.Slots, 1),
 	}.Command(os.Environ())
 	configureChild(r.child, r.fg, watchdog)
 	if watchdog {
@@ -289,7 +289,7 @@ func (r *runner) finish() error {
 		if err := r.lease.Err(); errors.Is(err, s3lock.ErrLeaseLost) {
 			r.lost = err // s3lock's own timer saw it too, as the watchdog acted
 		} else {
-			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Token().Bucket, Name: r.lease.Name(), Key: r.lease.Token().Key(), Epoch: r.lease.Epoch(),
+			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Token().Bucket, Name: r.lease.Token().Name, Key: r.lease.Token().Key(), Epoch: r.lease.Token().Epoch,
 				Reason: s3lock.LostLapsed, Detail: "its trust deadline passed while s3lock could not act on it (stopped or starved?), so its watchdog killed the command"}
 		}
 		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", strings.TrimPrefix(oneLine(r.lost.Error()), "s3lock: "))

@@ -314,7 +314,7 @@ func TestRun_InterruptedWhileWaiting(t *testing.T) {
 		t.Fatalf("s3lock exited %d, want %d; stderr: %s", code, 128+int(syscall.SIGINT), stderr.String())
 	}
 	statsNotAcquired(t, stderr.String(), name)
-	if st := c.current(name); st.Epoch != lease.Epoch() || !st.Held {
+	if st := c.current(name); st.Epoch != lease.Token().Epoch || !st.Held {
 		t.Fatalf("the lock changed: %+v", st)
 	}
 	if ws := c.line(name); len(ws) != 0 {

@@ -45,7 +45,7 @@ rm "$marker"`
 
 // sdkSlotWork is slotWork for the SDK workers, under lease.
 func sdkSlotWork(inside, log, who string, l *s3lock.Lease) error {
-	marker := filepath.Join(inside, who+"."+strconv.FormatUint(l.Epoch(), 10)+"."+strconv.Itoa(l.Token().Slot))
+	marker := filepath.Join(inside, who+"."+strconv.FormatUint(l.Token().Epoch, 10)+"."+strconv.Itoa(l.Token().Slot))
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func sdkSlotWork(inside, log, who string, l *s3lock.Lease) error {
 		return err
 	}
 	// One write with O_APPEND: lines of concurrent workers never mix.
-	_, err = fmt.Fprintf(f, "%s %d %d %d %d\n", who, l.Token().Slot, max(l.Token().Slots, 1), l.Epoch(), len(entries))
+	_, err = fmt.Fprintf(f, "%s %d %d %d %d\n", who, l.Token().Slot, max(l.Token().Slots, 1), l.Token().Epoch, len(entries))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -257,7 +257,7 @@ func TestSlots_StatusShowsEveryHolder(t *testing.T) {
 			f := strings.Fields(line)
 			slot, _ := strconv.Atoi(f[1])
 			l := bySlot[slot]
-			if len(f) != 9 || f[0] != "slot" || l == nil || f[2] != "held" || f[3] != strconv.FormatUint(l.Epoch(), 10) ||
+			if len(f) != 9 || f[0] != "slot" || l == nil || f[2] != "held" || f[3] != strconv.FormatUint(l.Token().Epoch, 10) ||
 				f[4] != l.State().Holder || f[5] != "in" || f[8] != "-" {
 				t.Fatalf("row %q; want a held slot with its epoch, holder and expiry", line)
 			}
@@ -298,7 +298,7 @@ func TestSlots_StatusShowsEveryHolder(t *testing.T) {
 		}
 		for k, h := range got.Holders {
 			l := bySlot[h.Slot]
-			if l == nil || h.Epoch != l.Epoch() || h.Key != l.Token().Key() || h.Holder != l.State().Holder || h.AcquiredAt.IsZero() ||
+			if l == nil || h.Epoch != l.Token().Epoch || h.Key != l.Token().Key() || h.Holder != l.State().Holder || h.AcquiredAt.IsZero() ||
 				h.ExpiresAt.IsZero() || h.ExpiresInSeconds == nil || *h.ExpiresInSeconds <= 0 || h.LeaseDuration != "1m0s" {
 				t.Errorf("holders[%d] = %+v; want a held slot with its epoch, key, holder and expiry", k, h)
 			}
@@ -555,7 +555,7 @@ func TestSlots_ForceReleaseOfASlot(t *testing.T) {
 	name := c.name("pool")
 	stuck := c.slotLease(name, "crashed", 2, s3lock.WithoutAutoRenew())
 	other := c.slotLease(name, "other", 2)
-	epoch := strconv.FormatUint(stuck.Epoch(), 10)
+	epoch := strconv.FormatUint(stuck.Token().Epoch, 10)
 
 	for _, tc := range []struct {
 		args []string
@@ -586,7 +586,7 @@ func TestSlots_ForceReleaseOfASlot(t *testing.T) {
 		t.Fatalf("after force-release the lock is %+v (other: %v); want only the other slot held", st, other.Err())
 	}
 	r = c.mustRun("run", "--slots", "2", "--wait", "0", "--quiet", name, "--", "sh", "-c", `printf '%s/%s' "$S3LOCK_SLOT" "$S3LOCK_EPOCH"`)
-	if want := fmt.Sprintf("%d/%d", stuck.Token().Slot, stuck.Epoch()+1); r.stdout != want {
+	if want := fmt.Sprintf("%d/%d", stuck.Token().Slot, stuck.Token().Epoch+1); r.stdout != want {
 		t.Errorf("the next run got slot/epoch %q; want %q", r.stdout, want)
 	}
 }

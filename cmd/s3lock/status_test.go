@@ -72,7 +72,7 @@ func TestStatus(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 			t.Fatalf("%v: %s", err, r.stdout)
 		}
-		if got.Name != held || got.State != "held" || got.Epoch != lease.Epoch() {
+		if got.Name != held || got.State != "held" || got.Epoch != lease.Token().Epoch {
 			t.Fatalf("got %+v", got)
 		}
 	})

@@ -188,7 +188,7 @@ exclusive.
 				return err
 			}
 			if !quiet {
-				fmt.Fprintf(a.stderr, "s3lock: released %s (epoch %d)\n", leaseText(lease.Name(), lease.Token().Slot, max(lease.Token().Slots, 1)), lease.Epoch())
+				fmt.Fprintf(a.stderr, "s3lock: released %s (epoch %d)\n", leaseText(lease.Token().Name, lease.Token().Slot, max(lease.Token().Slots, 1)), lease.Token().Epoch)
 			}
 			return nil
 		},

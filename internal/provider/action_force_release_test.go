@@ -83,8 +83,8 @@ func TestAccForceReleaseAction_ReleasesOneEpoch(t *testing.T) {
 	}
 	// The next acquirer takes the lock at once.
 	next := e.hold(t, "next-pipeline", name, time.Hour)
-	if next.Epoch() != 2 {
-		t.Fatalf("the next acquirer got epoch %d, want 2", next.Epoch())
+	if next.Token().Epoch != 2 {
+		t.Fatalf("the next acquirer got epoch %d, want 2", next.Token().Epoch)
 	}
 
 	// Epoch 1 again, now that the lock is at epoch 2: only epoch 1 is
@@ -124,7 +124,7 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 	name := e.name("jobs/heavy")
 	kept := e.hold(t, "job-a", name, time.Hour, s3lock.WithSlots(2))
 	stuck := e.hold(t, "job-b", name, time.Hour, s3lock.WithSlots(2))
-	config := strings.Replace(forceReleaseConfig("slot", e.bucket, name, fmt.Sprint(stuck.Epoch())),
+	config := strings.Replace(forceReleaseConfig("slot", e.bucket, name, fmt.Sprint(stuck.Token().Epoch)),
 		"  }\n}", fmt.Sprintf("    slot   = %d\n  }\n}", stuck.Token().Slot), 1) +
 		forceReleaseConfig("marker", e.bucket, name, "1")
 	h, dir := cliWorkdir(t, e, config, tfharness.Actions)
@@ -134,8 +134,8 @@ func TestAccForceReleaseAction_Slot(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	wantOutput(t, "force-release of a slot", out,
-		fmt.Sprintf(`Lock %q in bucket %q: epoch %d of slot %d is held by "job-b"; releasing it.`, name, e.bucket, stuck.Epoch(), stuck.Token().Slot),
-		fmt.Sprintf(`Epoch %d of slot %d of lock %q is released`, stuck.Epoch(), stuck.Token().Slot, name))
+		fmt.Sprintf(`Lock %q in bucket %q: epoch %d of slot %d is held by "job-b"; releasing it.`, name, e.bucket, stuck.Token().Epoch, stuck.Token().Slot),
+		fmt.Sprintf(`Epoch %d of slot %d of lock %q is released`, stuck.Token().Epoch, stuck.Token().Slot, name))
 	if err := stuck.Renew(t.Context()); !errors.Is(err, s3lock.ErrLeaseLost) {
 		t.Errorf("the force-released slot's holder renewed: %v; want ErrLeaseLost", err)
 	}

@@ -35,7 +35,7 @@ func (e *leaseEphemeralResource) openPhase(ctx context.Context, client *s3lock.C
 		diags.Append(lockWaited(tokenRef(token), waited, false))
 	}
 	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": lock.bucket, "lock": lock.name,
-		"slot": token.Slot, "epoch": lease.Epoch(), "key": token.Key()})
+		"slot": token.Slot, "epoch": lease.Token().Epoch, "key": token.Key()})
 	e.factory.leases.add(lease)
 	st := lease.State()
 	return phaseLife{e: e, token: token}, openedLease{epoch: st.Epoch, slot: token.Slot, key: token.Key(),

@@ -248,8 +248,8 @@ resource "echo" "lease" {}
 			ConfigStateChecks: []statecheck.StateCheck{
 				checkEchoedLease(func(el echoedLease) error {
 					epoch, err := el.Epoch.Int64()
-					if err != nil || uint64(epoch) <= l.Epoch() {
-						return fmt.Errorf("the run's lease has epoch %s; want one after the other team's %d", el.Epoch, l.Epoch())
+					if err != nil || uint64(epoch) <= l.Token().Epoch {
+						return fmt.Errorf("the run's lease has epoch %s; want one after the other team's %d", el.Epoch, l.Token().Epoch)
 					}
 					return nil
 				}),
@@ -479,7 +479,7 @@ resource "terraform_data" "work" {
 			}
 			if l, err := rival.TryAcquire(context.Background(), run, s3lock.WithoutAutoRenew()); err == nil {
 				if working() { // still: the run's work overlapped the rival's lease
-					stolen.Store(l.Epoch())
+					stolen.Store(l.Token().Epoch)
 				}
 				_ = l.Release(context.Background())
 			}

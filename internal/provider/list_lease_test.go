@@ -93,7 +93,7 @@ func TestAccLeaseList_Query(t *testing.T) {
 
 	held := "s3lock_lease.held"
 	prodOnly := queryfilter.ByResourceIdentity(leaseIdentityCheck(e.bucket, prod, 1))
-	slotAOnly := queryfilter.ByResourceIdentity(slotLeaseIdentityCheck(e.bucket, runners, slotA.Token().Slot, slotA.Epoch()))
+	slotAOnly := queryfilter.ByResourceIdentity(slotLeaseIdentityCheck(e.bucket, runners, slotA.Token().Slot, slotA.Token().Epoch))
 	tfresource.ParallelTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: e.protoV6Factories(),
 		Steps: []tfresource.TestStep{
@@ -105,8 +105,8 @@ func TestAccLeaseList_Query(t *testing.T) {
 					querycheck.ExpectLength(held, 4),
 					querycheck.ExpectIdentity(held, leaseIdentityCheck(e.bucket, prod, 1)),
 					querycheck.ExpectIdentity(held, leaseIdentityCheck(e.bucket, stage, 2)),
-					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotA.Token().Slot, slotA.Epoch())),
-					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotB.Token().Slot, slotB.Epoch())),
+					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotA.Token().Slot, slotA.Token().Epoch)),
+					querycheck.ExpectIdentity(held, slotLeaseIdentityCheck(e.bucket, runners, slotB.Token().Slot, slotB.Token().Epoch)),
 					querycheck.ExpectResourceDisplayName(held, slotAOnly, knownvalue.StringExact(
 						fmt.Sprintf("%s slot %d of 3, epoch 1, held by runner-a", runners, slotA.Token().Slot))),
 					querycheck.ExpectResourceKnownValues(held, slotAOnly, []querycheck.KnownValueCheck{
@@ -224,7 +224,7 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 			t.Errorf("query found %v, which is not a lease of the test", r.Identity)
 			continue
 		}
-		want := map[string]any{"bucket": e.bucket, "name": l.Name(), "epoch": json.Number(fmt.Sprint(l.Epoch())), "slot": nil}
+		want := map[string]any{"bucket": e.bucket, "name": l.Token().Name, "epoch": json.Number(fmt.Sprint(l.Token().Epoch)), "slot": nil}
 		if l.Token().Slot > 0 {
 			want["slot"] = json.Number(fmt.Sprint(l.Token().Slot))
 		}
@@ -247,14 +247,14 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 	}
 	for name, l := range leases {
 		if l.Token().Slot > 0 {
-			_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: l.Name(), Slot: l.Token().Slot, Epoch: l.Epoch()})
+			_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: l.Token().Name, Slot: l.Token().Slot, Epoch: l.Token().Epoch})
 			if !leaseReleased(err) {
-				t.Errorf("after destroy, slot %d of %q: %v; want epoch %d released", l.Token().Slot, l.Name(), err, l.Epoch())
+				t.Errorf("after destroy, slot %d of %q: %v; want epoch %d released", l.Token().Slot, l.Token().Name, err, l.Token().Epoch)
 			}
 			continue
 		}
-		if st := e.current(t, name); st.Epoch != l.Epoch() || !st.Released {
-			t.Errorf("after destroy, lock %q is %s at epoch %d; want epoch %d released", name, st.Phase(), st.Epoch, l.Epoch())
+		if st := e.current(t, name); st.Epoch != l.Token().Epoch || !st.Released {
+			t.Errorf("after destroy, lock %q is %s at epoch %d; want epoch %d released", name, st.Phase(), st.Epoch, l.Token().Epoch)
 		}
 	}
 }

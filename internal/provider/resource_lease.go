@@ -319,13 +319,13 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 		resp.Diagnostics.Append(lockWaited(tokenRef(token), waited, false))
 	}
 	tflog.Info(ctx, "acquired lock", map[string]any{"bucket": bucket, "lock": name, "slot": token.Slot,
-		"epoch": lease.Epoch(), "key": token.Key()})
+		"epoch": lease.Token().Epoch, "key": token.Key()})
 
 	ref := tokenRef(token)
 	plan.ID = types.StringValue(leaseID(bucket, name, ref.slot, ref.epoch))
 	plan.Slots = types.Int64Value(int64(max(token.Slots, 1)))
 	plan.Slot = types.Int64Value(int64(token.Slot))
-	plan.Epoch = types.Int64Value(int64(lease.Epoch()))
+	plan.Epoch = types.Int64Value(int64(lease.Token().Epoch))
 	plan.Key = types.StringValue(token.Key())
 	plan.Holder = types.StringValue(lease.State().Holder)
 	plan.AcquiredAt = timeValue(lease.State().AcquiredAt)

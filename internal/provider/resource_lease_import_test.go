@@ -90,9 +90,9 @@ func TestAccLeaseResource_ImportSlotLease(t *testing.T) {
 	tfresource.ParallelTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: e.protoV6Factories(),
 		CheckDestroy: func(*terraform.State) error {
-			_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
+			_, err := e.sdk(t, "observer").Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Token().Epoch})
 			if !leaseReleased(err) {
-				return fmt.Errorf("after destroy, slot %d of %q: %w; want its epoch %d released", l.Token().Slot, name, err, l.Epoch())
+				return fmt.Errorf("after destroy, slot %d of %q: %w; want its epoch %d released", l.Token().Slot, name, err, l.Token().Epoch)
 			}
 			return kept.Renew(t.Context()) // the other slot is not touched
 		},
@@ -102,15 +102,15 @@ func TestAccLeaseResource_ImportSlotLease(t *testing.T) {
 				ResourceName:       addr,
 				ImportState:        true,
 				ImportStatePersist: true,
-				ImportStateId:      leaseID(e.bucket, name, l.Token().Slot, l.Epoch()),
+				ImportStateId:      leaseID(e.bucket, name, l.Token().Slot, l.Token().Epoch),
 				ImportStateCheck: func(states []*terraform.InstanceState) error {
 					if len(states) != 1 {
 						return fmt.Errorf("imported %d instances, want 1", len(states))
 					}
 					a := states[0].Attributes
 					want := map[string]string{
-						"id": leaseID(e.bucket, name, l.Token().Slot, l.Epoch()), "slots": "3", "slot": strconv.Itoa(l.Token().Slot),
-						"epoch": strconv.FormatUint(l.Epoch(), 10), "key": l.Token().Key(), "holder": "pipeline-step-1",
+						"id": leaseID(e.bucket, name, l.Token().Slot, l.Token().Epoch), "slots": "3", "slot": strconv.Itoa(l.Token().Slot),
+						"epoch": strconv.FormatUint(l.Token().Epoch, 10), "key": l.Token().Key(), "holder": "pipeline-step-1",
 						"lease_duration": "2h", "metadata.run": "42",
 					}
 					for k, v := range want {
@@ -166,7 +166,7 @@ func TestAccLeaseResource_ImportSlotRefused(t *testing.T) {
 	held := e.hold(t, "pipeline-2", slots, time.Hour, s3lock.WithSlots(3))
 	e.hold(t, "deployer", mutex, time.Hour)
 	holders := fmt.Sprintf("The lock admits 3 holders; 1 of its slots is held now: slot %d by \"pipeline-2\" at epoch %d",
-		held.Token().Slot, held.Epoch())
+		held.Token().Slot, held.Token().Epoch)
 	cases := []struct {
 		name, lock, id string
 		want           *regexp.Regexp
@@ -178,7 +178,7 @@ func TestAccLeaseResource_ImportSlotRefused(t *testing.T) {
 				"Import the lease of one slot by", regexp.QuoteMeta(importSlotIDFormat)),
 		},
 		{
-			name: "released slot epoch", lock: slots, id: leaseID(e.bucket, slots, first.Token().Slot, first.Epoch()),
+			name: "released slot epoch", lock: slots, id: leaseID(e.bucket, slots, first.Token().Slot, first.Token().Epoch),
 			// Released, or superseded when the slot took a newer holder.
 			want: matchError("Cannot import lease", fmt.Sprintf("slot %d", first.Token().Slot), "lost",
 				regexp.QuoteMeta(importSlotIDFormat)),

@@ -244,9 +244,9 @@ func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 	}
 	set("slots", types.Int64Value(3))
 	set("slot", types.Int64Value(int64(l.Token().Slot)))
-	set("epoch", types.Int64Value(int64(l.Epoch())))
+	set("epoch", types.Int64Value(int64(l.Token().Epoch)))
 	set("key", types.StringValue(l.Token().Key()))
-	set("id", types.StringValue(leaseID(bucket, name, l.Token().Slot, l.Epoch())))
+	set("id", types.StringValue(leaseID(bucket, name, l.Token().Slot, l.Token().Epoch)))
 
 	read := resource.ReadResponse{State: state}
 	r.Read(t.Context(), resource.ReadRequest{State: state}, &read)
@@ -263,7 +263,7 @@ func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 	if update.Diagnostics.HasError() {
 		t.Fatalf("Update (renewal): %v", update.Diagnostics)
 	}
-	if st, err := c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()}); err != nil || st.Renewals != 1 {
+	if st, err := c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Token().Epoch}); err != nil || st.Renewals != 1 {
 		t.Fatalf("after the renewal, slot %d: %+v, %v; want it held, renewed once", l.Token().Slot, st, err)
 	}
 
@@ -272,7 +272,7 @@ func TestLeaseResource_SlotLeaseWithoutToken(t *testing.T) {
 	if len(del.Diagnostics) != 0 {
 		t.Fatalf("Delete: %v", del.Diagnostics)
 	}
-	_, err = c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Epoch()})
+	_, err = c.Lookup(t.Context(), s3lock.Token{Name: name, Slot: l.Token().Slot, Epoch: l.Token().Epoch})
 	if !leaseReleased(err) {
 		t.Errorf("after Delete, slot %d: %v; want it released", l.Token().Slot, err)
 	}

@@ -502,7 +502,7 @@ func TestAccLeaseResource_ImportAdoptsPipelineLease(t *testing.T) {
 	e := newAccEnv(t)
 	name := e.name("pipeline/migrate")
 	l := e.hold(t, "pipeline-step-1", name, 2*time.Hour, s3lock.WithMetadata(map[string]string{"run": "42"}))
-	epoch := l.Epoch()
+	epoch := l.Token().Epoch
 	l.Detach()
 	cfg := e.providerConfig(nil) + leaseConfig(e.bucket, name, `lease_duration = "2h"`, `metadata = { run = "42" }`)
 	addr := "s3lock_lease.test"

@@ -491,7 +491,7 @@ func (g *guard) lost() bool {
 func (g *guard) interrupt(lease *s3lock.Lease, err error) {
 	msg := fmt.Sprintf("\ns3lock: the lease on lock %q in bucket %s (epoch %d) was lost during this run: %v\n"+
 		"s3lock: interrupting terraform (as Ctrl-C does) so that it starts no further changes; "+
-		"the changes this run made may not have been exclusive.\n\n", lease.Name(), lease.Token().Bucket, lease.Epoch(), err)
+		"the changes this run made may not have been exclusive.\n\n", lease.Token().Name, lease.Token().Bucket, lease.Token().Epoch, err)
 	if err := tellProcess(g.run.PID, msg); err != nil {
 		g.log.Printf("could not tell terraform why (its standard error: %v): %s", err, strings.TrimSpace(msg))
 	}
@@ -529,7 +529,7 @@ func (g *guard) end(killed bool) bool {
 		case lapse:
 			l.Detach()
 			g.log.Printf("the run did not end cleanly: leaving lock %q in bucket %s (epoch %d) to lapse after %s",
-				l.Name(), l.Token().Bucket, l.Epoch(), l.State().LeaseDuration)
+				l.Token().Name, l.Token().Bucket, l.Token().Epoch, l.State().LeaseDuration)
 			continue
 		}
 		wg.Go(func() {
@@ -537,11 +537,11 @@ func (g *guard) end(killed bool) bool {
 			defer cancel()
 			switch err := l.Release(ctx); {
 			case errors.Is(err, s3lock.ErrLeaseLost):
-				g.log.Printf("lock %q in bucket %s (epoch %d) had been lost: %v", l.Name(), l.Token().Bucket, l.Epoch(), err)
+				g.log.Printf("lock %q in bucket %s (epoch %d) had been lost: %v", l.Token().Name, l.Token().Bucket, l.Token().Epoch, err)
 			case err != nil:
-				g.log.Printf("releasing lock %q in bucket %s (epoch %d): %v; it lapses after %s", l.Name(), l.Token().Bucket, l.Epoch(), err, l.State().LeaseDuration)
+				g.log.Printf("releasing lock %q in bucket %s (epoch %d): %v; it lapses after %s", l.Token().Name, l.Token().Bucket, l.Token().Epoch, err, l.State().LeaseDuration)
 			default:
-				g.log.Printf("the run ended: released lock %q in bucket %s (epoch %d)", l.Name(), l.Token().Bucket, l.Epoch())
+				g.log.Printf("the run ended: released lock %q in bucket %s (epoch %d)", l.Token().Name, l.Token().Bucket, l.Token().Epoch)
 			}
 		})
 	}

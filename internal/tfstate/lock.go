@@ -65,7 +65,7 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 		h.placeholder = etag
 	}
 	go s.watch(ws, h)
-	return LockID(lease.Epoch()), nil
+	return LockID(lease.Token().Epoch), nil
 }
 
 // acquire takes the lease (and the lock file) and seals the state under it;
@@ -101,10 +101,10 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 			return undo(err)
 		}
 	}
-	etag, placeholder, err := s.seal(ctx, s.Key(ws), lease.Epoch())
+	etag, placeholder, err := s.seal(ctx, s.Key(ws), lease.Token().Epoch)
 	if err != nil {
 		if s.cfg.LockFile {
-			if ferr := s.releaseLockFile(context.WithoutCancel(ctx), ws, lease.Epoch()); ferr != nil {
+			if ferr := s.releaseLockFile(context.WithoutCancel(ctx), ws, lease.Token().Epoch); ferr != nil {
 				err = errors.Join(err, ferr)
 			}
 		}
@@ -175,7 +175,7 @@ func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	}
 	s.mu.Lock()
 	h := s.held[ws]
-	mine := h != nil && h.lease != nil && LockID(h.lease.Epoch()) == id
+	mine := h != nil && h.lease != nil && LockID(h.lease.Token().Epoch) == id
 	abandoned := mine && h.abandoned
 	if mine && !abandoned {
 		h.unlocking = true
@@ -193,7 +193,7 @@ func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	s.dropPlaceholder(ctx, ws, h)
 	var ferr error
 	if s.cfg.LockFile { // only this lease's: after a force-unlock another run's may be there
-		ferr = s.releaseLockFile(ctx, ws, h.lease.Epoch())
+		ferr = s.releaseLockFile(ctx, ws, h.lease.Token().Epoch)
 	}
 	return errors.Join(h.lease.Release(ctx), ferr)
 }
@@ -274,7 +274,7 @@ func (s *Store) watch(ws string, h *held) {
 		}
 		if s.cfg.LockFile { // this epoch's only: a newer run's lock file stays
 			ctx, cancel := context.WithTimeout(context.Background(), lostCleanupTimeout)
-			_ = s.releaseLockFile(ctx, ws, h.lease.Epoch())
+			_ = s.releaseLockFile(ctx, ws, h.lease.Token().Epoch)
 			cancel()
 		}
 	case <-s.cfg.Gone: // nil: never

@@ -109,7 +109,7 @@ func lockFileEpoch(li LockInfo) (uint64, bool) {
 // the lock's newest): it is removed. The lease must stay held throughout.
 func (s *Store) takeLockFile(ctx context.Context, ws string, lease *s3lock.Lease, operation string, deadline time.Time) error {
 	key := s.LockFileKey(ws)
-	mine := s.ourLockFile(ws, lease.Epoch(), operation)
+	mine := s.ourLockFile(ws, lease.Token().Epoch, operation)
 	for again := 0; ; again++ {
 		if again == lockFileAttempts {
 			return fmt.Errorf("creating the S3 backend's lock file s3://%s/%s: the store refused the create %d times "+
@@ -131,9 +131,9 @@ func (s *Store) takeLockFile(ctx context.Context, ws string, lease *s3lock.Lease
 		}
 		epoch, ours := lockFileEpoch(found)
 		switch {
-		case ours && epoch == lease.Epoch(): // a retried create of our own
+		case ours && epoch == lease.Token().Epoch:
 			return nil
-		case ours && epoch < lease.Epoch():
+		case ours && epoch < lease.Token().Epoch:
 			// Left by a run whose lease ended (it died): this lease is newer.
 			if err := s.deleteLockFile(ctx, key, etag); err != nil {
 				return err
@@ -141,7 +141,7 @@ func (s *Store) takeLockFile(ctx context.Context, ws string, lease *s3lock.Lease
 			continue
 		case ours:
 			return fmt.Errorf("the S3 backend's lock file s3://%s/%s names epoch %d, newer than this lease's %d: "+
-				"this lease is no longer the lock's", s.cfg.Bucket, key, epoch, lease.Epoch())
+				"this lease is no longer the lock's", s.cfg.Bucket, key, epoch, lease.Token().Epoch)
 		}
 		again = 0 // found held: a wait, not a retry
 		held := &LockFileHeldError{Bucket: s.cfg.Bucket, Key: key, Info: found}

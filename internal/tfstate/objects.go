@@ -49,7 +49,7 @@ func (s *Store) Read(ctx context.Context, ws string) ([]byte, error) {
 	// Only the holder's own bytes, and only if no write of its own moved
 	// on meanwhile.
 	if h != nil && h.lease != nil && s.held[ws] == h && h.etag == before {
-		if e, ok := markEpoch(body); ok && e == h.lease.Epoch() {
+		if e, ok := markEpoch(body); ok && e == h.lease.Token().Epoch {
 			h.etag = etag
 		}
 	}
@@ -94,7 +94,7 @@ func (s *Store) WriteUnder(ctx context.Context, ws, lockID string, state []byte)
 	s.mu.Lock()
 	h := s.held[ws]
 	s.mu.Unlock()
-	if h == nil || h.lease == nil || LockID(h.lease.Epoch()) != lockID {
+	if h == nil || h.lease == nil || LockID(h.lease.Token().Epoch) != lockID {
 		epoch, _ := ParseLockID(lockID)
 		return &StaleWriteError{Bucket: s.cfg.Bucket, Key: s.Key(ws), Lock: s.LockName(ws), Epoch: epoch, Err: ErrNotHeld}
 	}
@@ -115,7 +115,7 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 	if err := s.checkSize(key, state); err != nil {
 		return err
 	}
-	stale := &StaleWriteError{Bucket: s.cfg.Bucket, Key: key, Lock: s.LockName(ws), Epoch: lease.Epoch()}
+	stale := &StaleWriteError{Bucket: s.cfg.Bucket, Key: key, Lock: s.LockName(ws), Epoch: lease.Token().Epoch}
 	switch {
 	case unlocking:
 		stale.Err = ErrNotHeld
@@ -132,7 +132,7 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 		return stale
 	}
 	in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key),
-		Body: stdbytes.NewReader(marked(state, lease.Epoch())), ContentType: aws.String(stateContentType)}
+		Body: stdbytes.NewReader(marked(state, lease.Token().Epoch)), ContentType: aws.String(stateContentType)}
 	if etag == "" { // never after a seal, which leaves an object; kept for a store without one
 		in.IfNoneMatch = aws.String("*")
 	} else {
@@ -141,7 +141,7 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 	s.mu.Lock()
 	h.placeholder = "" // from here the object may hold a state, seen or not
 	s.mu.Unlock()
-	out, err := s.client.FencedPut(ctx, lease.Epoch(), in)
+	out, err := s.client.FencedPut(ctx, lease.Token().Epoch, in)
 	if fe := (*s3lock.FenceError)(nil); errors.As(err, &fe) {
 		stale.Err, stale.Fence = err, fe
 		return stale

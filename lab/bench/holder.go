@@ -42,7 +42,7 @@ func runHolder(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("held", l.Epoch())
+	fmt.Println("held", l.Token().Epoch)
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it, or dies
 	return l.Release(context.WithoutCancel(ctx))
 }

@@ -386,8 +386,8 @@ func TestE2E_Backend_ForceUnlockAndLockTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "Error acquiring the state lock") || m == nil {
 		t.Fatalf("a plan while ops holds the lock: %v; want it refused with the lock's ID\n%s", err, out)
 	}
-	if id := string(m[1]); id != strconv.FormatUint(lease.Epoch(), 10) {
-		t.Errorf("Terraform shows lock ID %s; want the holder's epoch, %d", id, lease.Epoch())
+	if id := string(m[1]); id != strconv.FormatUint(lease.Token().Epoch, 10) {
+		t.Errorf("Terraform shows lock ID %s; want the holder's epoch, %d", id, lease.Token().Epoch)
 	}
 	if !strings.Contains(string(out), "ops@elsewhere") {
 		t.Errorf("the lock error does not say who holds the lock:\n%s", out)
@@ -404,17 +404,17 @@ func TestE2E_Backend_ForceUnlockAndLockTimeout(t *testing.T) {
 	}
 
 	lease = acquire()
-	older := strconv.FormatUint(lease.Epoch()-1, 10)
+	older := strconv.FormatUint(lease.Token().Epoch-1, 10)
 	if out, err := e.backendRun(t.Context(), dir, nil, e.tf("force-unlock", "-force", older)...).CombinedOutput(); err == nil {
 		t.Errorf("force-unlock %s (an older lock ID) succeeded; want it refused\n%s", older, out)
 	}
-	if st, err := e.sdk.Current(t.Context(), e.lockName()); err != nil || st.Phase() != s3lock.PhaseHeld || st.Epoch != lease.Epoch() {
-		t.Fatalf("after a force-unlock of an older ID the lock is %+v (%v); want it held by ops, epoch %d", st, err, lease.Epoch())
+	if st, err := e.sdk.Current(t.Context(), e.lockName()); err != nil || st.Phase() != s3lock.PhaseHeld || st.Epoch != lease.Token().Epoch {
+		t.Fatalf("after a force-unlock of an older ID the lock is %+v (%v); want it held by ops, epoch %d", st, err, lease.Token().Epoch)
 	}
-	out = []byte(e.through(dir, nil, e.tf("force-unlock", "-force", strconv.FormatUint(lease.Epoch(), 10))...))
-	t.Logf("force-unlock %d:\n%s", lease.Epoch(), out)
-	if st := e.wantFree(s3lock.PhaseReleased); st.Epoch != lease.Epoch() {
-		t.Errorf("after force-unlock the lock's newest epoch is %d; want ops's, %d, released", st.Epoch, lease.Epoch())
+	out = []byte(e.through(dir, nil, e.tf("force-unlock", "-force", strconv.FormatUint(lease.Token().Epoch, 10))...))
+	t.Logf("force-unlock %d:\n%s", lease.Token().Epoch, out)
+	if st := e.wantFree(s3lock.PhaseReleased); st.Epoch != lease.Token().Epoch {
+		t.Errorf("after force-unlock the lock's newest epoch is %d; want ops's, %d, released", st.Epoch, lease.Token().Epoch)
 	}
 }
 

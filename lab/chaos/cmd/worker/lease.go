@@ -102,12 +102,12 @@ func (w *worker) hold(ctx context.Context, lease *s3lock.Lease, clk *skewclock.C
 		trust = func() (int64, bool) { return record.Forever, true }
 	}
 	until, _ := trust()
-	if err := w.rec.Write(record.Record{Kind: record.Acquired, Epoch: lease.Epoch(), Until: until}); err != nil {
+	if err := w.rec.Write(record.Record{Kind: record.Acquired, Epoch: lease.Token().Epoch, Until: until}); err != nil {
 		return err
 	}
 	n := 1 + w.rng.IntN(w.cfg.sections)
 	for range n {
-		ok, err := w.section(ctx, lease.Epoch(), trust)
+		ok, err := w.section(ctx, lease.Token().Epoch, trust)
 		if err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func (w *worker) hold(ctx context.Context, lease *s3lock.Lease, clk *skewclock.C
 	if err := lease.Release(rctx); err != nil {
 		detail = err.Error()
 	}
-	return w.rec.Write(record.Record{Kind: record.Ended, Epoch: lease.Epoch(), Detail: detail})
+	return w.rec.Write(record.Record{Kind: record.Ended, Epoch: lease.Token().Epoch, Detail: detail})
 }
 
 // leaseTrust returns the trust check of an SDK lease: until when
