@@ -34,8 +34,10 @@ import (
 // a second name for WithLeaseDuration, left). 131 once what a client
 // reports to its observer (Observer, Event, its kinds) is the package
 // observe, as net/http/httptrace is beside net/http. 129 once a lease's
-// lock and epoch are read from its Token, what names it.
-const maxExports = 129
+// lock and epoch are read from its Token, what names it. 128 once an epoch
+// object no acquisition wrote is LostNotThisLease (it was LostForeign): to
+// the caller both say the token names no lease.
+const maxExports = 128
 
 // The package's exported declarations are counted as `go doc` shows them:
 // functions, types, methods on exported types (Error, Is, Unwrap and String
@@ -125,7 +127,7 @@ var (
 		"OutcomeCanceled", "OutcomeError",
 		// Issue 37 (toward 110):
 		"OpError", "WithRenewInterval", "WithHistory", "AcquireOption", "WithLeaseFor", "EventKind", "EventAcquired",
-		"EventAcquireFailed", "EventRenewed", "EventRenewFailed", "EventLost", "EventReleased", "EventRequest"}
+		"EventAcquireFailed", "EventRenewed", "EventRenewFailed", "EventLost", "EventReleased", "EventRequest", "LostForeign"}
 	removedMethods = []string{`s3lock\.(Key|FencedPut)\(`, `Client\.Bucket\(`, `Lease\.(Key|Slot|Slots|Bucket)\(`,
 		`\.Queued\(\)`, `\.(Slot|Slots|OK)\(\)`, `(Phase|EventKind|LossReason)\.String\(`,
 		`Lease\.(Epoch|Name|Holder|Duration|Metadata|AcquiredAt|ExpiresAt)\(`}

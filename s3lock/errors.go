@@ -252,8 +252,9 @@ const (
 	// LostNotThisLease: the epoch object a token names (Resume, Lookup)
 	// belongs to another acquisition than the token's Nonce: the token
 	// names no lease of this lock — a wrong or edited token, one from
-	// another bucket's lock of that name, or a lock whose objects were
-	// deleted and its epoch acquired anew.
+	// another bucket's lock of that name, a lock whose objects were
+	// deleted and its epoch acquired anew, or an epoch object that no
+	// s3lock acquisition wrote (it has no nonce), which no handle can hold.
 	LostNotThisLease LossReason = "not this lease"
 	// LostForceReleased: an operator released it with ForceRelease.
 	LostForceReleased LossReason = "force-released"
@@ -270,9 +271,6 @@ const (
 	// LostDeleted: its epoch object does not exist (deleted, or never
 	// written).
 	LostDeleted LossReason = "deleted"
-	// LostForeign: its epoch object was not written by an s3lock
-	// acquisition (it has no nonce), so no handle can hold it.
-	LostForeign LossReason = "foreign"
 )
 
 // LeaseLostError reports why a lease ended without this handle releasing

@@ -303,7 +303,7 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	case b.Released:
 		return heldLease{}, lost(LostReleased, "it was released by its holder")
 	case b.Nonce == "":
-		return heldLease{}, lost(LostForeign, "its epoch object was not written by an s3lock acquisition")
+		return heldLease{}, lost(LostNotThisLease, "its epoch object was not written by an s3lock acquisition")
 	}
 	tr, ok := trustWindow(obs)
 	if !ok {

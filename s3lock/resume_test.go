@@ -330,3 +330,19 @@ func TestLookup_ByEpochAndHandlesOfAReleasedLease(t *testing.T) {
 		t.Errorf("Err of the handle that released = %v; want ErrReleased", resumed.Err())
 	}
 }
+
+// An epoch object that no s3lock acquisition wrote (it has no nonce) is no
+// lease: Lookup and Resume of a token naming it say the token names no lease
+// of the lock, as for another acquisition's object.
+func TestLookup_AnObjectNoAcquisitionWroteIsNotThisLease(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c := newLockClient(t, ns, "reader", nil)
+	name := ns.Name("no-nonce")
+	putRaw(t, ns, s3lock.Token{Name: name, Epoch: 1}.Key(),
+		[]byte(`{"leaderId":"someone","validityMs":600000,"expired":false,"s3lock":1,"epoch":1}`))
+	_, err := c.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: 1})
+	wantLost(t, "Lookup by epoch of an object without a nonce", err, s3lock.LostNotThisLease)
+	_, err = c.Resume(t.Context(), s3lock.Token{Name: name, Epoch: 1}, s3lock.WithoutAutoRenew())
+	wantLost(t, "Resume by epoch of an object without a nonce", err, s3lock.LostNotThisLease)
+}

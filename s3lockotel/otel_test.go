@@ -199,7 +199,7 @@ func TestObserver_EventValues(t *testing.T) {
 	obs, reader, spans := newRecordingObserver(t)
 	reasons := map[s3lock.LossReason]string{
 		s3lock.LostLapsed: "lapsed", s3lock.LostReplaced: "replaced", s3lock.LostForceReleased: "force-released",
-		s3lock.LostReleased: "released", s3lock.LostTakenOver: "taken over", s3lock.LostDeleted: "deleted", s3lock.LostForeign: "foreign",
+		s3lock.LostReleased: "released", s3lock.LostTakenOver: "taken over", s3lock.LostDeleted: "deleted",
 		s3lock.LostNotThisLease: "not this lease",
 	}
 	for r := range reasons {
