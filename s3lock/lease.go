@@ -106,9 +106,10 @@ func (c *Client) newLease(h holding, renewInt time.Duration, auto bool, ref slot
 }
 
 // Epoch returns the lease's epoch: the fencing token. Epochs of a lock only
-// grow; pass it to whatever the lock protects (see Client.FencedPut). For a slot
-// lock (WithSlots) the epoch is its slot's: it grows with every holder of that
-// slot, and says nothing about the order of holders of other slots.
+// grow; pass it to whatever the lock protects (see package fence). For a
+// slot lock (WithSlots) the epoch is its slot's: it grows with every
+// holder of that slot, and says nothing about the order of holders of
+// other slots.
 func (l *Lease) Epoch() uint64 { return l.epoch }
 
 // Name returns the lock name.
