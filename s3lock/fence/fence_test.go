@@ -593,3 +593,31 @@ func (d *deadlineRecorder) PutObject(ctx context.Context, in *s3.PutObjectInput,
 	d.note(ctx, "PutObject")
 	return d.S3API.PutObject(ctx, in, opts...)
 }
+
+// TestPut_RefusesWhatItCannotWrite: no client, no input, an input without
+// its bucket or key, and an epoch no lease has are refused with
+// ErrInvalidConfig before any request.
+func TestPut_RefusesWhatItCannotWrite(t *testing.T) {
+	t.Parallel()
+	c, err := s3lock.New(&s3.Client{}, "ok-bucket") // no request is made
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &s3.PutObjectInput{Bucket: aws.String("ok-bucket"), Key: aws.String("state.json")}
+	for _, tc := range []struct {
+		what   string
+		client *s3lock.Client
+		epoch  uint64
+		in     *s3.PutObjectInput
+	}{
+		{"no client", nil, 1, in},
+		{"no input", c, 1, nil},
+		{"no key", c, 1, &s3.PutObjectInput{Bucket: aws.String("ok-bucket")}},
+		{"epoch 0", c, 0, in},
+		{"epoch past MaxEpoch", c, s3lock.MaxEpoch + 1, in},
+	} {
+		if _, err := fence.Put(t.Context(), tc.client, tc.epoch, tc.in); !errors.Is(err, s3lock.ErrInvalidConfig) {
+			t.Errorf("%s: Put = %v; want ErrInvalidConfig", tc.what, err)
+		}
+	}
+}

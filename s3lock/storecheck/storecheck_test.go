@@ -267,3 +267,33 @@ func TestDirectoryBuckets_VerifyReportsTheListingOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestVerify_RefusesAPrefixThatIsNoLockPrefix: the probe prefix is the lock
+// name prefix the locks live under; anything else is refused with
+// ErrInvalidConfig before any request (the cases of the client option
+// WithProbePrefix it replaces).
+func TestVerify_RefusesAPrefixThatIsNoLockPrefix(t *testing.T) {
+	t.Parallel()
+	c, err := s3lock.New(&s3.Client{}, "ok-bucket") // no request is made
+	if err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string]string{
+		"../x/":               "probe prefix",
+		"locks":               "ending in '/'",
+		"locks/s3lock-probe/": "adds itself",
+		"s3lock-probe/x/":     "reserved",
+		"a//":                 "empty path segment",
+	} {
+		err := storecheck.Verify(t.Context(), c, prefix)
+		if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Verify under %q = %v; want ErrInvalidConfig mentioning %q", prefix, err, want)
+		}
+		if _, err := storecheck.Run(t.Context(), c, prefix); !errors.Is(err, s3lock.ErrInvalidConfig) {
+			t.Errorf("Run under %q = %v; want ErrInvalidConfig", prefix, err)
+		}
+	}
+	if _, err := storecheck.Run(t.Context(), nil, ""); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("Run without a client = %v; want ErrInvalidConfig", err)
+	}
+}
