@@ -25,8 +25,8 @@ type Client struct {
 }
 
 // New returns a Client for the bucket. It checks the bucket name and the
-// options, but makes no request: use Verify to check that the store enforces
-// conditional writes.
+// options, but makes no request: use storecheck.Verify to check that the store
+// enforces conditional writes.
 func New(api S3API, bucket string, opts ...Option) (*Client, error) {
 	if api == nil {
 		return nil, invalid("S3 client is nil")

@@ -189,7 +189,7 @@ func (c *Client) stateOf(name string, o *observed) State {
 // prefix and reads each lock's newest epoch object (up to eight at a time),
 // all bounded by ctx. A lock whose newest object is unreadable is listed
 // with State.Err set rather than failing the whole list. Keys that are not
-// epoch objects of a valid lock name are left out, and with them Verify's
+// epoch objects of a valid lock name are left out, and with them storecheck's
 // probes (the "s3lock-probe" segment is reserved). A prefix that no lock
 // name can start with is refused (ValidatePrefix).
 func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {

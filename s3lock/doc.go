@@ -8,7 +8,7 @@
 // If-None-Match: *, so of all contenders exactly one succeeds. A new epoch is
 // created only after the previous one was released or has lapsed. The epoch
 // is the lease's fencing token: it only grows, so whatever the lock protects
-// can refuse writes from an older holder (see Client.FencedPut).
+// can refuse writes from an older holder (see package fence).
 //
 // A lease is valid for a duration (WithLeaseDuration, default 60s) and renews
 // itself in the background (every third of it by default). Renewals and the
@@ -24,7 +24,8 @@
 // # Guarantees and failure model
 //
 // Mutual exclusion holds as long as the store enforces conditional writes
-// (check with Client.Verify) and reads are strongly consistent, as on AWS S3.
+// (check with storecheck.Verify) and reads are strongly consistent, as on
+// AWS S3.
 // Requests whose outcome is unknown — a timeout, a reset connection, a 5xx, a
 // 412 that answers the SDK's retry of our own write — are resolved by
 // reading the object back and comparing a per-acquisition nonce, so they
@@ -62,20 +63,33 @@
 //     without a Nonce names an epoch whoever holds it.
 //   - Read locks: Current, List (State.Phase: free, held, released,
 //     lapsed), Watch (leader election: Do leads, Watch follows).
-//   - Fence writes: Client.FencedPut refuses a write under an older epoch
-//     (a *FenceError).
-//   - Observe and check: WithObserver (the events are package observe's;
-//     s3lockotel turns them into OpenTelemetry), Verify and CheckStore (can this store and these
-//     credentials hold locks at all?).
+//   - Observe: WithObserver (the events are package observe's; s3lockotel
+//     turns them into OpenTelemetry).
 //
 // Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,
 // ErrUnavailable, ErrAccessDenied, ...) and typed errors with the details
-// (HeldError, LeaseLostError, SlotsError, SupersededError, FenceError,
-// NameError); every error names the bucket and key it concerns, and a failed
+// (HeldError, LeaseLostError, SlotsError, SupersededError, NameError); every error names the bucket and key it concerns, and a failed
 // S3 request still unwraps to the AWS SDK's error (errors.As finds
 // smithy.APIError). ErrLeaseLost is the one answer to "is this
 // lease over?", from every call that can find out; LeaseLostError.Reason says
 // how it ended.
+//
+// # Sub-packages
+//
+// Two capabilities a caller imports alone are packages of their own, on
+// the same client and its request layer (one per-request timeout, errors
+// that match this package's sentinels):
+//
+//   - fence: Put refuses a write to an S3 object under an epoch older than
+//     the last writer's (a *fence.Error). The code that writes what a lock
+//     protects needs it, as the Terraform state store does, not the code
+//     that takes the lock.
+//   - storecheck: Verify and Run answer "can this store and these
+//     credentials hold locks at all?" once, before anyone relies on the
+//     bucket: `s3lock verify`, the provider's s3lock_verify action or a
+//     setup script, not the code that locks.
+//
+// Everything a lock's holder or waiter uses stays in this one package.
 //
 // # Where the rules are
 //
@@ -93,5 +107,6 @@
 // line_wait.go (the line of ordered waiters), watch.go (Watch), lease.go
 // (renewal, release, the trust deadline), resume.go (takeover and Lookup),
 // cleanup.go and discover.go (bounded history), current.go (reading
-// state), fence.go (FencedPut) and verify.go (Verify, CheckStore).
+// state); subpackages.go is this package's side of the bridge
+// (internal/bridge) through which fence and storecheck make their requests.
 package s3lock

@@ -5,28 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 // exampleBucket stands in for your own setup: an *s3.Client and a bucket.
-// Here they come from the test store: a bucket of the example's own on the
-// local server, or a fresh prefix of the shared bucket of an external
-// endpoint (S3LOCK_TEST_ENDPOINT), which the client keeps every key under,
-// so that the examples' lock names leave nothing outside it.
-func exampleBucket() (s3lock.S3API, string) {
-	ns, err := s3test.Open(context.Background())
-	if err != nil {
-		log.Fatal(err)
-	}
-	return &s3test.Prefixed{Client: ns.Client, Prefix: ns.Prefix}, ns.Bucket
-}
+func exampleBucket() (s3lock.S3API, string) { return s3test.ExampleBucket() }
 
 // Take a lock, do the work under its epoch, release it.
 func Example() {
@@ -42,7 +28,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("holding", lease.Token().Key(), "as epoch", lease.Token().Epoch)
-	// ... the critical section; pass lease.Epoch() along as a fencing token ...
+	// ... the critical section; pass lease.Token().Epoch along as a fencing token ...
 	if err := lease.Release(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -98,28 +84,6 @@ func ExampleClient_Current() {
 	}
 	fmt.Println(st.Held, st.Holder, st.Epoch, st.Metadata["commit"])
 	// Output: true ci-runner-3 1 4f2a9c1
-}
-
-// FencedPut refuses a write from a lease older than the last writer's.
-func ExampleClient_FencedPut() {
-	api, bucket := exampleBucket()
-	ctx := context.Background()
-	locks, err := s3lock.New(api, bucket)
-	if err != nil {
-		log.Fatal(err)
-	}
-	write := func(epoch uint64, body string) error {
-		_, err := locks.FencedPut(ctx, epoch, &s3.PutObjectInput{
-			Bucket: aws.String(bucket), Key: aws.String("state.json"), Body: strings.NewReader(body),
-		})
-		return err
-	}
-	fmt.Println(write(7, "written under epoch 7"))
-	err = write(6, "a paused former holder")
-	fmt.Println(errors.Is(err, s3lock.ErrFenced))
-	// Output:
-	// <nil>
-	// true
 }
 
 // A lease can be handed to another process: detach it, pass the token,

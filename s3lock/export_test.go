@@ -55,7 +55,3 @@ const (
 	MaxNameLength   = maxNameLength
 	MaxPayloadBytes = maxPayloadBytes
 )
-
-// TransferAllowance is transferAllowance: how much longer than the request
-// timeout a request carrying n bytes of body is given.
-func TransferAllowance(n int64) time.Duration { return transferAllowance(n) }

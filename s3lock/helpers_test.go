@@ -87,17 +87,3 @@ func putRaw(t *testing.T, ns *s3test.Namespace, key string, body []byte) {
 type observerFunc func(observe.Event)
 
 func (f observerFunc) Observe(e observe.Event) { f(e) }
-
-// putFenced is Client.FencedPut through a client over api with the
-// default settings.
-func putFenced(ctx context.Context, api s3lock.S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
-	bucket := "s3lock-fence-test" // any valid name: FencedPut writes to in's bucket
-	if in != nil && aws.ToString(in.Bucket) != "" {
-		bucket = aws.ToString(in.Bucket)
-	}
-	c, err := s3lock.New(api, bucket)
-	if err != nil {
-		return nil, err
-	}
-	return c.FencedPut(ctx, epoch, in)
-}

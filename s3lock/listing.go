@@ -21,7 +21,7 @@ import (
 // what the store did.
 func (c *Client) listingError(prefix, did string) error {
 	return fmt.Errorf("%w: s3://%s/%s: %s, so s3lock cannot list a lock's keys to their end on this store; "+
-		"check the store with `s3lock verify` (Client.Verify), and use one that passes it",
+		"check the store with `s3lock verify` (storecheck.Verify), and use one that passes it",
 		ErrUnorderedListing, c.bucket, prefix, did)
 }
 

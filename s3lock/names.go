@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/internal/bridge"
 )
 
 // MaxEpoch is the largest epoch a lock can reach: epochs are written with
@@ -28,7 +30,7 @@ const (
 // segments (which would escape the name's prefix on file-backed stores),
 // without a segment
 // that looks like an epoch object ("lock-*.json"), and without the segments
-// "s3lock-probe" (reserved for Verify's probes), "lock-line" (reserved for
+// "s3lock-probe" (reserved for storecheck's probes), "lock-line" (reserved for
 // the waiting line of ordered Acquires) and "lock-slots" (reserved for the
 // slots of a lock acquired with WithSlots). The error matches ErrInvalidName.
 //
@@ -57,9 +59,10 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// probeSegment is the path segment under which Verify writes its probes.
-// No lock name contains it, so List never shows a probe as a lock.
-const probeSegment = "s3lock-probe"
+// probeSegment is the path segment under which package storecheck writes
+// its probes. No lock name contains it, so List never shows a probe as a
+// lock.
+const probeSegment = bridge.ProbeSegment
 
 // ValidatePrefix reports whether prefix can start a lock name, as List,
 // `s3lock status --prefix` and the s3lock_leases data source take it: ""
@@ -108,7 +111,7 @@ func pathProblem(path string, segments []string) string {
 		case strings.HasPrefix(seg, keyStem) && strings.HasSuffix(seg, keyExt):
 			return fmt.Sprintf("segment %q looks like an epoch object of another lock", seg)
 		case seg == probeSegment:
-			return fmt.Sprintf("the segment %q is reserved for Verify's probe objects", probeSegment)
+			return fmt.Sprintf("the segment %q is reserved for storecheck's probe objects", probeSegment)
 		case seg == lineSegment:
 			return fmt.Sprintf("the segment %q is reserved for the waiting line of a lock", lineSegment)
 		case seg == slotSegment:

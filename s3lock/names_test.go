@@ -34,8 +34,8 @@ func TestValidateName(t *testing.T) {
 		"a/../../b":                     `".." segment`,
 		"./a":                           `"." segment`,
 		"a/lock-0000000001.json":        "looks like an epoch object",
-		"x/s3lock-probe/y":              "reserved for Verify",
-		"s3lock-probe":                  "reserved for Verify",
+		"x/s3lock-probe/y":              "reserved for storecheck",
+		"s3lock-probe":                  "reserved for storecheck",
 		"has space":                     "contains ' '",
 		"tab\tname":                     `contains '\t'`,
 		"back\\slash":                   `contains '\\'`,
@@ -74,7 +74,7 @@ func TestValidatePrefix(t *testing.T) {
 		"a//b":                   "empty path segment",
 		"../x":                   `".." segment`,
 		"a/./":                   `"." segment`,
-		"x/s3lock-probe/":        "reserved for Verify",
+		"x/s3lock-probe/":        "reserved for storecheck",
 		"has space":              "contains ' '",
 		"bad\xffutf8":            "not valid UTF-8",
 		strings.Repeat("n", 513): "513 bytes long",
@@ -216,7 +216,7 @@ func TestAcquire_BacksOffWhenTheLockKeepsChanging(t *testing.T) {
 	putRaw(t, ns, s3lock.Token{Name: name, Epoch: 1}.Key(), s3lock.EncodeReleasedForTest("old", 1, time.Minute))
 	counter := &s3test.Counter{}
 	c := newLockClient(t, ns, "x", nil, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
-		return counter.Wrap(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return counter.Wrap(s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/lock-0") {
 				return &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Request: req,
 					Header: http.Header{"Content-Type": {"application/xml"}},
@@ -251,7 +251,7 @@ func hidingListings(prefix string) s3test.Option {
 // says.
 func hidingListingsOf(hide func(prefix string) bool) s3test.Option {
 	return s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			q := req.URL.Query()
 			if req.Method != http.MethodGet || q.Get("list-type") != "2" || !hide(q.Get("prefix")) {
 				return next.RoundTrip(req)

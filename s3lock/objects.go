@@ -24,7 +24,7 @@ type objectSettings struct {
 }
 
 // WithServerSideEncryption makes every object the client writes — epoch
-// objects, the line's tickets, Verify's probes, and Client.FencedPut targets
+// objects, the line's tickets, storecheck's probes, and fence.Put targets
 // whose input sets no encryption of its own — encrypted at rest: SSE-S3
 // (AES256) when kmsKeyID is "", SSE-KMS with that key (an ID, ARN or alias)
 // otherwise. It conflicts with WithSSECustomerKey.
@@ -90,7 +90,7 @@ func (o objectSettings) onPut(in *s3.PutObjectInput) {
 	in.ACL = o.acl
 }
 
-// onFencedPut applies the settings to a FencedPut input that sets no
+// onFencedPut applies the settings to a fence.Put input that sets no
 // encryption (or ACL) of its own; in is a copy the caller may change.
 func (o objectSettings) onFencedPut(in *s3.PutObjectInput) {
 	if in.ServerSideEncryption == "" && in.SSECustomerKey == nil {

@@ -21,6 +21,8 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 // requiring is a bucket policy in front of the real store: it denies, as AWS
@@ -88,7 +90,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 	if err := l.Renew(t.Context()); err != nil {
 		return err
 	}
-	if _, err := c.FencedPut(t.Context(), l.Token().Epoch, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
+	if _, err := fence.Put(t.Context(), c, l.Token().Epoch, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 		Key: aws.String(ns.Name(prefix + "state.json")), Body: strings.NewReader(`{"epoch":1}`)}); err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func exercise(t *testing.T, ns *s3test.Namespace, c *s3lock.Client, prefix strin
 	if err := c.ForceRelease(t.Context(), s3lock.Token{Name: pool, Slot: sl.Token().Slot, Epoch: sl.Token().Epoch}); err != nil {
 		return err
 	}
-	_, err = c.CheckStore(t.Context())
+	_, err = storecheck.Run(t.Context(), c, ns.Prefix)
 	return err
 }
 
@@ -141,7 +143,7 @@ func TestBucketPolicy_EveryWriteIsConditional(t *testing.T) {
 	ns := s3test.New(t)
 	pol := &conditionalOnly{}
 	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))
-	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("conditional"), s3lock.WithProbePrefix(ns.Prefix))
+	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("conditional"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestObjectSettings_EncryptEveryWrite(t *testing.T) {
 		t.Run(tc.what, func(t *testing.T) {
 			pol := &requiring{header: tc.header, want: tc.value}
 			api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))
-			c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("enc"), s3lock.WithProbePrefix(ns.Prefix), tc.opt)
+			c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("enc"), tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +203,7 @@ func TestObjectSettings_SSECustomerKeyOnEveryRequestAndInNoMessage(t *testing.T)
 	pol := &requiring{header: "X-Amz-Server-Side-Encryption-Customer-Key", want: base64.StdEncoding.EncodeToString(key)}
 	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { pol.next = next; return pol }))
 	var logs bytes.Buffer
-	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("ssec"), s3lock.WithProbePrefix(ns.Prefix),
+	c, err := s3lock.New(api, ns.Bucket, s3lock.WithHolder("ssec"),
 		s3lock.WithSSECustomerKey(key), s3lock.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +221,7 @@ func TestObjectSettings_SSECustomerKeyOnEveryRequestAndInNoMessage(t *testing.T)
 	}
 	// An error on the way (a request timeout) says nothing of the key.
 	slow, err := s3lock.New(ns.NewClient(t, s3test.WithTransport(func(http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			<-req.Context().Done()
 			return nil, req.Context().Err()
 		})

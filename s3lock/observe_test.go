@@ -127,7 +127,7 @@ func TestObserver_CountsFailedRenewalAttempts(t *testing.T) {
 	var failed atomic.Bool
 	c := newLockClient(t, ns, "observed", []s3lock.Option{s3lock.WithObserver(rec)},
 		s3test.WithoutRetries(), s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
-			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 				if req.Header.Get("If-Match") != "" && failed.CompareAndSwap(false, true) {
 					return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
 						Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil

@@ -88,7 +88,6 @@ type config struct {
 	history             int
 	pollInterval        time.Duration
 	requestTimeout      time.Duration
-	probePrefix         string
 	observer            observe.Observer
 	objects             objectSettings
 }
@@ -101,7 +100,6 @@ func defaultConfig() config {
 		history:        defaultHistory,
 		pollInterval:   DefaultPollInterval,
 		requestTimeout: defaultRequestTimeout,
-		probePrefix:    probeSegment + "/",
 	}
 }
 
@@ -266,28 +264,6 @@ func WithRequestTimeout(d time.Duration) Option {
 			return invalid("request timeout %s is shorter than %s", d, minRequestTimeout)
 		}
 		c.requestTimeout = d
-		return nil
-	})
-}
-
-// WithProbePrefix says under which lock name prefix the client's locks
-// live, for credentials limited to it ("locks/", ending in '/'; "" for the
-// whole bucket, the default): Verify and CheckStore then write (and delete)
-// their probe objects under prefix + "s3lock-probe/", a segment no lock
-// name may contain, so that probes never collide with locks.
-func WithProbePrefix(prefix string) Option {
-	return clientOption("WithProbePrefix", func(c *config) error {
-		if strings.HasSuffix(prefix, probeSegment+"/") {
-			return invalid("probe prefix %q: WithProbePrefix takes the prefix the locks live under; "+
-				"the probes go under it + %q, which the SDK adds itself", prefix, probeSegment+"/")
-		}
-		if prefix != "" && !strings.HasSuffix(prefix, "/") {
-			return invalid("probe prefix %q must be empty or a lock name prefix ending in '/'", prefix)
-		}
-		if err := ValidatePrefix(prefix); err != nil {
-			return invalid("probe prefix %q: %v", prefix, err)
-		}
-		c.probePrefix = prefix + probeSegment + "/"
 		return nil
 	})
 }

@@ -40,11 +40,6 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 		{"bad owner", "ok-bucket", []s3lock.Option{s3lock.WithExpectedBucketOwner("abc")}, "12-digit"},
 		{"nil logger", "ok-bucket", []s3lock.Option{s3lock.WithLogger(nil)}, "logger is nil"},
 		{"nil option", "ok-bucket", []s3lock.Option{nil}, "nil Option"},
-		{"bad probe prefix", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("../x/")}, "probe prefix"},
-		{"probe prefix without its trailing slash", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("locks")}, "ending in '/'"},
-		{"probe prefix naming the probe segment itself", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("locks/s3lock-probe/")}, "adds itself"},
-		{"probe prefix with the probe segment inside", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("s3lock-probe/x/")}, "reserved"},
-		{"probe prefix with an empty segment", "ok-bucket", []s3lock.Option{s3lock.WithProbePrefix("a//")}, "empty path segment"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +58,7 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 	if _, err := s3lock.New(nil, "ok-bucket"); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("New(nil api) = %v; want ErrInvalidConfig", err)
 	}
-	if err := s3lock.ValidateConfig("ok-bucket", s3lock.WithProbePrefix("locks/")); err != nil {
+	if err := s3lock.ValidateConfig("ok-bucket", s3lock.WithHolder("ci")); err != nil {
 		t.Errorf("ValidateConfig of good options = %v; want nil", err)
 	}
 }

@@ -27,7 +27,7 @@ type Token struct {
 	Slot  int `json:"slot,omitempty"`
 	Slots int `json:"slots,omitempty"`
 	// Epoch is the lease's epoch: the fencing token. Epochs of a lock only
-	// grow; pass it to whatever the lock protects (see Client.FencedPut).
+	// grow; pass it to whatever the lock protects (see package fence).
 	// For a slot lock the epoch is its slot's: it grows with every holder
 	// of that slot, and says nothing about the order of holders of other
 	// slots.

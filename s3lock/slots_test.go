@@ -709,7 +709,7 @@ func TestSlots_AbandonNeverReleasesAMarker(t *testing.T) {
 	landed := make(chan struct{}) // the writer's marker is in the store
 	var landedOnce sync.Once
 	slow := s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, markerKey) && !failLists.Load() {
 				resp, err := next.RoundTrip(req) // it lands; the answer comes after attemptWindow
 				landedOnce.Do(func() { close(landed) })

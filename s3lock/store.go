@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/internal/bridge"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
@@ -55,7 +56,7 @@ func (o *observed) serverAge() (time.Duration, bool) {
 
 // requester makes the S3 requests of one bucket. Every request of the
 // package goes through request, so each is bounded by the same per-request
-// timeout, noted for CheckStore, and fails with an *opError that names the
+// timeout, noted for storecheck (bridge.NoteRequest), and fails with an *opError that names the
 // operation, bucket and key and matches its class's sentinel.
 type requester struct {
 	api     S3API
@@ -88,7 +89,7 @@ func request[T any](ctx context.Context, r requester, op, key string, call func(
 	if err != nil {
 		err = r.opError(op, key, err)
 	}
-	noteAccess(ctx, op, err)
+	bridge.NoteRequest(ctx, op, err) // for storecheck
 	if r.obs != nil {
 		r.obs.Observe(observe.Event{Kind: observe.Request, Bucket: r.bucket, Key: key, Op: op, Outcome: outcomeOf(err),
 			Duration: r.clock.Now().Sub(start)})

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/s3lock/terraform-provider-s3lock/internal/transfer"
 )
 
 // The protocol's timing constants. PROTOCOL.md derives each one.
@@ -127,10 +125,6 @@ const (
 	// holder renews under it.
 	maxForceAttempts = 5
 
-	// maxFenceAttempts bounds how often FencedPut re-reads an object that
-	// other writers keep changing.
-	maxFenceAttempts = 10
-
 	// maxListStalls bounds the pages in a row of one listing that say more
 	// keys follow and list none it has not listed before (PROTOCOL.md §8):
 	// S3 promises at most MaxKeys entries a page, not at least one, and
@@ -146,7 +140,7 @@ const (
 	// listConcurrency bounds how many epoch objects List reads at once.
 	listConcurrency = 8
 
-	// probeLease is the lease of CheckStore's probe lock: long enough for
+	// probeLease is the lease of storecheck.Run's probe lock: long enough for
 	// its read and release on a slow store.
 	probeLease = 10 * MinLeaseDuration
 
@@ -158,12 +152,6 @@ const (
 	minPollInterval   = 10 * time.Millisecond
 	maxPollInterval   = time.Minute
 )
-
-// transferAllowance is how much longer than its request timeout a request
-// that carries n bytes of body is given (transfer.Allowance: 8 s per MiB).
-// FencedPut gives its PUT the client's request timeout plus the allowance
-// for its body.
-func transferAllowance(n int64) time.Duration { return transfer.Allowance(n) }
 
 // Variables only so that tests can shorten them (export_test.go); the
 // protocol never changes them.

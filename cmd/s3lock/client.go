@@ -31,10 +31,10 @@ func (a *app) needBucket() error {
 }
 
 // client builds the lock client for bucket, with the options for lc and
-// the global flags plus extra. It validates everything it can before making
+// the global flags. It validates everything it can before making
 // any request.
-func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ...s3lock.Option) (*s3lock.Client, error) {
-	opts, err := a.clientOptions(bucket, lc, extra...)
+func (a *app) client(ctx context.Context, bucket string, lc lockConfig) (*s3lock.Client, error) {
+	opts, err := a.clientOptions(bucket, lc)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +46,9 @@ func (a *app) client(ctx context.Context, bucket string, lc lockConfig, extra ..
 }
 
 // clientOptions returns the options of a lock client for bucket, lc and
-// the global flags plus extra, checked (bucket included) as New checks
+// the global flags, checked (bucket included) as New checks
 // them: before the AWS configuration, whose loading may read files.
-func (a *app) clientOptions(bucket string, lc lockConfig, extra ...s3lock.Option) ([]s3lock.Option, error) {
+func (a *app) clientOptions(bucket string, lc lockConfig) ([]s3lock.Option, error) {
 	objects, err := a.objects.Options()
 	if err != nil {
 		// The error never contains the customer key.
@@ -61,8 +61,7 @@ func (a *app) clientOptions(bucket string, lc lockConfig, extra ...s3lock.Option
 			return nil, fmt.Errorf("--holder (or %s): %w", envHolder, err)
 		}
 	}
-	opts := append(a.lockOptions(lc), extra...)
-	opts = append(opts, objects...)
+	opts := append(a.lockOptions(lc), objects...)
 	if err := s3lock.ValidateConfig(bucket, opts...); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 // TestVerify_RefusesAStoreThatIgnoresConditionalWrites: on s3rver, a real S3
@@ -35,8 +36,8 @@ func TestVerify_RefusesAStoreThatIgnoresConditionalWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sdk.Verify(t.Context()); !errors.Is(err, s3lock.ErrConditionalWritesUnsupported) {
-		t.Errorf("Verify on s3rver = %v; want ErrConditionalWritesUnsupported", err)
+	if err := storecheck.Verify(t.Context(), sdk, ""); !errors.Is(err, s3lock.ErrConditionalWritesUnsupported) {
+		t.Errorf("storecheck.Verify on s3rver = %v; want ErrConditionalWritesUnsupported", err)
 	}
 
 	r := runOn(t, st, bucket, "verify")

@@ -9,18 +9,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
-// check is one check in verify's report: the SDK's s3lock.Check as the
+// check is one check in verify's report: the SDK's storecheck.Check as the
 // report prints it.
 type check struct {
-	Name       string             `json:"name"`
-	Permission string             `json:"permission,omitempty"`
-	Status     s3lock.CheckStatus `json:"status"`
-	Detail     string             `json:"detail,omitempty"`
+	Name       string            `json:"name"`
+	Permission string            `json:"permission,omitempty"`
+	Status     storecheck.Status `json:"status"`
+	Detail     string            `json:"detail,omitempty"`
 }
 
-// verifyReport is verify's report: the SDK's s3lock.Report as it prints it.
+// verifyReport is verify's report: the SDK's storecheck.Report as it prints it.
 type verifyReport struct {
 	Bucket      string  `json:"bucket"`
 	ProbePrefix string  `json:"probe_prefix"`
@@ -29,7 +30,7 @@ type verifyReport struct {
 }
 
 // reportOf translates the SDK's report for printing.
-func reportOf(rep s3lock.Report) verifyReport {
+func reportOf(rep storecheck.Report) verifyReport {
 	out := verifyReport{Bucket: rep.Bucket, ProbePrefix: rep.ProbePrefix, OK: rep.OK, Checks: make([]check, 0, len(rep.Checks))}
 	for _, c := range rep.Checks {
 		out.Checks = append(out.Checks, check{Name: c.Name, Permission: c.Permission, Status: c.Status, Detail: oneLine(c.Detail)})
@@ -80,7 +81,7 @@ func (a *app) verifyCommand() *cobra.Command {
 	return cmd
 }
 
-// verify runs the SDK's CheckStore with its probes under prefix, prints the
+// verify runs the SDK's store check with its probes under prefix, prints the
 // report and fails unless every check passed.
 func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 	if err := a.needBucket(); err != nil {
@@ -96,11 +97,11 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 		return usagef("--prefix: %w", err)
 	}
 	ctx := cmd.Context()
-	c, err := a.client(ctx, a.bucket, lockConfig{}, s3lock.WithProbePrefix(prefix))
+	c, err := a.client(ctx, a.bucket, lockConfig{})
 	if err != nil {
 		return err
 	}
-	rep, err := c.CheckStore(ctx)
+	rep, err := storecheck.Run(ctx, c, prefix)
 	if err != nil {
 		return err
 	}
@@ -117,17 +118,17 @@ func (a *app) verify(cmd *cobra.Command, prefix, output string) error {
 // verifyFailure says which checks did not pass, apart from those an earlier
 // failure kept from running; a missing bucket, which keeps every check from
 // running, is said as such.
-func verifyFailure(bucket string, rep s3lock.Report) error {
+func verifyFailure(bucket string, rep storecheck.Report) error {
 	var failed, unchecked []string
 	if rep.NoSuchBucket {
 		return fmt.Errorf("the bucket %s does not exist (NoSuchBucket), so no check could run: create it or correct its name", bucket)
 	}
 	for _, c := range rep.Checks {
 		switch {
-		case c.Status == s3lock.CheckOK:
-		case c.Status == s3lock.CheckNotChecked:
+		case c.Status == storecheck.StatusOK:
+		case c.Status == storecheck.StatusNotChecked:
 			unchecked = append(unchecked, c.Name)
-		case c.Status != s3lock.CheckFailed:
+		case c.Status != storecheck.StatusFailed:
 			failed = append(failed, c.Name)
 		case errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported):
 			failed = append(failed, c.Name+" (this store does not enforce S3 conditional writes, so s3lock cannot provide mutual exclusion on it)")

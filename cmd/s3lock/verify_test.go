@@ -14,6 +14,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 func TestVerify(t *testing.T) {
@@ -110,29 +111,29 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		match  func(*http.Request) bool
-		want   map[string]s3lock.CheckStatus // check name -> status
+		want   map[string]storecheck.Status // check name -> status
 		passes bool
 	}{
 		{
 			name:  "no delete",
 			match: func(r *http.Request) bool { return r.Method == http.MethodDelete || r.URL.Query().Has("delete") },
-			want:  map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckDenied},
+			want:  map[string]storecheck.Status{"conditional writes": storecheck.StatusOK, "list": storecheck.StatusOK, "get": storecheck.StatusOK, "put": storecheck.StatusOK, "delete": storecheck.StatusDenied},
 		},
 		{
 			name:  "no get",
 			match: func(r *http.Request) bool { return r.Method == http.MethodGet && !r.URL.Query().Has("list-type") },
-			want:  map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "list": s3lock.CheckOK, "get": s3lock.CheckDenied, "put": s3lock.CheckOK, "delete": s3lock.CheckOK},
+			want:  map[string]storecheck.Status{"conditional writes": storecheck.StatusOK, "list": storecheck.StatusOK, "get": storecheck.StatusDenied, "put": storecheck.StatusOK, "delete": storecheck.StatusOK},
 		},
 		{
 			name:  "no put",
 			match: func(r *http.Request) bool { return r.Method == http.MethodPut },
 			// Nothing could be created, so nothing was there to delete.
-			want: map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckError, "list": s3lock.CheckOK, "put": s3lock.CheckDenied, "delete": s3lock.CheckNotChecked},
+			want: map[string]storecheck.Status{"conditional writes": storecheck.StatusError, "list": storecheck.StatusOK, "put": storecheck.StatusDenied, "delete": storecheck.StatusNotChecked},
 		},
 		{
 			name:   "nothing denied",
 			match:  func(*http.Request) bool { return false },
-			want:   map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckOK},
+			want:   map[string]storecheck.Status{"conditional writes": storecheck.StatusOK, "list": storecheck.StatusOK, "get": storecheck.StatusOK, "put": storecheck.StatusOK, "delete": storecheck.StatusOK},
 			passes: true,
 		},
 	} {
@@ -142,11 +143,11 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 			api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
 				return deny{next: next, match: tc.match}
 			}))
-			c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(ns.Name("")))
+			c, err := s3lock.New(api, ns.Bucket)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sdkRep, err := c.CheckStore(t.Context())
+			sdkRep, err := storecheck.Run(t.Context(), c, ns.Name(""))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,10 +155,10 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 			if rep.OK != tc.passes {
 				t.Errorf("report OK = %v, want %v", rep.OK, tc.passes)
 			}
-			got := map[string]s3lock.CheckStatus{}
+			got := map[string]storecheck.Status{}
 			for _, ch := range rep.Checks {
 				got[ch.Name] = ch.Status
-				if ch.Status == s3lock.CheckDenied && !strings.Contains(ch.Detail, "AccessDenied") {
+				if ch.Status == storecheck.StatusDenied && !strings.Contains(ch.Detail, "AccessDenied") {
 					t.Errorf("check %s: detail %q does not say why", ch.Name, ch.Detail)
 				}
 			}
@@ -167,7 +168,7 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 				}
 				// A check an earlier failure kept from running is counted
 				// apart from those that did not pass.
-				if status == s3lock.CheckNotChecked {
+				if status == storecheck.StatusNotChecked {
 					msg := verifyFailure(ns.Bucket, sdkRep).Error()
 					_, unchecked, _ := strings.Cut(msg, "could not run after them: ")
 					if !slices.Contains(strings.Split(unchecked, ", "), name) {
@@ -183,12 +184,12 @@ func TestVerify_ReportsMissingPermissions(t *testing.T) {
 // permission strings, and a detail on one line.
 func TestVerify_ReportFormat(t *testing.T) {
 	t.Parallel()
-	rep := reportOf(s3lock.Report{Bucket: "b", ProbePrefix: "locks/s3lock-probe/", Checks: []s3lock.Check{
-		{Name: "conditional writes", Status: s3lock.CheckOK, Detail: "If-None-Match and If-Match are enforced"},
-		{Name: "list", Permission: "s3:ListBucket", Status: s3lock.CheckFailed},
-		{Name: "get", Permission: "s3:GetObject", Status: s3lock.CheckDenied, Detail: "Forbidden\n(AccessDenied)"},
-		{Name: "put", Permission: "s3:PutObject", Status: s3lock.CheckError, Err: errors.New("boom")},
-		{Name: "delete", Permission: "s3:DeleteObject", Status: s3lock.CheckNotChecked},
+	rep := reportOf(storecheck.Report{Bucket: "b", ProbePrefix: "locks/s3lock-probe/", Checks: []storecheck.Check{
+		{Name: "conditional writes", Status: storecheck.StatusOK, Detail: "If-None-Match and If-Match are enforced"},
+		{Name: "list", Permission: "s3:ListBucket", Status: storecheck.StatusFailed},
+		{Name: "get", Permission: "s3:GetObject", Status: storecheck.StatusDenied, Detail: "Forbidden\n(AccessDenied)"},
+		{Name: "put", Permission: "s3:PutObject", Status: storecheck.StatusError, Err: errors.New("boom")},
+		{Name: "delete", Permission: "s3:DeleteObject", Status: storecheck.StatusNotChecked},
 	}})
 	b, err := json.Marshal(rep)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 var (
@@ -29,14 +29,14 @@ var (
 func NewVerifyAction() action.Action { return &verifyAction{} }
 
 // verifyAction checks a bucket before anyone relies on it: the SDK's
-// CheckStore, as `s3lock verify` runs it.
+// storecheck.Run, as `s3lock verify` runs it.
 type verifyAction struct {
 	factory *clientFactory
 }
 
 // probeFolder is the folder under the lock prefix that the SDK's store check
-// writes its probes into (s3lock.WithProbePrefix takes the lock prefix and
-// adds it; Report.ProbePrefix is the whole probe prefix). It is spelled out
+// writes its probes into (storecheck.Run takes the lock prefix and adds it;
+// Report.ProbePrefix is the whole probe prefix). It is spelled out
 // here only to tell people where the probes go: in the docs, and before the
 // check runs, when there is no Report yet.
 const probeFolder = "s3lock-probe/"
@@ -106,7 +106,7 @@ func (m verifyModelV0) nulls() diag.Diagnostics {
 	return nullArguments("s3lock_verify", map[string]attr.Value{"bucket": m.Bucket})
 }
 
-// Invoke runs the SDK's CheckStore and reports each check as a progress
+// Invoke runs the SDK's store check and reports each check as a progress
 // message; it fails unless every check passed.
 func (a *verifyAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
 	var cfg verifyModelV0
@@ -118,12 +118,12 @@ func (a *verifyAction) Invoke(ctx context.Context, req action.InvokeRequest, res
 		return
 	}
 	bucket, prefix := cfg.Bucket.ValueString(), cfg.Prefix.ValueString()
-	client, ok := a.factory.client(ctx, bucket, &resp.Diagnostics, s3lock.WithProbePrefix(prefix))
+	client, ok := a.factory.client(ctx, bucket, &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	progress(resp, fmt.Sprintf("Checking bucket %q, with probes under s3://%s/%s.", bucket, bucket, prefix+probeFolder))
-	rep, err := client.CheckStore(ctx)
+	rep, err := storecheck.Run(ctx, client, prefix)
 	if err != nil {
 		resp.Diagnostics.Append(storeCheckInterrupted(bucket, err))
 		return
@@ -141,7 +141,7 @@ func (a *verifyAction) Invoke(ctx context.Context, req action.InvokeRequest, res
 
 // probePrefixValidator checks that the lock prefix a store check probes
 // under is a path (empty, or ending in a slash), so that the probes go into
-// a folder of their own: the SDK's WithProbePrefix refuses anything else.
+// a folder of their own: the SDK's storecheck refuses anything else.
 func probePrefixValidator() validator.String {
 	return ruleValidator{description: "must be empty or end with a slash",
 		rule: func(prefix string) error {

@@ -125,14 +125,13 @@ func validateCredentials(ctx context.Context, awsCfg aws.Config, opts awsclient.
 
 // client returns the s3lock client for bucket, or reports why there is none
 // (the provider is not configured yet, or the settings are invalid). It is
-// the one place the provider makes a client; extra options (such as the
-// probe prefix of a store check) come after the provider's own.
-func (f *clientFactory) client(ctx context.Context, bucket string, diags *diag.Diagnostics, extra ...s3lock.Option) (*s3lock.Client, bool) {
+// the one place the provider makes a client.
+func (f *clientFactory) client(ctx context.Context, bucket string, diags *diag.Diagnostics) (*s3lock.Client, bool) {
 	if f == nil {
 		diags.Append(notConfigured())
 		return nil, false
 	}
-	c, err := f.newClient(ctx, bucket, extra...)
+	c, err := f.newClient(ctx, bucket)
 	if err != nil {
 		diags.Append(invalidClientSettings(bucket, err))
 		return nil, false
@@ -141,9 +140,9 @@ func (f *clientFactory) client(ctx context.Context, bucket string, diags *diag.D
 }
 
 // newClient is client for callers that report the error themselves.
-func (f *clientFactory) newClient(ctx context.Context, bucket string, extra ...s3lock.Option) (*s3lock.Client, error) {
+func (f *clientFactory) newClient(ctx context.Context, bucket string) (*s3lock.Client, error) {
 	opts := append([]s3lock.Option{s3lock.WithLogger(newTFLogger(ctx))}, f.options...)
-	return s3lock.New(f.api, bucket, append(opts, extra...)...)
+	return s3lock.New(f.api, bucket, opts...)
 }
 
 // runGuardConfig is the configuration of the run guard's client for the

@@ -15,6 +15,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/runguard"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 // Every diagnostic the provider reports is made here, by one constructor
@@ -463,7 +464,7 @@ func forceReleaseFailed(l leaseRef, err error, current string) diag.Diagnostic {
 }
 
 // storeCheckFailed is an s3lock_verify action whose checks did not all pass.
-func storeCheckFailed(rep s3lock.Report) diag.Diagnostic {
+func storeCheckFailed(rep storecheck.Report) diag.Diagnostic {
 	if rep.NoSuchBucket {
 		return diag.NewErrorDiagnostic("Store check failed", fmt.Sprintf("Bucket %q does not exist (NoSuchBucket), so "+
 			"no check could run: create it or correct the bucket's name.", rep.Bucket))
@@ -473,16 +474,16 @@ func storeCheckFailed(rep s3lock.Report) diag.Diagnostic {
 	var hints, unchecked []string
 	for _, c := range rep.Checks {
 		switch c.Status {
-		case s3lock.CheckOK:
+		case storecheck.StatusOK:
 			continue
-		case s3lock.CheckNotChecked:
+		case storecheck.StatusNotChecked:
 			// Not a failure of its own: an earlier one kept it from running.
 			unchecked = append(unchecked, c.Name)
 			continue
 		}
 		failed++
-		denied = denied || c.Status == s3lock.CheckDenied
-		if h := hintFor(rep.Bucket, rep.ProbePrefix+"*", c.Err); c.Status == s3lock.CheckFailed && h != "" && !slices.Contains(hints, h) {
+		denied = denied || c.Status == storecheck.StatusDenied
+		if h := hintFor(rep.Bucket, rep.ProbePrefix+"*", c.Err); c.Status == storecheck.StatusFailed && h != "" && !slices.Contains(hints, h) {
 			hints = append(hints, h)
 		}
 		fmt.Fprintf(&b, "\n  - %s", checkLine(c))

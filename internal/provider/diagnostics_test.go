@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 // TestLockWaited: the warning of a lease had after a wait names whom it
@@ -133,15 +134,15 @@ func TestTokenOpFailed_SlotsMismatch(t *testing.T) {
 // did not pass" counting the checks an earlier failure kept from running,
 // and "6 of 6" for a missing bucket (issue 36, as the CLI did).
 func TestStoreCheckFailed_CountsWhatRan(t *testing.T) {
-	missing := storeCheckFailed(s3lock.Report{Bucket: "gone", NoSuchBucket: true,
-		Checks: []s3lock.Check{{Name: "conditional writes", Status: s3lock.CheckError}, {Name: "listing order", Status: s3lock.CheckNotChecked}}})
+	missing := storeCheckFailed(storecheck.Report{Bucket: "gone", NoSuchBucket: true,
+		Checks: []storecheck.Check{{Name: "conditional writes", Status: storecheck.StatusError}, {Name: "listing order", Status: storecheck.StatusNotChecked}}})
 	if d := missing.Detail(); !strings.Contains(d, `Bucket "gone" does not exist (NoSuchBucket), so no check could run`) || strings.Contains(d, "did not pass") {
 		t.Errorf("missing bucket: %s", d)
 	}
-	noPut := storeCheckFailed(s3lock.Report{Bucket: "b", ProbePrefix: "s3lock-probe/", Checks: []s3lock.Check{
-		{Name: "conditional writes", Status: s3lock.CheckError}, {Name: "listing order", Status: s3lock.CheckNotChecked},
-		{Name: "list", Status: s3lock.CheckOK}, {Name: "get", Status: s3lock.CheckNotChecked},
-		{Name: "put", Status: s3lock.CheckDenied, Permission: "s3:PutObject"}, {Name: "delete", Status: s3lock.CheckNotChecked}}})
+	noPut := storeCheckFailed(storecheck.Report{Bucket: "b", ProbePrefix: "s3lock-probe/", Checks: []storecheck.Check{
+		{Name: "conditional writes", Status: storecheck.StatusError}, {Name: "listing order", Status: storecheck.StatusNotChecked},
+		{Name: "list", Status: storecheck.StatusOK}, {Name: "get", Status: storecheck.StatusNotChecked},
+		{Name: "put", Status: storecheck.StatusDenied, Permission: "s3:PutObject"}, {Name: "delete", Status: storecheck.StatusNotChecked}}})
 	if d := noPut.Detail(); !strings.Contains(d, "2 of 6 checks did not pass") || !strings.Contains(d, "3 could not run after them: listing order, get, delete.") {
 		t.Errorf("no put: %s", d)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 // The wording the diagnostics (diagnostics.go) share: what a lost lease
@@ -142,7 +143,7 @@ const phaseCost = "plan and apply then each take the lock on their own, and anot
 
 // checkLine is one check of a Report for people: `put (s3:PutObject): denied:
 // Access Denied`.
-func checkLine(c s3lock.Check) string {
+func checkLine(c storecheck.Check) string {
 	line := c.Name
 	if c.Permission != "" {
 		line += " (" + c.Permission + ")"

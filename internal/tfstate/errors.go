@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
 )
 
 // ErrAbandoned is the end of a lease that the store left to lapse because
@@ -23,15 +24,15 @@ type StaleWriteError struct {
 	Epoch             uint64 // the writer's
 	// Err is why: the lease's end (ErrLeaseLost, ErrReleased,
 	// ErrLeaseRanOut, ErrAbandoned) or the fence's refusal (a
-	// *s3lock.FenceError, also in Fence).
+	// *fence.Error, also in Fence).
 	Err   error
-	Fence *s3lock.FenceError
+	Fence *fence.Error
 }
 
 // Newer is the epoch that locked or wrote the state since, when the fence
 // saw one (ErrFenced); 0 otherwise.
 func (e *StaleWriteError) Newer() uint64 {
-	if e.Fence != nil && errors.Is(e.Fence.Err, s3lock.ErrFenced) {
+	if e.Fence != nil && errors.Is(e.Fence.Err, fence.ErrFenced) {
 		return e.Fence.Current
 	}
 	return 0
@@ -47,7 +48,7 @@ func (e *StaleWriteError) Reason() string {
 	case e.Newer() > 0:
 		return fmt.Sprintf("epoch %d, a newer lease of the lock, sealed or wrote the state since (the fence refused "+
 			"the write of epoch %d)", e.Newer(), e.Epoch)
-	case e.Fence != nil && errors.Is(e.Fence.Err, s3lock.ErrObjectChanged):
+	case e.Fence != nil && errors.Is(e.Fence.Err, fence.ErrObjectChanged):
 		found := "it is gone (deleted)"
 		if e.Fence.Found != "" {
 			found = "someone else wrote it (a write without s3lock, or by hand)"

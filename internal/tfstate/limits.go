@@ -24,7 +24,7 @@ const MaxStateSize = 256 << 20
 const markRoom = 1 + 64 + 1
 
 // transferTimeout is how long a state transfer of n bytes may take, as the
-// s3lock SDK times FencedPut's PUT of one (transfer.Timeout: the request
+// SDK's fence.Put times its PUT of one (transfer.Timeout: the request
 // timeout plus 8 s per MiB), so that a large state on a slow link can be
 // locked, written and read.
 func transferTimeout(n int64) time.Duration { return transfer.Timeout(n) }

@@ -90,7 +90,7 @@ func withoutContentLength(next http.RoundTripper) http.RoundTripper {
 // slow link could never be locked; and the state's GET had no timeout at
 // all. The GET now has the request timeout until the store answers, then
 // the timeout for the size it says (the SDK gives the state's PUT the same
-// allowance: TestFencedPut_GivesALargeBodyTimeToTravel); a body that stalls
+// allowance: fence.TestPut_GivesALargeBodyTimeToTravel); a body that stalls
 // past it fails the read as unavailable, naming the time and the size,
 // while the caller's context goes on.
 func TestStore_StateTransfersGetTimeForTheirSize(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
 )
 
 // sealAttempts bounds how often Lock re-reads a state that keeps changing
@@ -131,11 +132,11 @@ func (s *Store) seal(ctx context.Context, key string, epoch uint64) (string, boo
 		} else {
 			in.IfMatch = aws.String(etag)
 		}
-		out, err := s.client.FencedPut(ctx, epoch, in)
+		out, err := fence.Put(ctx, s.client, epoch, in)
 		if err == nil {
 			return aws.ToString(out.ETag), state == nil, nil
 		}
-		if !errors.Is(err, s3lock.ErrObjectChanged) {
+		if !errors.Is(err, fence.ErrObjectChanged) {
 			return "", false, fmt.Errorf("sealing the state s3://%s/%s under epoch %d: %w", s.cfg.Bucket, key, epoch, err)
 		}
 		last = err // written between the read and the seal: read again

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
 )
 
 // stateContentType is the Content-Type of state objects, as the S3
@@ -141,8 +142,8 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 	s.mu.Lock()
 	h.placeholder = "" // from here the object may hold a state, seen or not
 	s.mu.Unlock()
-	out, err := s.client.FencedPut(ctx, lease.Token().Epoch, in)
-	if fe := (*s3lock.FenceError)(nil); errors.As(err, &fe) {
+	out, err := fence.Put(ctx, s.client, lease.Token().Epoch, in)
+	if fe := (*fence.Error)(nil); errors.As(err, &fe) {
 		stale.Err, stale.Fence = err, fe
 		return stale
 	}

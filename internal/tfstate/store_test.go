@@ -19,6 +19,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/internal/tfstate"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
 )
 
 func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
@@ -380,7 +381,7 @@ func TestStore_RefusesWritesItCannotFence(t *testing.T) {
 			t.Fatalf("Read = %q", got)
 		}
 		var swe *tfstate.StaleWriteError
-		if err := s.Write(ctx, "default", stateJSON("2")); !errors.As(err, &swe) || !errors.Is(err, s3lock.ErrObjectChanged) {
+		if err := s.Write(ctx, "default", stateJSON("2")); !errors.As(err, &swe) || !errors.Is(err, fence.ErrObjectChanged) {
 			t.Fatalf("Write over someone else's bytes: %v; want a *StaleWriteError matching ErrObjectChanged", err)
 		}
 		if got, _ := s.Read(ctx, "default"); !bytes.Equal(got, stateJSON(`"by hand"`)) {

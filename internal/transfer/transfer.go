@@ -1,5 +1,5 @@
 // Package transfer times requests that carry a body of some size: the one
-// home of the rule the SDK's FencedPut and the Terraform state store's GET
+// home of the rule the SDK's fence.Put and the Terraform state store's GET
 // and PUT share.
 package transfer
 

@@ -2,7 +2,7 @@
 // OS processes (SDK workers and `s3lock run`) contend for one lock on a real
 // versitygw server while the suite pauses, kills and partitions them,
 // restarts the store and skews their clocks. Under the lock each process
-// increments a register object with s3lock's Client.FencedPut and records
+// increments a register object with the SDK's fence.Put and records
 // every step (chaos/internal/record).
 //
 // This package holds the checks of the recorded history, which the tests

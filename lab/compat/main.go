@@ -7,7 +7,7 @@
 //	go -C lab run ./compat render
 //
 // probe (make compat) starts each store fresh and measures it: the SDK's
-// Verify, `s3lock verify`, the quirks in which stores differ from AWS S3,
+// storecheck.Verify, `s3lock verify`, the quirks in which stores differ from AWS S3,
 // races of concurrent conditional writes and median latencies. suite (make
 // test-stores) runs the SDK's test suite under the race detector on one
 // shared bucket of the store, twice, checks that nothing was left outside

@@ -20,6 +20,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3server"
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 // probeBucket is the bucket the probes use on a fresh store.
@@ -48,7 +49,7 @@ func newProber(ctx context.Context, st s3server.Store, cli string, writers int) 
 // waited for.
 const requestLimit = 30 * time.Second
 
-// probe runs every probe: Verify, `s3lock verify`, the quirks, the races and
+// probe runs every probe: storecheck.Verify, `s3lock verify`, the quirks, the races and
 // the latencies.
 func (p *prober) probe(ctx context.Context, writers, rounds, samples int) (*Probe, error) {
 	out := &Probe{Date: today(), Writers: writers, Rounds: rounds}
@@ -83,13 +84,13 @@ func (p *prober) probe(ctx context.Context, writers, rounds, samples int) (*Prob
 	return out, nil
 }
 
-// verify runs the SDK's Verify; "ok" or the error.
+// verify runs the SDK's storecheck.Verify; "ok" or the error.
 func (p *prober) verify(ctx context.Context) string {
-	c, err := s3lock.New(p.client, p.bucket, s3lock.WithProbePrefix("compat/"))
+	c, err := s3lock.New(p.client, p.bucket)
 	if err != nil {
 		return err.Error()
 	}
-	if err := c.Verify(ctx); err != nil {
+	if err := storecheck.Verify(ctx, c, "compat/"); err != nil {
 		return err.Error()
 	}
 	return "ok"

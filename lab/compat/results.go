@@ -26,7 +26,7 @@ type StoreResult struct {
 // Probe is what `make compat` measured on a fresh store.
 type Probe struct {
 	Date string `json:"date"`
-	// Verify is "ok" when the SDK's Verify passed, else its error.
+	// Verify is "ok" when the SDK's storecheck.Verify passed, else its error.
 	Verify    string    `json:"verify"`
 	CLIVerify CLIResult `json:"cli_verify"`
 	Writers   int       `json:"writers"`

@@ -39,6 +39,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/tfharness"
 	"github.com/s3lock/terraform-provider-s3lock/lab/internal/timeline"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
 const (
@@ -166,11 +167,11 @@ func (d *demo) createBucket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := locks.Verify(ctx); err != nil {
+	if err := storecheck.Verify(ctx, locks, ""); err != nil {
 		return err
 	}
 	d.locks = locks
-	d.say("bucket %s created; the store enforces conditional writes (s3lock.Verify)", bucket)
+	d.say("bucket %s created; the store enforces conditional writes (storecheck.Verify)", bucket)
 	return nil
 }
 

@@ -3,6 +3,8 @@ package s3test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"testing"
 	"time"
 
 	"go.uber.org/goleak"
@@ -57,4 +59,21 @@ func findLeaks() (err error) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 	)
+}
+
+// MainCheckingLeaks is Main followed, when the tests passed, by FindLeaks:
+// the TestMain of a package whose code starts goroutines (a lease's
+// renewal, a client's history cleanups) that must be gone once its tests
+// are.
+func MainCheckingLeaks(m *testing.M) int {
+	code := Main(m)
+	if code == 0 {
+		// Every lease's background goroutine must be gone once its test
+		// released it; idle HTTP connections may remain.
+		if err := FindLeaks(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	return code
 }

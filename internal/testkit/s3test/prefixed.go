@@ -2,12 +2,27 @@ package s3test
 
 import (
 	"context"
+	"log"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
+
+// ExampleBucket stands in for a reader's own setup in the SDK's Example
+// functions: an S3 client and a bucket. They come from the test store: a
+// bucket of the example's own on the local server, or a fresh prefix of the
+// shared bucket of an external endpoint (S3LOCK_TEST_ENDPOINT), which the
+// client keeps every key under, so that the examples' lock names leave
+// nothing outside it. It exits the test binary if there is no store.
+func ExampleBucket() (*Prefixed, string) {
+	ns, err := Open(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	return &Prefixed{Client: ns.Client, Prefix: ns.Prefix}, ns.Bucket
+}
 
 // Prefixed is an S3 client that keeps every key under a prefix: it adds the
 // prefix to the keys (and listing prefixes) of each request and takes it off

@@ -251,6 +251,12 @@ func WithTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
 	return func(c *clientConfig) { c.wrap = wrap }
 }
 
+// RoundTripFunc is an http.RoundTripper that is a function, for WithTransport.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f RoundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 // WithoutRetries makes the SDK give up after the first attempt, so a test
 // sees every fault itself.
 func WithoutRetries() Option { return func(c *clientConfig) { c.noRetry = true } }

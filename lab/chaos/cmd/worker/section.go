@@ -17,6 +17,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/lab/chaos/internal/record"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
 )
 
 const (
@@ -32,8 +33,8 @@ const (
 
 // registerBody is the register's content. Every write has a body of its own
 // (the epoch, the writer and its critical section), so no state recurs and
-// FencedPut's If-Match can never match a state an older writer read (see
-// s3lock's Client.FencedPut on identical rewrites).
+// fence.Put's If-Match can never match a state an older writer read (see
+// the SDK's fence.Put on identical rewrites).
 type registerBody struct {
 	Value  int64  `json:"value"`
 	Epoch  uint64 `json:"epoch"`
@@ -123,7 +124,7 @@ func (w *worker) read(ctx context.Context) (int64, string, error) {
 
 // write stores value+1 under epoch, as a compare-and-swap on the state the
 // read saw (etag), and says how it ended. A correct worker writes with
-// s3lock's Client.FencedPut, by its lease's trust deadline (until); the
+// the SDK's fence.Put, by its lease's trust deadline (until); the
 // broken one with a plain PutObject.
 func (w *worker) write(ctx context.Context, epoch uint64, value int64, etag string, until int64) (record.Outcome, error) {
 	body, err := json.Marshal(registerBody{Value: value + 1, Epoch: epoch, Writer: w.cfg.name, CS: w.cs})
@@ -144,7 +145,7 @@ func (w *worker) write(ctx context.Context, epoch uint64, value int64, etag stri
 		}
 		return record.OK, nil
 	}
-	// A compare-and-swap on the state the read saw: FencedPut alone
+	// A compare-and-swap on the state the read saw: fence.Put alone
 	// conditions on its own HEAD, which would let value+1 overwrite a write
 	// that landed between the read and that HEAD.
 	if etag == "" {
@@ -155,11 +156,11 @@ func (w *worker) write(ctx context.Context, epoch uint64, value int64, etag stri
 	// A client of its own over api, so that api sees this write's requests
 	// only; each request gives up after the SDK's default request timeout.
 	api := &sentAPI{S3API: w.api}
-	fence, err := s3lock.New(api, w.cfg.bucket, s3lock.WithHolder(w.cfg.name))
+	c, err := s3lock.New(api, w.cfg.bucket, s3lock.WithHolder(w.cfg.name))
 	if err != nil {
 		return record.Failed, err
 	}
-	_, err = fence.FencedPut(ctx, epoch, in)
+	_, err = fence.Put(ctx, c, epoch, in)
 	switch {
 	case err == nil:
 		return record.OK, nil
@@ -169,7 +170,7 @@ func (w *worker) write(ctx context.Context, epoch uint64, value int64, etag stri
 	return record.Unknown, err
 }
 
-// sentAPI notes whether FencedPut sent a PutObject: until it has, a failed
+// sentAPI notes whether fence.Put sent a PutObject: until it has, a failed
 // write certainly did not happen.
 type sentAPI struct {
 	s3lock.S3API

@@ -1,9 +1,11 @@
-package s3lock_test
+package storecheck_test
 
 import (
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,7 +13,10 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
+
+func TestMain(m *testing.M) { os.Exit(s3test.MainCheckingLeaks(m)) }
 
 // ignoringStore is a store that accepts conditional headers and ignores
 // them, like some S3-compatible servers: it drops them before they are
@@ -71,11 +76,11 @@ func TestVerify(t *testing.T) {
 			if tc.api == unordered && ns.Target.Directory {
 				t.Skip("a directory bucket lists out of order, and s3lock lists it whole: TestDirectoryBuckets_VerifyReportsTheListingOrder")
 			}
-			c, err := s3lock.New(tc.api, ns.Bucket, s3lock.WithProbePrefix(ns.Prefix))
+			c, err := s3lock.New(tc.api, ns.Bucket)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.Verify(t.Context())
+			err = storecheck.Verify(t.Context(), c, ns.Prefix)
 			switch {
 			case tc.want == nil && err != nil:
 				t.Fatalf("Verify = %v; want nil", err)
@@ -89,31 +94,31 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// TestCheckStore_ReportsTheProbeAndEachPermission: CheckStore reports the
+// TestRun_ReportsTheProbeAndEachPermission: Run reports the
 // conditional-write probe and the list, get, put and delete permissions as
 // the store answered them, leaves no probe objects, and classifies denied
 // credentials as the rest of the package does.
-func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
+func TestRun_ReportsTheProbeAndEachPermission(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	probe := ns.Name("s3lock-probe/")
-	check := func(t *testing.T, api s3lock.S3API) s3lock.Report {
+	check := func(t *testing.T, api s3lock.S3API) storecheck.Report {
 		t.Helper()
-		c, err := s3lock.New(api, ns.Bucket, s3lock.WithProbePrefix(ns.Prefix))
+		c, err := s3lock.New(api, ns.Bucket)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := c.CheckStore(t.Context())
+		rep, err := storecheck.Run(t.Context(), c, ns.Prefix)
 		if err != nil {
-			t.Fatalf("CheckStore: %v", err)
+			t.Fatalf("Run: %v", err)
 		}
 		if rep.Bucket != ns.Bucket || rep.ProbePrefix != probe || len(rep.Checks) != 6 {
 			t.Fatalf("report = %+v; want six checks of bucket %s under %s", rep, ns.Bucket, probe)
 		}
 		return rep
 	}
-	statuses := func(rep s3lock.Report) map[string]s3lock.CheckStatus {
-		m := map[string]s3lock.CheckStatus{}
+	statuses := func(rep storecheck.Report) map[string]storecheck.Status {
+		m := map[string]storecheck.Status{}
 		for _, c := range rep.Checks {
 			m[c.Name] = c.Status
 		}
@@ -135,13 +140,13 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		if st, err := s3lock.New(ns.Client, ns.Bucket); err != nil {
 			t.Fatal(err)
 		} else if locks, err := st.List(t.Context(), ns.Prefix); err != nil || len(locks) != 0 {
-			t.Errorf("List after CheckStore = %v, %v; want the probe lock hidden", locks, err)
+			t.Errorf("List after Run = %v, %v; want the probe lock hidden", locks, err)
 		}
 	})
 	t.Run("store ignoring If-None-Match", func(t *testing.T) {
 		rep := check(t, ignoringStore{S3API: ns.Client, dropIfNoneMatch: true})
 		c := rep.Checks[0]
-		if rep.OK || c.Status != s3lock.CheckFailed || !errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported) {
+		if rep.OK || c.Status != storecheck.StatusFailed || !errors.Is(c.Err, s3lock.ErrConditionalWritesUnsupported) {
 			t.Errorf("conditional-write check = %+v; want failed with ErrConditionalWritesUnsupported", c)
 		}
 	})
@@ -150,8 +155,8 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 			t.Skip("a directory bucket lists out of order, and s3lock lists it whole: TestDirectoryBuckets_VerifyReportsTheListingOrder")
 		}
 		rep := check(t, s3test.UnorderedListings{Client: ns.Client})
-		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckOK, "listing order": s3lock.CheckFailed,
-			"list": s3lock.CheckOK, "get": s3lock.CheckOK, "put": s3lock.CheckOK, "delete": s3lock.CheckOK}
+		want := map[string]storecheck.Status{"conditional writes": storecheck.StatusOK, "listing order": storecheck.StatusFailed,
+			"list": storecheck.StatusOK, "get": storecheck.StatusOK, "put": storecheck.StatusOK, "delete": storecheck.StatusOK}
 		if got := statuses(rep); rep.OK || !maps.Equal(got, want) || !errors.Is(rep.Checks[1].Err, s3lock.ErrUnorderedListing) {
 			t.Errorf("statuses of a store listing out of order = %v (%+v); want %v, listing order failed with ErrUnorderedListing", got, rep.Checks[1], want)
 		}
@@ -163,8 +168,8 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		tg := ns.Target
 		tg.SecretKey = "wrong-secret"
 		rep := check(t, s3test.NewClient(t, tg))
-		want := map[string]s3lock.CheckStatus{"conditional writes": s3lock.CheckError, "listing order": s3lock.CheckNotChecked, "list": s3lock.CheckDenied,
-			"get": s3lock.CheckNotChecked, "put": s3lock.CheckDenied, "delete": s3lock.CheckNotChecked}
+		want := map[string]storecheck.Status{"conditional writes": storecheck.StatusError, "listing order": storecheck.StatusNotChecked, "list": storecheck.StatusDenied,
+			"get": storecheck.StatusNotChecked, "put": storecheck.StatusDenied, "delete": storecheck.StatusNotChecked}
 		if got := statuses(rep); !maps.Equal(got, want) {
 			t.Errorf("statuses with a wrong secret = %v; want %v (%+v)", got, want, rep.Checks)
 		}
@@ -173,7 +178,7 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 		}
 	})
 	if keys := s3test.Keys(t, ns.Client, ns.Bucket, probe+"probe-"); len(keys) != 0 {
-		t.Errorf("CheckStore left probe objects behind: %v", keys)
+		t.Errorf("Run left probe objects behind: %v", keys)
 	}
 }
 
@@ -185,9 +190,15 @@ func TestCheckStore_ReportsTheProbeAndEachPermission(t *testing.T) {
 func TestVerify_ProbesUnderAnObjectAreANameCollision(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
-	putRaw(t, ns, ns.Name("deploy"), []byte("an object, not a lock"))
-	c := newLockClient(t, ns, "x", []s3lock.Option{s3lock.WithProbePrefix(ns.Name("deploy/"))})
-	err := c.Verify(t.Context())
+	if _, err := ns.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(ns.Name("deploy")),
+		Body: strings.NewReader("an object, not a lock")}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s3lock.New(ns.Client, ns.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = storecheck.Verify(t.Context(), c, ns.Name("deploy/"))
 	if err == nil {
 		t.Skip("this store keeps keys under an object's name, as S3 does: nothing collides")
 	}
@@ -196,11 +207,11 @@ func TestVerify_ProbesUnderAnObjectAreANameCollision(t *testing.T) {
 	}
 }
 
-// TestCheckStore_MissingBucketSaysSo: against a bucket that does not exist
+// TestRun_MissingBucketSaysSo: against a bucket that does not exist
 // the report says so (NoSuchBucket), so that no face counts the checks that
 // never ran as failures ("6 of 6 checks did not pass", issue 36); a bucket
 // that exists does not set it.
-func TestCheckStore_MissingBucketSaysSo(t *testing.T) {
+func TestRun_MissingBucketSaysSo(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	absent := "no-such-bucket-" + s3test.RandomHex(4)
@@ -208,13 +219,81 @@ func TestCheckStore_MissingBucketSaysSo(t *testing.T) {
 		absent += s3test.DirectoryBucketSuffix
 	}
 	for bucket, want := range map[string]bool{absent: true, ns.Bucket: false} {
-		c, err := s3lock.New(ns.Client, bucket, s3lock.WithProbePrefix(ns.Prefix))
+		c, err := s3lock.New(ns.Client, bucket)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := c.CheckStore(t.Context())
+		rep, err := storecheck.Run(t.Context(), c, ns.Prefix)
 		if err != nil || rep.NoSuchBucket != want || (want && rep.OK) {
-			t.Errorf("CheckStore of %s = %+v, %v; want NoSuchBucket %v", bucket, rep, err, want)
+			t.Errorf("Run of %s = %+v, %v; want NoSuchBucket %v", bucket, rep, err, want)
 		}
+	}
+}
+
+// TestDirectoryBuckets_VerifyReportsTheListingOrder: Verify and Run
+// pass a directory bucket, saying that it lists in no key order and that
+// s3lock reads it whole; the same store under a general purpose bucket's
+// reading fails with ErrUnorderedListing.
+func TestDirectoryBuckets_VerifyReportsTheListingOrder(t *testing.T) {
+	t.Parallel()
+	_, tg, bucket := s3test.NewDirectoryBucket(t)
+	api := s3test.NewClient(t, tg)
+	c, err := s3lock.New(api, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storecheck.Verify(t.Context(), c, ""); err != nil {
+		t.Errorf("Verify of a directory bucket = %v; want nil", err)
+	}
+	rep, err := storecheck.Run(t.Context(), c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order storecheck.Check
+	for _, ch := range rep.Checks {
+		if ch.Name == "listing order" {
+			order = ch
+		}
+	}
+	if !rep.OK || order.Status != storecheck.StatusOK || !strings.Contains(order.Detail, "directory bucket") {
+		t.Errorf("Run of a directory bucket: OK %v, listing order %+v; want OK, the check saying it is a directory bucket", rep.OK, order)
+	}
+	if err := storecheck.VerifyAsGeneralPurpose(t.Context(), c); !errors.Is(err, s3lock.ErrUnorderedListing) {
+		t.Errorf("Verify with the key-order reading = %v; want ErrUnorderedListing", err)
+	}
+	for _, probes := range []string{"s3lock-probe/probe-", "s3lock-probe/order-"} {
+		if keys := s3test.Keys(t, api, bucket, probes); len(keys) != 0 {
+			t.Errorf("the probes left %v behind", keys)
+		}
+	}
+}
+
+// TestVerify_RefusesAPrefixThatIsNoLockPrefix: the probe prefix is the lock
+// name prefix the locks live under; anything else is refused with
+// ErrInvalidConfig before any request (the cases of the client option
+// WithProbePrefix it replaces).
+func TestVerify_RefusesAPrefixThatIsNoLockPrefix(t *testing.T) {
+	t.Parallel()
+	c, err := s3lock.New(&s3.Client{}, "ok-bucket") // no request is made
+	if err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string]string{
+		"../x/":               "probe prefix",
+		"locks":               "ending in '/'",
+		"locks/s3lock-probe/": "adds itself",
+		"s3lock-probe/x/":     "reserved",
+		"a//":                 "empty path segment",
+	} {
+		err := storecheck.Verify(t.Context(), c, prefix)
+		if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Verify under %q = %v; want ErrInvalidConfig mentioning %q", prefix, err, want)
+		}
+		if _, err := storecheck.Run(t.Context(), c, prefix); !errors.Is(err, s3lock.ErrInvalidConfig) {
+			t.Errorf("Run under %q = %v; want ErrInvalidConfig", prefix, err)
+		}
+	}
+	if _, err := storecheck.Run(t.Context(), nil, ""); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("Run without a client = %v; want ErrInvalidConfig", err)
 	}
 }

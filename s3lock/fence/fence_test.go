@@ -1,4 +1,4 @@
-package s3lock_test
+package fence_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,18 +18,46 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
+	"github.com/s3lock/terraform-provider-s3lock/internal/transfer"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
 )
 
-// TestFencedPut_StaleLeaseCannotOverwrite: a holder that paused past the
+func TestMain(m *testing.M) { os.Exit(s3test.MainCheckingLeaks(m)) }
+
+// putFenced is fence.Put through a client over api with the default
+// settings.
+func putFenced(ctx context.Context, api s3lock.S3API, epoch uint64, in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
+	bucket := "s3lock-fence-test" // any valid name: Put writes to in's bucket
+	if in != nil && aws.ToString(in.Bucket) != "" {
+		bucket = aws.ToString(in.Bucket)
+	}
+	c, err := s3lock.New(api, bucket)
+	if err != nil {
+		return nil, err
+	}
+	return fence.Put(ctx, c, epoch, in)
+}
+
+// newLockClient returns an s3lock client of ns's bucket.
+func newLockClient(t *testing.T, ns *s3test.Namespace, holder string, opts ...s3lock.Option) *s3lock.Client {
+	t.Helper()
+	c, err := s3lock.New(ns.Client, ns.Bucket, append([]s3lock.Option{s3lock.WithHolder(holder)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPut_StaleLeaseCannotOverwrite: a holder that paused past the
 // end of its lease cannot overwrite what the next holder wrote.
-func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
+func TestPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	name := ns.Name("fenced")
 	target := ns.Name("protected/state.json")
-	a := newLockClient(t, ns, "paused", []s3lock.Option{s3lock.WithLeaseDuration(2 * time.Second)})
-	b := newLockClient(t, ns, "next", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+	a := newLockClient(t, ns, "paused", s3lock.WithLeaseDuration(2*time.Second))
+	b := newLockClient(t, ns, "next", s3lock.WithPollInterval(50*time.Millisecond))
 	put := func(epoch uint64, body string) error {
 		_, err := putFenced(t.Context(), ns.Client, epoch, &s3.PutObjectInput{
 			Bucket: aws.String(ns.Bucket), Key: aws.String(target), Body: strings.NewReader(body),
@@ -58,14 +87,18 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustRelease(t, lb)
+	defer func() {
+		if err := lb.Release(t.Context()); err != nil {
+			t.Error(err)
+		}
+	}()
 	if err := put(lb.Token().Epoch, "b"); err != nil {
 		t.Fatalf("fenced write by the new holder: %v", err)
 	}
 	// a wakes up and writes with its old epoch.
 	err = put(la.Token().Epoch, "a-after-pause")
-	var fe *s3lock.FenceError
-	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Current != lb.Token().Epoch || fe.Epoch != la.Token().Epoch {
+	var fe *fence.Error
+	if !errors.Is(err, fence.ErrFenced) || !errors.As(err, &fe) || fe.Current != lb.Token().Epoch || fe.Epoch != la.Token().Epoch {
 		t.Fatalf("stale fenced write = %v; want ErrFenced (epoch %d < %d)", err, la.Token().Epoch, lb.Token().Epoch)
 	}
 	if body, epoch := read(); body != "b" || epoch != "2" {
@@ -77,7 +110,7 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 	}
 }
 
-// TestFencedPut_StaleWriteAfterIdenticalRewrite (issue 7, item 4): a newer
+// TestPut_StaleWriteAfterIdenticalRewrite (issue 7, item 4): a newer
 // epoch that rewrote the bytes an object already held left its ETag
 // unchanged (the epoch is metadata, the ETag covers only the bytes), so an
 // older epoch's write delayed between its HEAD and its PUT still matched
@@ -85,7 +118,7 @@ func TestFencedPut_StaleLeaseCannotOverwrite(t *testing.T) {
 // write is refused and writes nothing, so the delayed write that lands is
 // ordered before any write of the newer epoch; once the newer epoch writes
 // bytes of its own, the older one is fenced out.
-func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
+func TestPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	key := ns.Name("protected/state.json")
@@ -93,15 +126,15 @@ func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
 	if err := fencedPut(t, ns.Client, ns, key, stale, strings.NewReader("X")); err != nil {
 		t.Fatal(err)
 	}
-	finish := delayedFencedPut(t, ns, key, stale, "Y") // has read X, not yet written
+	finish := delayedPut(t, ns, key, stale, "Y") // has read X, not yet written
 
 	errNewer := fencedPut(t, ns.Client, ns, key, newer, strings.NewReader("X"))
-	var ie *s3lock.FenceError
-	if !errors.Is(errNewer, s3lock.ErrIdenticalRewrite) || !errors.As(errNewer, &ie) || ie.Epoch != newer || ie.Current != stale {
+	var ie *fence.Error
+	if !errors.Is(errNewer, fence.ErrIdenticalRewrite) || !errors.As(errNewer, &ie) || ie.Epoch != newer || ie.Current != stale {
 		t.Errorf("epoch %d rewriting the bytes epoch %d wrote = %v; want ErrIdenticalRewrite (epoch %d over %d)",
 			newer, stale, errNewer, newer, stale)
 	}
-	if errors.Is(errNewer, s3lock.ErrFenced) {
+	if errors.Is(errNewer, fence.ErrFenced) {
 		t.Errorf("%v matches ErrFenced; the caller's epoch is the newest, not stale", errNewer)
 	}
 	errStale := finish()
@@ -119,7 +152,7 @@ func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
 	if err := fencedPut(t, ns.Client, ns, key, newer, strings.NewReader("X (epoch 6)")); err != nil {
 		t.Fatalf("epoch %d writing bytes of its own: %v", newer, err)
 	}
-	if err := fencedPut(t, ns.Client, ns, key, stale, strings.NewReader("Y")); !errors.Is(err, s3lock.ErrFenced) {
+	if err := fencedPut(t, ns.Client, ns, key, stale, strings.NewReader("Y")); !errors.Is(err, fence.ErrFenced) {
 		t.Errorf("epoch %d writing after epoch %d = %v; want ErrFenced", stale, newer, err)
 	}
 	if body, epoch := readFenced(t, ns, key); body != "X (epoch 6)" || epoch != "6" {
@@ -127,23 +160,23 @@ func TestFencedPut_StaleWriteAfterIdenticalRewrite(t *testing.T) {
 	}
 }
 
-// TestFencedPut_DelayedStaleWriterFencedByNewBytes: an older epoch's write
+// TestPut_DelayedStaleWriterFencedByNewBytes: an older epoch's write
 // delayed between its HEAD and its PUT does not land once a newer epoch has
 // written different bytes.
-func TestFencedPut_DelayedStaleWriterFencedByNewBytes(t *testing.T) {
+func TestPut_DelayedStaleWriterFencedByNewBytes(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	key := ns.Name("protected/state.json")
 	if err := fencedPut(t, ns.Client, ns, key, 5, strings.NewReader("X")); err != nil {
 		t.Fatal(err)
 	}
-	finish := delayedFencedPut(t, ns, key, 5, "Y")
+	finish := delayedPut(t, ns, key, 5, "Y")
 	if err := fencedPut(t, ns.Client, ns, key, 6, strings.NewReader("X (epoch 6)")); err != nil {
 		t.Fatalf("newer epoch's write: %v", err)
 	}
 	err := finish()
-	var fe *s3lock.FenceError
-	if !errors.Is(err, s3lock.ErrFenced) || !errors.As(err, &fe) || fe.Epoch != 5 || fe.Current != 6 {
+	var fe *fence.Error
+	if !errors.Is(err, fence.ErrFenced) || !errors.As(err, &fe) || fe.Epoch != 5 || fe.Current != 6 {
 		t.Errorf("delayed write of epoch 5 = %v; want ErrFenced (epoch 5 < 6)", err)
 	}
 	if body, epoch := readFenced(t, ns, key); body != "X (epoch 6)" || epoch != "6" {
@@ -151,9 +184,9 @@ func TestFencedPut_DelayedStaleWriterFencedByNewBytes(t *testing.T) {
 	}
 }
 
-// TestFencedPut_IdenticalRewrite: which rewrites of the current bytes
-// FencedPut refuses, and that hashing the body does not consume it.
-func TestFencedPut_IdenticalRewrite(t *testing.T) {
+// TestPut_IdenticalRewrite: which rewrites of the current bytes
+// Put refuses, and that hashing the body does not consume it.
+func TestPut_IdenticalRewrite(t *testing.T) {
 	t.Parallel()
 	offset := func(prefix, body string) io.Reader { // a ReadSeeker not at 0
 		r := strings.NewReader(prefix + body)
@@ -174,16 +207,16 @@ func TestFencedPut_IdenticalRewrite(t *testing.T) {
 		{name: "same epoch", prior: fencedX(6), epoch: 6, body: strings.NewReader("X"),
 			wantBody: "X", wantEpoch: "6"},
 		{name: "newer epoch", prior: fencedX(5), epoch: 6, body: strings.NewReader("X"),
-			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+			wantErr: fence.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
 		{name: "newer epoch, seeker not at 0", prior: fencedX(5), epoch: 6, body: offset("skip:", "X"),
-			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+			wantErr: fence.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
 		{name: "newer epoch, plain reader", prior: fencedX(5), epoch: 6, body: plain("X"),
-			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+			wantErr: fence.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
 		{name: "newer epoch, ETag upper case without quotes", prior: fencedX(5), epoch: 6, body: strings.NewReader("X"),
 			etag:    func(s string) string { return strings.ToUpper(strings.Trim(s, `"`)) },
-			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
+			wantErr: fence.ErrIdenticalRewrite, wantBody: "X", wantEpoch: "5"},
 		{name: "no epoch recorded", prior: unfencedX, epoch: 1, body: strings.NewReader("X"),
-			wantErr: s3lock.ErrIdenticalRewrite, wantBody: "X", wantEpoch: ""},
+			wantErr: fence.ErrIdenticalRewrite, wantBody: "X", wantEpoch: ""},
 		{name: "multipart ETag", prior: multipartX(5), epoch: 6, body: strings.NewReader("X"),
 			wantBody: "X", wantEpoch: "6"},
 		{name: "different bytes, seeker not at 0", prior: fencedX(5), epoch: 6, body: offset("skip:", "Y"),
@@ -203,7 +236,7 @@ func TestFencedPut_IdenticalRewrite(t *testing.T) {
 			}
 			err := fencedPut(t, api, ns, key, tt.epoch, tt.body)
 			if !errors.Is(err, tt.wantErr) {
-				t.Errorf("FencedPut = %v; want %v", err, tt.wantErr)
+				t.Errorf("Put = %v; want %v", err, tt.wantErr)
 			}
 			if body, epoch := readFenced(t, ns, key); body != tt.wantBody || epoch != tt.wantEpoch {
 				t.Errorf("object = %q under epoch %q; want %q under epoch %q", body, epoch, tt.wantBody, tt.wantEpoch)
@@ -236,10 +269,10 @@ func readFenced(t *testing.T, ns *s3test.Namespace, key string) (body, epoch str
 	return string(b), out.Metadata["s3lock-epoch"]
 }
 
-// delayedFencedPut starts a FencedPut of body under epoch whose PutObject
+// delayedPut starts a Put of body under epoch whose PutObject
 // waits, after its HeadObject, until finish is called; finish returns its
 // result. It is a writer that paused between reading and writing.
-func delayedFencedPut(t *testing.T, ns *s3test.Namespace, key string, epoch uint64, body string) (finish func() error) {
+func delayedPut(t *testing.T, ns *s3test.Namespace, key string, epoch uint64, body string) (finish func() error) {
 	t.Helper()
 	api := &pausedPut{S3API: ns.Client, reached: make(chan struct{}), release: make(chan struct{})}
 	done := make(chan error, 1)
@@ -297,7 +330,7 @@ func (e *etagSpelling) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o
 	return out, err
 }
 
-// fencedX writes "X" with FencedPut under epoch.
+// fencedX writes "X" with Put under epoch.
 func fencedX(epoch uint64) func(t *testing.T, ns *s3test.Namespace, key string) {
 	return func(t *testing.T, ns *s3test.Namespace, key string) {
 		t.Helper()
@@ -348,12 +381,12 @@ func multipartX(epoch uint64) func(t *testing.T, ns *s3test.Namespace, key strin
 	}
 }
 
-// TestFencedPut_GivesUpWhenTheStoreNeverAnswers: every request of FencedPut
+// TestPut_GivesUpWhenTheStoreNeverAnswers: every request of Put
 // is bounded by the request timeout, so a store that accepts connections and
 // never answers fails the write as unavailable, naming the timeout, while
 // the caller's context is still far from its end (before, it hung until the
 // caller's context ended).
-func TestFencedPut_GivesUpWhenTheStoreNeverAnswers(t *testing.T) {
+func TestPut_GivesUpWhenTheStoreNeverAnswers(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
 	if !ns.Target.Local {
@@ -369,24 +402,23 @@ func TestFencedPut_GivesUpWhenTheStoreNeverAnswers(t *testing.T) {
 	proxy.Blackhole()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	_, err = c.FencedPut(ctx, 3, &s3.PutObjectInput{
+	_, err = fence.Put(ctx, c, 3, &s3.PutObjectInput{
 		Bucket: aws.String(ns.Bucket), Key: aws.String(ns.Name("hung.json")), Body: strings.NewReader("x"),
 	})
-	var oe *s3lock.OpError
-	if !errors.Is(err, s3lock.ErrUnavailable) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "no answer within 300ms") || ctx.Err() != nil {
-		t.Fatalf("FencedPut against a store that never answers = %v (ctx: %v); want ErrUnavailable after the 300ms request timeout", err, ctx.Err())
+	if !errors.Is(err, s3lock.ErrUnavailable) || !strings.Contains(err.Error(), "no answer within 300ms") || ctx.Err() != nil {
+		t.Fatalf("Put against a store that never answers = %v (ctx: %v); want ErrUnavailable after the 300ms request timeout", err, ctx.Err())
 	}
-	if oe.Bucket != ns.Bucket || oe.Key != ns.Name("hung.json") {
-		t.Errorf("the error names s3://%s/%s; want the object written", oe.Bucket, oe.Key)
+	if where := "s3://" + ns.Bucket + "/" + ns.Name("hung.json"); !strings.Contains(err.Error(), where) {
+		t.Errorf("the error %q does not name %s, the object written", err, where)
 	}
 }
 
-// TestFencedPut_ReadModifyWrite: with the ETag the caller read as IfMatch
-// (or IfNoneMatch "*" for an object it read absent), FencedPut writes only
+// TestPut_ReadModifyWrite: with the ETag the caller read as IfMatch
+// (or IfNoneMatch "*" for an object it read absent), Put writes only
 // over that state. Without it, an update computed from a read is lost when
-// another write of a current epoch lands between the read and FencedPut's
+// another write of a current epoch lands between the read and Put's
 // own HEAD.
-func TestFencedPut_ReadModifyWrite(t *testing.T) {
+func TestPut_ReadModifyWrite(t *testing.T) {
 	ns := s3test.New(t)
 	key := ns.Name("state.json")
 	put := func(epoch uint64, body string, ifMatch, ifNoneMatch *string) (*s3.PutObjectOutput, error) {
@@ -397,7 +429,7 @@ func TestFencedPut_ReadModifyWrite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create, read absent: %v", err)
 	}
-	if _, err := put(1, `{"n":1,"again":true}`, nil, aws.String("*")); !errors.Is(err, s3lock.ErrObjectChanged) {
+	if _, err := put(1, `{"n":1,"again":true}`, nil, aws.String("*")); !errors.Is(err, fence.ErrObjectChanged) {
 		t.Errorf("create over an existing object, read absent: %v; want ErrObjectChanged", err)
 	}
 	// Someone else's write lands after our read of `first`.
@@ -405,9 +437,9 @@ func TestFencedPut_ReadModifyWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var changed *s3lock.FenceError
+	var changed *fence.Error
 	_, err = put(1, `{"n":2,"from":"first"}`, first.ETag, nil)
-	if !errors.Is(err, s3lock.ErrObjectChanged) || !errors.As(err, &changed) ||
+	if !errors.Is(err, fence.ErrObjectChanged) || !errors.As(err, &changed) ||
 		changed.Expected != aws.ToString(first.ETag) || changed.Found != aws.ToString(second.ETag) ||
 		!strings.Contains(err.Error(), key) {
 		t.Fatalf("write over a state changed since the read: %v; want ErrObjectChanged naming both ETags and the key", err)
@@ -420,7 +452,7 @@ func TestFencedPut_ReadModifyWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := put(1, `{"n":5}`, newer.ETag, nil); !errors.Is(err, s3lock.ErrFenced) {
+	if _, err := put(1, `{"n":5}`, newer.ETag, nil); !errors.Is(err, fence.ErrFenced) {
 		t.Errorf("an older epoch over a newer epoch's state: %v; want ErrFenced", err)
 	}
 	for _, bad := range []struct{ ifMatch, ifNoneMatch *string }{
@@ -432,13 +464,13 @@ func TestFencedPut_ReadModifyWrite(t *testing.T) {
 	}
 }
 
-// TestFencedPut_ReadModifyWriteWhoseAnswerWasLost: the store applies the
+// TestPut_ReadModifyWriteWhoseAnswerWasLost: the store applies the
 // write and the answer is lost; the SDK's retry gets 412 (the ETag moved).
-// FencedPut's next HEAD finds its own body under its own epoch: written.
-// With the SDK's retries the retry gets 412; without them FencedPut itself
+// Put's next HEAD finds its own body under its own epoch: written.
+// With the SDK's retries the retry gets 412; without them Put itself
 // sees the failure. Either way it must not report the write as failed (a
 // caller would redo it) nor as changed.
-func TestFencedPut_ReadModifyWriteWhoseAnswerWasLost(t *testing.T) {
+func TestPut_ReadModifyWriteWhoseAnswerWasLost(t *testing.T) {
 	ns := s3test.New(t)
 	for i, retries := range []bool{true, false} {
 		key := ns.Name(fmt.Sprintf("state-%d.json", i))
@@ -450,23 +482,23 @@ func TestFencedPut_ReadModifyWriteWhoseAnswerWasLost(t *testing.T) {
 		out, err := putFenced(t.Context(), ns.NewClient(t, opts...), 3, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 			Key: aws.String(key), Body: strings.NewReader(`{"n":1}`), IfNoneMatch: aws.String("*")})
 		if err != nil {
-			t.Fatalf("SDK retries %v: FencedPut whose answer was lost: %v; want it written", retries, err)
+			t.Fatalf("SDK retries %v: Put whose answer was lost: %v; want it written", retries, err)
 		}
 		if f.Injected()[s3test.DropResponse] != 1 {
 			t.Fatal("no answer was dropped: the test did not exercise the lost answer")
 		}
 		head, err := ns.Client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(ns.Bucket), Key: aws.String(key)})
 		if err != nil || aws.ToString(head.ETag) != aws.ToString(out.ETag) {
-			t.Errorf("object ETag %v (%v); FencedPut returned %v", aws.ToString(head.ETag), err, aws.ToString(out.ETag))
+			t.Errorf("object ETag %v (%v); Put returned %v", aws.ToString(head.ETag), err, aws.ToString(out.ETag))
 		}
 	}
 }
 
-// TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne: two
+// TestPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne: two
 // writers of the same epoch read the same state and compute the same bytes
 // (two increments of a counter, say). One lands; the other must not take
 // that write for its own, or an increment is lost without an error.
-func TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.T) {
+func TestPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.T) {
 	ns := s3test.New(t)
 	key := ns.Name("counter.json")
 	put := func(body string, ifMatch *string, ifNoneMatch *string) (*s3.PutObjectOutput, error) {
@@ -482,7 +514,7 @@ func TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.
 	// written by the other call.
 	var once sync.Once
 	api := ns.NewClient(t, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPut {
 				once.Do(func() { _, _ = put(`{"n":6}`, read.ETag, nil) }) // the other writer lands first
 			}
@@ -491,29 +523,25 @@ func TestFencedPut_ReadModifyWriteTellsItsOwnWriteFromAnIdenticalOne(t *testing.
 	}))
 	_, err = putFenced(t.Context(), api, 7, &s3.PutObjectInput{Bucket: aws.String(ns.Bucket),
 		Key: aws.String(key), Body: strings.NewReader(`{"n":6}`), IfMatch: read.ETag})
-	var changed *s3lock.FenceError
-	if !errors.Is(err, s3lock.ErrObjectChanged) || !errors.As(err, &changed) || !changed.MayHaveWritten {
+	var changed *fence.Error
+	if !errors.Is(err, fence.ErrObjectChanged) || !errors.As(err, &changed) || !changed.MayHaveWritten {
 		t.Errorf("the second identical increment: %v; want ErrObjectChanged (it must read again), MayHaveWritten", err)
 	}
-	if _, err := put(`{"n":7}`, aws.String(`"not-there"`), nil); !errors.Is(err, s3lock.ErrObjectChanged) {
+	if _, err := put(`{"n":7}`, aws.String(`"not-there"`), nil); !errors.Is(err, fence.ErrObjectChanged) {
 		t.Errorf("IfMatch of an ETag the object never had: %v; want ErrObjectChanged", err)
 	}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// TestFencedPut_GivesALargeBodyTimeToTravel: FencedPut's PUT gets the
+// TestPut_GivesALargeBodyTimeToTravel: Put's PUT gets the
 // request timeout plus the transfer allowance of its body, so a large state on a
 // slow link is not cut off by a timeout sized for lease objects (before,
 // every request had the same 30 s, and a state that took longer to upload
 // could never be written); its HEAD keeps the request timeout.
-func TestFencedPut_GivesALargeBodyTimeToTravel(t *testing.T) {
+func TestPut_GivesALargeBodyTimeToTravel(t *testing.T) {
 	t.Parallel()
 	for n, want := range map[int64]time.Duration{0: 0, 1 << 20: 8 * time.Second, 128 << 10: time.Second, 64 << 10: 500 * time.Millisecond} {
-		if got := s3lock.TransferAllowance(n); got != want {
-			t.Errorf("TransferAllowance(%d) = %s; want %s", n, got, want)
+		if got := transfer.Allowance(n); got != want {
+			t.Errorf("transfer.Allowance(%d) = %s; want %s", n, got, want)
 		}
 	}
 	ns := s3test.New(t)
@@ -524,14 +552,14 @@ func TestFencedPut_GivesALargeBodyTimeToTravel(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := strings.Repeat("x", 4<<20)
-	if _, err := c.FencedPut(t.Context(), 1, &s3.PutObjectInput{
+	if _, err := fence.Put(t.Context(), c, 1, &s3.PutObjectInput{
 		Bucket: aws.String(ns.Bucket), Key: aws.String(ns.Name("large.json")), Body: strings.NewReader(body),
 	}); err != nil {
 		t.Fatal(err)
 	}
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	allowance := s3lock.TransferAllowance(int64(len(body))) // 32 s
+	allowance := transfer.Allowance(int64(len(body))) // 32 s
 	if left := api.left["HeadObject"]; left > timeout {
 		t.Errorf("the HEAD had %s left; want at most the request timeout, %s", left, timeout)
 	}
@@ -564,4 +592,32 @@ func (d *deadlineRecorder) HeadObject(ctx context.Context, in *s3.HeadObjectInpu
 func (d *deadlineRecorder) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	d.note(ctx, "PutObject")
 	return d.S3API.PutObject(ctx, in, opts...)
+}
+
+// TestPut_RefusesWhatItCannotWrite: no client, no input, an input without
+// its bucket or key, and an epoch no lease has are refused with
+// ErrInvalidConfig before any request.
+func TestPut_RefusesWhatItCannotWrite(t *testing.T) {
+	t.Parallel()
+	c, err := s3lock.New(&s3.Client{}, "ok-bucket") // no request is made
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &s3.PutObjectInput{Bucket: aws.String("ok-bucket"), Key: aws.String("state.json")}
+	for _, tc := range []struct {
+		what   string
+		client *s3lock.Client
+		epoch  uint64
+		in     *s3.PutObjectInput
+	}{
+		{"no client", nil, 1, in},
+		{"no input", c, 1, nil},
+		{"no key", c, 1, &s3.PutObjectInput{Bucket: aws.String("ok-bucket")}},
+		{"epoch 0", c, 0, in},
+		{"epoch past MaxEpoch", c, s3lock.MaxEpoch + 1, in},
+	} {
+		if _, err := fence.Put(t.Context(), tc.client, tc.epoch, tc.in); !errors.Is(err, s3lock.ErrInvalidConfig) {
+			t.Errorf("%s: Put = %v; want ErrInvalidConfig", tc.what, err)
+		}
+	}
 }
