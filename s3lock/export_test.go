@@ -59,3 +59,7 @@ const (
 // TransferAllowance is transferAllowance: how much longer than the request
 // timeout a request carrying n bytes of body is given.
 func TransferAllowance(n int64) time.Duration { return transferAllowance(n) }
+
+// HeldSlot returns the slot a *HeldError of a full slot lock describes, and
+// the lock's number of slots (0, 0 for any other *HeldError).
+func HeldSlot(e *HeldError) (slot, slots int) { return e.slot, e.slots }

@@ -316,16 +316,16 @@ func (s *slotLock) first(match func(*slotWatch) bool) *slotWatch {
 // describing slot sl.
 func (s *slotLock) slotsHeld(sl *slotWatch) *HeldError {
 	he := *sl.held
-	he.Name, he.Slots, he.Slot = s.lock.name, s.n, sl.i
+	he.Name, he.slots, he.slot = s.lock.name, s.n, sl.i
 	he.ExpiresIn = max(0, sl.deadline.Sub(s.lock.c.cfg.clock.Now()))
 	return &he
 }
 
 // wait waits, for w, until what the last attempt found held may be free:
-// one of the slots (held.Slots set), or the lease of the mutex the lock
+// one of the slots (held.slots set), or the lease of the mutex the lock
 // still is.
 func (s *slotLock) wait(ctx context.Context, w *waiter, held *HeldError) error {
-	if held.Slots > 1 {
+	if held.slots > 1 {
 		return s.watchSlots(ctx, w)
 	}
 	return s.lock.wait(ctx, w, held)
