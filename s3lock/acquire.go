@@ -95,9 +95,10 @@ func (c *Client) lineHeld(ctx context.Context, name string) (head bool, err erro
 // mutex is the acquisition of a lock that admits one holder, or of one slot
 // of a slot lock (a mutex in every respect, §14): its attempts (here) and
 // its wait for the holder's lease (wait.go), and what they already know
-// when it attempts again. It follows etcd's client/v3/concurrency/mutex.go
-// (try, then wait for the holder, then try again); a slot lock is a type of
-// its own (slotLock, slots.go).
+// when it attempts again. It follows etcd's client/v3/concurrency/mutex.go:
+// one attempt (tryAcquire there), then a wait for what it found (waitDeletes
+// there; here the holder's lease); a slot lock is a type of its own
+// (slotLock, slots.go).
 type mutex struct {
 	c     *Client
 	name  string

@@ -21,8 +21,10 @@ import (
 // slotLock is the acquisition of a slot lock (WithSlots(n), n > 1): a type
 // of its own, as Consul's api/semaphore.go is beside its lock, that owns its
 // attempt (the marker, then the slots), its wait for a slot, and what it
-// knows of the slots meanwhile. The mutex's acquisition knows nothing of
-// slots; each slot is one (slotWatch.m).
+// knows of the slots meanwhile. The marker plays the part of the
+// semaphore's ".lock" key: it records n, which every holder must agree on
+// (a *SlotsError otherwise, the semaphore's limit conflict). The mutex's
+// acquisition knows nothing of slots; each slot is one (slotWatch.m).
 type slotLock struct {
 	// lock is the lock itself, as a mutex: what its attempts know of its
 	// newest epoch (the marker, or a mutex's lease while it is one), and

@@ -140,9 +140,10 @@ func (w *waiter) onHeld(ctx, outer context.Context, held *HeldError, err error) 
 // lockMode is one kind of lock as an acquisition sees it, chosen once
 // (newLockMode): a mutex (acquire.go, and its wait below) or a slot lock
 // (slotLock, slots.go). Each owns its attempt, its wait for what it found
-// held and what it knows meanwhile; the waiter's loop and the line's
-// waiting (lineWait, line_wait.go) are the same for both, as etcd's
-// client/v3/concurrency/mutex.go keeps try and wait apart from the session.
+// held and what it knows meanwhile, as etcd's client/v3/concurrency/mutex.go
+// is a tryAcquire and a wait (waitDeletes) over the mutex's own state; the
+// waiter's loop and the line's waiting (lineWait, line_wait.go) are the same
+// for both.
 type lockMode interface {
 	// attempt makes one acquisition attempt; head says that it is made by
 	// the head of the lock's line.
