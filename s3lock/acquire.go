@@ -158,7 +158,7 @@ type listing struct {
 
 // attemptListed is an attempt from step 3 on, after the listing l.
 func (m *mutex) attemptListed(ctx context.Context, head bool, l listing) (*Lease, error) {
-	c, name, h := m.c, m.name, &m.known
+	c, name := m.c, m.name
 	newest, page := l.newest, l.page
 	if err := m.stillListed(ctx, newest, l.found); err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (m *mutex) attemptListed(ctx context.Context, head bool, l listing) (*Lease
 	if l.found {
 		var prev *observed
 		var err error
-		switch r := h.released; {
+		switch r := m.known.released; {
 		case r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag:
 			prev = r // unchanged since it was read released (the LIST shows its ETag)
 		case l.free && newest.etag != "":
@@ -182,13 +182,9 @@ func (m *mutex) attemptListed(ctx context.Context, head bool, l listing) (*Lease
 			return nil, err
 		case prev.body.marker():
 			return nil, c.slotsError(name, prev, 1) // a slot lock (§14)
-		case !free(prev) && !sameObject(prev, h.lapsed):
-			he := c.heldError(name, prev)
-			he.line = page.line
-			return nil, he
-		case newest.epoch >= MaxEpoch:
-			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
-				ErrEpochExhausted, name, c.bucket, newest.epoch)
+		}
+		if err := m.busy(prev, newest, page); err != nil {
+			return nil, err
 		}
 		next = newest.epoch + 1
 	}
@@ -206,6 +202,25 @@ func (m *mutex) attemptListed(ctx context.Context, head bool, l listing) (*Lease
 	lease.startBackground()
 	c.startCleanup(c.cleanupFor(name, next, page))
 	return lease, nil
+}
+
+// busy is what an attempt makes of the lock's newest epoch, read in prev
+// (listed as newest, in page), when it is no marker in force: a *HeldError
+// while its lease is live (not released, not lapsed by the store's clock,
+// not watched until it lapsed: known.lapsed), an ErrEpochExhausted error
+// when no epoch may follow it, else nil: the next epoch is the attempt's to
+// create. A slot lock's attempt asks the same of a mutex's lease it finds.
+func (m *mutex) busy(prev *observed, newest listedEpoch, page *listed) error {
+	switch {
+	case !free(prev) && !sameObject(prev, m.known.lapsed):
+		he := m.c.heldError(m.name, prev)
+		he.line = page.line
+		return he
+	case newest.epoch >= MaxEpoch:
+		return fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
+			ErrEpochExhausted, m.name, m.c.bucket, newest.epoch)
+	}
+	return nil
 }
 
 // leaveToLine is an attempt's last check before it takes a free lock: an

@@ -111,13 +111,9 @@ func (s *slotLock) attempt(ctx context.Context, head bool) (*Lease, error) {
 				return nil, err
 			}
 			return s.trySlots(ctx)
-		case !free(m) && !sameObject(m, s.lock.known.lapsed):
-			he := c.heldError(name, m) // a mutex's lease: wait for it
-			he.line = page.line
-			return nil, he
-		case newest.epoch >= MaxEpoch:
-			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
-				ErrEpochExhausted, name, c.bucket, newest.epoch)
+		}
+		if err := s.lock.busy(m, newest, page); err != nil {
+			return nil, err // a mutex's lease: wait for it
 		}
 		next = newest.epoch + 1
 	}
