@@ -53,14 +53,14 @@ func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.
 
 // tryAcquire is TryAcquire for a name already checked.
 func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (*Lease, error) {
-	w := newWaiter(c, name, a)
-	h := &w.hints
+	lock := newLockMode(c, name, a)
+	head := false // set when every ticket in the line has lapsed (lineHeld)
 	for i := 0; ; i++ {
-		lease, err := w.attempt(ctx)
+		lease, err := lock.attempt(ctx, head)
 		var held *HeldError
 		switch {
 		case errors.Is(err, errLineBusy):
-			err = c.lineHeld(ctx, name, h)
+			head, err = c.lineHeld(ctx, name)
 		case errors.As(err, &held) && held.line && a.order.ordered():
 			// Say how many wait in line too (one LIST of it).
 			if st, lerr := (&place{c: c, name: name}).stand(ctx); lerr == nil {
@@ -80,22 +80,41 @@ func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (
 
 // lineHeld is an ordered TryAcquire's answer to a free lock with a line: a
 // *HeldError counting the live tickets; or, when every ticket has lapsed,
-// errRetry with h.head set, so that the next attempt takes the lock.
-func (c *Client) lineHeld(ctx context.Context, name string, h *hints) error {
+// errRetry with head true, so that the next attempt (made as the head's)
+// takes the lock.
+func (c *Client) lineHeld(ctx context.Context, name string) (head bool, err error) {
 	p := &place{c: c, name: name}
 	st, err := p.stand(ctx) // deletes the lapsed tickets (all are "ahead")
 	switch {
 	case err != nil:
-		return err
+		return false, err
 	case st.ahead == 0:
-		h.head = true
-		return errRetry
+		return true, errRetry
 	}
-	return &HeldError{Bucket: c.bucket, Name: name, Key: linePrefix(name), Ahead: st.ahead, Queued: true}
+	return false, &HeldError{Bucket: c.bucket, Name: name, Key: linePrefix(name), Ahead: st.ahead, Queued: true}
 }
 
-// hints is what a waiting Acquire already knows when it attempts again.
-type hints struct {
+// mutex is the acquisition of a lock that admits one holder, or of one slot
+// of a slot lock (a mutex in every respect, §14): its attempts (here) and
+// its wait for the holder's lease (wait.go), and what they already know
+// when it attempts again. It follows etcd's client/v3/concurrency/mutex.go:
+// one attempt (tryAcquire there), then a wait for what it found (waitDeletes
+// there; here the holder's lease); a slot lock is a type of its own
+// (slotLock, slots.go).
+type mutex struct {
+	c     *Client
+	name  string
+	a     acquireConfig
+	known known
+	// For stores that send no Date header: when this client first saw the
+	// holder's current ETag, by its own clock (deadline).
+	seenEtag string
+	seenAt   time.Time
+}
+
+// known is what a mutex's acquisition already knows when it attempts
+// again; only the mutex's own methods write it.
+type known struct {
 	// released is the newest epoch object as last read, already released:
 	// if the LIST shows the same ETag, the GET can be skipped.
 	released *observed
@@ -107,55 +126,54 @@ type hints struct {
 	// back): the next attempt's LIST must show it, or the store's listing
 	// hides the lock's objects (hiddenEpochs).
 	exists uint64
-	// head is set when the attempt is made by the head of the lock's line:
-	// it takes a free lock although the line is not empty (its own ticket
-	// is in it).
-	head bool
-	// free is the newest epoch object as a listing showed it, judged free
-	// from its size code (judgeListed): if the attempt's listing shows the
-	// same key and ETag, the GET can be skipped.
-	free *listedEpoch
 }
 
 // attempt makes one acquisition attempt: find the newest epoch, establish
-// that it is released or lapsed, create the next one.
-func (c *Client) attempt(ctx context.Context, name string, a acquireConfig, h *hints) (*Lease, error) {
-	if h == nil {
-		h = &hints{}
-	}
-	l := listing{start: c.cfg.clock.Now()}
+// that it is released or lapsed, create the next one. head says that the
+// attempt is made by the head of the lock's line: it takes a free lock
+// although the line is not empty (its own ticket is in it).
+func (m *mutex) attempt(ctx context.Context, head bool) (*Lease, error) {
+	l := listing{start: m.c.cfg.clock.Now()}
 	var err error
-	l.newest, l.found, l.page, err = c.findNewest(ctx, name)
+	l.newest, l.found, l.page, err = m.c.findNewest(ctx, m.name)
 	if err != nil {
 		return nil, err
 	}
-	return c.attemptListed(ctx, name, a, h, l)
+	return m.attemptListed(ctx, head, l)
 }
+
+// forget is a no-op: a mutex keeps nothing about its holder that waiting in
+// line makes old (a slot lock does).
+func (m *mutex) forget() {}
 
 // listing is what an attempt's listing of a lock found: its newest epoch
 // (found false: none) and its first page; start is when the attempt began.
+// free is set when the listing judged the newest epoch free from its size
+// code (judgeListed, a slot's): then the GET is skipped.
 type listing struct {
 	start  time.Time
 	newest listedEpoch
 	found  bool
 	page   *listed
+	free   bool
 }
 
 // attemptListed is an attempt from step 3 on, after the listing l.
-func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig, h *hints, l listing) (*Lease, error) {
+func (m *mutex) attemptListed(ctx context.Context, head bool, l listing) (*Lease, error) {
+	c, name := m.c, m.name
 	newest, page := l.newest, l.page
-	if err := c.stillListed(ctx, name, newest, l.found, h); err != nil {
+	if err := m.stillListed(ctx, newest, l.found); err != nil {
 		return nil, err
 	}
 	next := uint64(1)
 	if l.found {
 		var prev *observed
 		var err error
-		switch r, f := h.released, h.free; {
+		switch r := m.known.released; {
 		case r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag:
 			prev = r // unchanged since it was read released (the LIST shows its ETag)
-		case f != nil && f.key == newest.key && f.etag != "" && f.etag == newest.etag:
-			prev = &observed{key: f.key, epoch: f.epoch, etag: f.etag, body: &payload{Released: true}} // free by its size code
+		case l.free && newest.etag != "":
+			prev = &observed{key: newest.key, epoch: newest.epoch, etag: newest.etag, body: &payload{Released: true}} // free by its size code
 		default:
 			prev, err = c.getEpoch(ctx, newest.key, newest.epoch, "")
 		}
@@ -166,21 +184,17 @@ func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig
 			return nil, err
 		case prev.body.marker():
 			return nil, c.slotsError(name, prev, 1) // a slot lock (§14)
-		case !free(prev) && !sameObject(prev, h.lapsed):
-			he := c.heldError(name, prev)
-			he.line = page.line
-			return nil, he
-		case newest.epoch >= MaxEpoch:
-			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
-				ErrEpochExhausted, name, c.bucket, newest.epoch)
+		}
+		if err := m.busy(prev, newest, page); err != nil {
+			return nil, err
 		}
 		next = newest.epoch + 1
 	}
-	if err := c.leaveToLine(ctx, name, a, h, page); err != nil {
+	if err := m.leaveToLine(ctx, head, page); err != nil {
 		return nil, err
 	}
-	lease, err := c.create(ctx, name, next, a, l.start)
-	if herr := c.createFoundEpoch(ctx, name, next, err, h); herr != nil {
+	lease, err := c.create(ctx, name, next, m.a, l.start)
+	if herr := m.createFoundEpoch(ctx, next, err); herr != nil {
 		return nil, herr
 	}
 	if err != nil {
@@ -192,6 +206,25 @@ func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig
 	return lease, nil
 }
 
+// busy is what an attempt makes of the lock's newest epoch, read in prev
+// (listed as newest, in page), when it is no marker in force: a *HeldError
+// while its lease is live (not released, not lapsed by the store's clock,
+// not watched until it lapsed: known.lapsed), an ErrEpochExhausted error
+// when no epoch may follow it, else nil: the next epoch is the attempt's to
+// create. A slot lock's attempt asks the same of a mutex's lease it finds.
+func (m *mutex) busy(prev *observed, newest listedEpoch, page *listed) error {
+	switch {
+	case !free(prev) && !sameObject(prev, m.known.lapsed):
+		he := m.c.heldError(m.name, prev)
+		he.line = page.line
+		return he
+	case newest.epoch >= MaxEpoch:
+		return fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
+			ErrEpochExhausted, m.name, m.c.bucket, newest.epoch)
+	}
+	return nil
+}
+
 // leaveToLine is an attempt's last check before it takes a free lock: an
 // ordered attempt not made by the head leaves the lock to the line
 // (errLineBusy) when someone waits in it. The step-2 LIST answers that
@@ -199,11 +232,11 @@ func (c *Client) attemptListed(ctx context.Context, name string, a acquireConfig
 // one LIST of the line counts its tickets — a line's common prefix does not
 // prove that anyone waits: a stray key shows it, and some stores keep
 // listing a prefix after its last key was deleted (SeaweedFS, §13).
-func (c *Client) leaveToLine(ctx context.Context, name string, a acquireConfig, h *hints, page *listed) error {
-	if !a.order.ordered() || h.head || (!page.line && !page.truncated) {
+func (m *mutex) leaveToLine(ctx context.Context, head bool, page *listed) error {
+	if !m.a.order.ordered() || head || (!page.line && !page.truncated) {
 		return nil
 	}
-	v, err := c.listLine(ctx, name)
+	v, err := m.c.listLine(ctx, m.name)
 	switch {
 	case err != nil:
 		return err
@@ -293,28 +326,28 @@ func (c *Client) createdByOther(name string, obs *observed, p payload) (string, 
 // that found the key there already: a *HeldError of that epoch (someone
 // created it since the LIST, or the listing hides it: a LIST now tells — a
 // race is rare, so is this request), or errRetry (it was there, already
-// over: the next attempt's LIST must show it, h.exists). It returns an
+// over: the next attempt's LIST must show it, known.exists). It returns an
 // error to report instead of err, if the listing hides the lock's objects.
-func (c *Client) createFoundEpoch(ctx context.Context, name string, next uint64, err error, h *hints) error {
+func (m *mutex) createFoundEpoch(ctx context.Context, next uint64, err error) error {
 	var held *HeldError
 	switch {
 	case errors.As(err, &held) && held.Epoch == next:
-		return c.listedOrHidden(ctx, name, next)
+		return m.c.listedOrHidden(ctx, m.name, next)
 	case errors.Is(err, errRetry):
-		h.exists = next
+		m.known.exists = next
 	}
 	return nil
 }
 
 // stillListed checks that the listing just made (newest, found) shows the
-// epoch that the last attempt's create found there (h.exists), if any.
-func (c *Client) stillListed(ctx context.Context, name string, newest listedEpoch, found bool, h *hints) error {
-	e := h.exists
+// epoch that the last attempt's create found there (known.exists), if any.
+func (m *mutex) stillListed(ctx context.Context, newest listedEpoch, found bool) error {
+	e := m.known.exists
 	if e == 0 || found && newest.epoch >= e {
 		return nil
 	}
-	h.exists = 0
-	return c.hiddenEpochs(ctx, "Acquire", name, epochKey(name, e))
+	m.known.exists = 0
+	return m.c.hiddenEpochs(ctx, "Acquire", m.name, epochKey(m.name, e))
 }
 
 // listedOrHidden checks that a listing shows epoch of name, which a create

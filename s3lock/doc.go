@@ -103,8 +103,10 @@
 // the bodies written (an epoch object's, a ticket's); settle.go the one
 // conditional write whose answer may be lost (write, classify, read back,
 // settle), through which the lease, the acquisition and the line write. The
-// protocol itself is in acquire.go (an attempt), wait.go (waiting), line.go and
-// line_wait.go (the line of ordered waiters), watch.go (Watch), lease.go
+// protocol itself is in acquire.go (a mutex's attempt), wait.go (waiting: the
+// loop, and a mutex's wait for its holder), slots.go (a slot lock, a type of
+// its own), line.go and line_wait.go (the line of ordered waiters, the same
+// for both), watch.go (Watch), lease.go
 // (renewal, release, the trust deadline), resume.go (takeover and Lookup),
 // cleanup.go and discover.go (bounded history), current.go (reading
 // state); subpackages.go is this package's side of the bridge

@@ -123,10 +123,6 @@ type HeldError struct {
 	// Epoch are the holder it last saw, which it does not watch (ExpiresIn
 	// is then 0).
 	Ahead int
-	// Slots is n when the lock admits n > 1 holders (WithSlots) and all its
-	// slots are held; Slot is then the slot that the other fields describe:
-	// the one whose lease runs out first.
-	Slots, Slot int
 	// Queued is set when the lock itself was free and only ordered waiters
 	// ahead kept the caller from it (Ahead says how many; Holder is empty
 	// and Epoch 0).
@@ -134,6 +130,12 @@ type HeldError struct {
 
 	obs  *observed // what was read, for a waiting Acquire to watch
 	line bool      // the attempt's LIST showed the lock's line
+	// slots is n when the lock is a slot lock (WithSlots(n), n > 1) whose
+	// slots are all held; slot is then the slot that the other fields
+	// describe, the one whose lease runs out first (slotLock.slotsHeld). Only
+	// the message says them: a caller that asked for n slots knows n, and
+	// Key names the slot's epoch object.
+	slots, slot int
 }
 
 func (e *HeldError) Error() string {
@@ -144,9 +146,9 @@ func (e *HeldError) Error() string {
 	}
 	msg := fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
 		e.Name, e.Bucket, e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
-	if e.Slots > 1 {
+	if e.slots > 1 {
 		msg = fmt.Sprintf("s3lock: all %d slots of lock %q in bucket %s are held; the first to run out is slot %d, "+
-			"held by %q (epoch %d, key %s) for at most %s more", e.Slots, e.Name, e.Bucket, e.Slot,
+			"held by %q (epoch %d, key %s) for at most %s more", e.slots, e.Name, e.Bucket, e.slot,
 			e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
 	}
 	if e.Ahead > 0 {

@@ -173,9 +173,8 @@ func ExampleWithSlots() {
 	}
 	third, _ := s3lock.New(api, bucket, s3lock.WithHolder("job-c"))
 	_, err := third.TryAcquire(ctx, "jobs/heavy", s3lock.WithSlots(2))
-	var held *s3lock.HeldError
-	if errors.As(err, &held) {
-		fmt.Println("job-c waits: all", held.Slots, "slots are held")
+	if errors.Is(err, s3lock.ErrHeld) {
+		fmt.Println("job-c waits: every slot is held")
 	}
 	st, _ := third.Current(ctx, "jobs/heavy")
 	fmt.Println(len(st.Holders), "holders of", st.Slots, "slots")
@@ -183,6 +182,6 @@ func ExampleWithSlots() {
 		_ = l.Release(ctx)
 	}
 	// Output:
-	// job-c waits: all 2 slots are held
+	// job-c waits: every slot is held
 	// 2 holders of 2 slots
 }

@@ -55,3 +55,7 @@ const (
 	MaxNameLength   = maxNameLength
 	MaxPayloadBytes = maxPayloadBytes
 )
+
+// HeldSlot returns the slot a *HeldError of a full slot lock describes, and
+// the lock's number of slots (0, 0 for any other *HeldError).
+func HeldSlot(e *HeldError) (slot, slots int) { return e.slot, e.slots }

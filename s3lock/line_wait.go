@@ -9,22 +9,40 @@ import (
 // The waiting side of the line (PROTOCOL.md §13): how an ordered Acquire
 // joins, keeps its place, waits for its turn and leaves.
 
+// lineWait is an ordered Acquire's waiting in the lock's line, the same for
+// a mutex and a slot lock: its place (nil until it first takes its turn),
+// its duties there while it watches the holder, and whether its attempts
+// are the head's. It waits as etcd's client/v3/concurrency/mutex.go waits
+// for the keys before its own, with tickets for keys. A nil *lineWait is a
+// waiter without an order: never at the head, with no duties.
+type lineWait struct {
+	place *place
+	// nextLineCheck is when an OrderNewest head lists the line next.
+	nextLineCheck time.Time
+	// head is set while the waiter is at the head of the line: its attempts
+	// take a free lock although its own ticket is in the line.
+	head bool
+}
+
+// atHead reports whether the waiter's attempts are the line's head's.
+func (l *lineWait) atHead() bool { return l != nil && l.head }
+
 // takeTurn waits until this waiter is at the head of the line, joining it
 // first if it has not. waited is false when it was at the head at once (the
 // holder the last attempt found is still the one to watch). An OrderNewest
 // waiter that a newer one displaced returns a *SupersededError.
-func (w *waiter) takeTurn(ctx context.Context) (waited bool, err error) {
-	if w.place == nil {
-		w.place = &place{c: w.c, name: w.name, order: w.a.order, metadata: w.a.metadata, seen: sightings{}}
+func (l *lineWait) takeTurn(ctx context.Context, w *waiter) (waited bool, err error) {
+	if l.place == nil {
+		l.place = &place{c: w.c, name: w.name, order: w.a.order, metadata: w.a.metadata, seen: sightings{}}
 	}
 	clk := w.c.cfg.clock
 	bo := newBackoff(acquireRetryBase, acquireRetryMax)
 	for {
-		st, err := w.turn(ctx)
+		st, err := l.turn(ctx, w)
 		var pause time.Duration
 		switch {
-		case err == nil && st.newer != nil && w.a.order == OrderNewest:
-			return false, w.place.superseded(ctx, st.newer)
+		case err == nil && st.newer != nil && l.place.order == OrderNewest:
+			return false, l.place.superseded(ctx, st.newer)
 		case err == nil && st.ahead == 0:
 			return waited, nil
 		case err == nil:
@@ -46,7 +64,7 @@ func (w *waiter) takeTurn(ctx context.Context) (waited bool, err error) {
 		select {
 		case <-ctx.Done():
 			return false, w.gaveUp(ctx)
-		case <-clk.After(min(pause, w.untilLineDuty())):
+		case <-clk.After(min(pause, l.untilDuty(clk))):
 		}
 	}
 }
@@ -54,20 +72,20 @@ func (w *waiter) takeTurn(ctx context.Context) (waited bool, err error) {
 // turn brings the waiter's place up to date and says where it stands: it
 // joins the line if it has no ticket, sends a heartbeat when one is due,
 // and joins again at the back when it lost its place.
-func (w *waiter) turn(ctx context.Context) (standing, error) {
-	p := w.place
+func (l *lineWait) turn(ctx context.Context, w *waiter) (standing, error) {
+	p := l.place
 	for range 2 {
 		var err error
 		if p.ref.key == "" {
 			err = p.join(ctx)
 		} else if err = p.beat(ctx); errors.Is(err, errLostPlace) {
-			err = w.rejoin(ctx)
+			err = l.rejoin(ctx, w)
 		}
 		if err != nil {
 			return standing{}, err
 		}
 		st, err := p.stand(ctx)
-		if err != nil || st.present || st.newer != nil && w.a.order == OrderNewest {
+		if err != nil || st.present || st.newer != nil && l.place.order == OrderNewest {
 			return st, err // (an OrderNewest waiter gives way to a newer one, in line or not)
 		}
 		w.c.cfg.logger.Warn("s3lock: this waiter's ticket is gone (it lapsed, or was deleted); joining the line again",
@@ -84,11 +102,11 @@ func (w *waiter) turn(ctx context.Context) (standing, error) {
 // An OrderNewest waiter first looks whether a newer OrderNewest waiter joined
 // after its old ticket: then it gives way (a *SupersededError) rather than
 // come back behind it as the newest.
-func (w *waiter) rejoin(ctx context.Context) error {
-	p := w.place
+func (l *lineWait) rejoin(ctx context.Context, w *waiter) error {
+	p := l.place
 	w.c.cfg.logger.Warn("s3lock: lost its place in the line (its heartbeat was not confirmed in time); joining again at the back",
 		"bucket", w.c.bucket, "lock", w.name, "ticket", p.ref.key)
-	if w.a.order == OrderNewest {
+	if p.order == OrderNewest {
 		st, err := p.stand(ctx)
 		switch {
 		case err != nil:
@@ -107,13 +125,13 @@ func (w *waiter) rejoin(ctx context.Context) error {
 // linePollInterval, and (force) right before it attempts the lock. It returns errNotHead when the waiter must wait for its
 // turn again (it lost its place and joined again), and a *SupersededError
 // when a newer OrderNewest waiter joined.
-func (w *waiter) headDuty(ctx context.Context, force bool) error {
-	p := w.place
-	if p == nil {
+func (l *lineWait) headDuty(ctx context.Context, w *waiter, force bool) error {
+	if l == nil || l.place == nil {
 		return nil
 	}
+	p := l.place
 	if err := p.beat(ctx); errors.Is(err, errLostPlace) {
-		err := w.rejoin(ctx)
+		err := l.rejoin(ctx, w)
 		if errors.Is(err, ErrSuperseded) {
 			return err
 		}
@@ -123,10 +141,10 @@ func (w *waiter) headDuty(ctx context.Context, force bool) error {
 		return errNotHead
 	}
 	now := w.c.cfg.clock.Now()
-	if w.a.order != OrderNewest || now.Before(w.nextLineCheck) && !force {
+	if p.order != OrderNewest || now.Before(l.nextLineCheck) && !force {
 		return nil
 	}
-	w.nextLineCheck = now.Add(jitter(linePollInterval))
+	l.nextLineCheck = now.Add(jitter(linePollInterval))
 	// A failed look changes nothing: the next one (or the holder's
 	// release) tells more; the holder is still the one to watch.
 	if st, err := p.stand(ctx); err == nil {
@@ -140,19 +158,19 @@ func (w *waiter) headDuty(ctx context.Context, force bool) error {
 	return nil
 }
 
-// untilLineDuty is how long a waiter in line may sleep before its next
-// heartbeat or (for an OrderNewest head) line check is due; a long time if it
-// is not in line.
-func (w *waiter) untilLineDuty() time.Duration {
-	p := w.place
-	if p == nil || p.ref.key == "" {
+// untilDuty is how long a waiter in line may sleep before its next
+// heartbeat or (for an OrderNewest head) line check is due, by clk; a long
+// time if it is not in line.
+func (l *lineWait) untilDuty(clk Clock) time.Duration {
+	if l == nil || l.place == nil || l.place.ref.key == "" {
 		return maxPollInterval
 	}
+	p := l.place
 	next := p.nextBeat
-	if w.a.order == OrderNewest && !w.nextLineCheck.IsZero() && w.nextLineCheck.Before(next) {
-		next = w.nextLineCheck
+	if p.order == OrderNewest && !l.nextLineCheck.IsZero() && l.nextLineCheck.Before(next) {
+		next = l.nextLineCheck
 	}
-	return max(0, next.Sub(w.c.cfg.clock.Now()))
+	return max(0, next.Sub(clk.Now()))
 }
 
 // inLine reports the waiter's position to the wait observer, and keeps it as
@@ -169,16 +187,16 @@ func (w *waiter) inLine(ahead int) {
 	w.notify(&cp, time.Time{})
 }
 
-// leaveLine deletes the waiter's ticket, before Acquire returns (one
+// leave deletes the waiter's ticket, before Acquire returns (one
 // request, with a context that outlives the caller's): a process that exits
 // right after acquiring, such as `s3lock acquire`, must not leave a ticket
 // that holds up the line until it lapses. A ticket that cannot be deleted
 // lapses.
-func (w *waiter) leaveLine(ctx context.Context) {
-	p := w.place
-	if p == nil || p.ref.key == "" {
+func (l *lineWait) leave(ctx context.Context) {
+	if l == nil || l.place == nil || l.place.ref.key == "" {
 		return
 	}
+	p := l.place
 	key := p.ref.key
 	p.ref = ticketRef{}
 	p.forget(ctx, key)

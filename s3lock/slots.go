@@ -18,10 +18,19 @@ import (
 // history). The marker is what keeps a slot lock and a mutex of the same
 // name apart, and every holder to the same n.
 
-// slotSet is the slots of one slot lock, as a waiting Acquire (or one
-// TryAcquire) sees them.
-type slotSet struct {
-	n int
+// slotLock is the acquisition of a slot lock (WithSlots(n), n > 1): a type
+// of its own, as Consul's api/semaphore.go is beside its lock, that owns its
+// attempt (the marker, then the slots), its wait for a slot, and what it
+// knows of the slots meanwhile. The marker plays the part of the
+// semaphore's ".lock" key: it records n, which every holder must agree on
+// (a *SlotsError otherwise, the semaphore's limit conflict). The mutex's
+// acquisition knows nothing of slots; each slot is one (slotWatch.m).
+type slotLock struct {
+	// lock is the lock itself, as a mutex: what its attempts know of its
+	// newest epoch (the marker, or a mutex's lease while it is one), and
+	// the wait for a mutex's lease (wait).
+	lock mutex
+	n    int
 	// marker is the lock's marker as last read: while the LIST shows its
 	// ETag unchanged, the GET is skipped.
 	marker *observed
@@ -34,100 +43,110 @@ type slotSet struct {
 	next int
 }
 
-// slotWatch is one slot as the waiter last found it.
+// slotWatch is one slot as the slot lock last found it.
 type slotWatch struct {
-	i int    // 1-based
-	w waiter // the slot's name, hints and seen ETag
+	i int   // 1-based
+	m mutex // the slot, a mutex: its name, what its attempts know, the ETag it saw
 	// held is the slot's lease as last read, nil while the slot is worth an
 	// attempt or known only from a listing; deadline is when that lease may
-	// lapse (waiter.deadline), or, for one judged held from a listing
+	// lapse (mutex.deadline), or, for one judged held from a listing
 	// (listedHeld), the earliest it may.
 	held       *HeldError
 	listedHeld bool
 	deadline   time.Time
 	// newest is the slot's newest epoch as the last listing of the slots
-	// showed it, in page (found false: none).
-	newest listedEpoch
-	found  bool
-	page   *listed
+	// showed it, in page (found false: none); listedFree is set when that
+	// listing judged it free from its size code.
+	newest     listedEpoch
+	found      bool
+	page       *listed
+	listedFree bool
 }
 
-func newSlotSet(c *Client, name string, n int) *slotSet {
-	s := &slotSet{n: n, next: rand.IntN(n)}
-	for i := 1; i <= n; i++ {
-		s.slots = append(s.slots, &slotWatch{i: i, w: waiter{c: c, name: slotName(name, i)}})
+func newSlotLock(c *Client, name string, a acquireConfig) *slotLock {
+	s := &slotLock{lock: mutex{c: c, name: name, a: a}, n: a.slots, next: rand.IntN(a.slots)}
+	sub := a
+	sub.order, sub.slots = OrderNone, 0 // the line is the lock's, not a slot's
+	for i := 1; i <= s.n; i++ {
+		sub.slot = slotRef{lock: name, slot: i, slots: s.n}
+		s.slots = append(s.slots, &slotWatch{i: i, m: mutex{c: c, name: slotName(name, i), a: sub}})
 	}
 	return s
 }
 
-// reset makes every slot worth an attempt again (the waiter's knowledge of
-// them is old: it waited in line meanwhile).
-func (s *slotSet) reset() {
+// forget makes every slot worth an attempt again (what the slot lock knew
+// of them is old: it waited in line meanwhile).
+func (s *slotLock) forget() {
 	for _, sl := range s.slots {
 		sl.held, sl.listedHeld = nil, false
 	}
 }
 
-// attemptSlots is one acquisition attempt at a slot lock: check the marker
+// attempt is one acquisition attempt at a slot lock: check the marker
 // (writing it if the lock is free), then try the slots that may be free.
-// It returns a *HeldError with Slots set when every slot is held, and one
-// without when the lock is a mutex whose lease is still held (the waiter
-// watches that lease, then makes the lock a slot lock).
-func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
-	c, s := w.c, w.slots
+// It returns a *HeldError of the slots when every slot is held, and one of
+// the lock when the lock is a mutex whose lease is still held (the slot
+// lock waits for that lease, then makes the lock a slot lock).
+func (s *slotLock) attempt(ctx context.Context, head bool) (*Lease, error) {
+	c, name := s.lock.c, s.lock.name
 	start := c.cfg.clock.Now()
-	newest, found, page, err := c.findNewest(ctx, w.name)
+	newest, found, page, err := c.findNewest(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.stillListed(ctx, w.name, newest, found, &w.hints); err != nil {
+	if err := s.lock.stillListed(ctx, newest, found); err != nil {
 		return nil, err
 	}
 	next := uint64(1)
 	if found {
-		m := s.marker
-		if r := w.hints.released; m == nil && r != nil {
-			m = r // a mutex's lease this waiter watched until it was released
-		}
-		if !sameObject(m, &observed{key: newest.key, etag: newest.etag}) {
-			m, err = c.getEpoch(ctx, newest.key, newest.epoch, "")
-			switch {
-			case classify(err) == failNotFound:
-				return nil, errRetry // deleted since the LIST: look again
-			case err != nil:
-				return nil, err
-			}
-		}
+		m, err := s.readMarker(ctx, newest)
 		switch {
+		case err != nil:
+			return nil, err
 		case m.body.marker() && m.body.Slots != s.n:
-			return nil, c.slotsError(w.name, m, s.n)
+			return nil, c.slotsError(name, m, s.n)
 		case m.body.marker():
 			s.marker, s.sizeCoded = m, m.body.Format >= sizeCodedMarkers
-			if err := c.leaveToLine(ctx, w.name, w.a, &w.hints, page); err != nil {
+			if err := s.lock.leaveToLine(ctx, head, page); err != nil {
 				return nil, err
 			}
-			return w.trySlots(ctx)
-		case !free(m) && !sameObject(m, w.hints.lapsed):
-			he := c.heldError(w.name, m) // a mutex's lease: wait for it
-			he.line = page.line
-			return nil, he
-		case newest.epoch >= MaxEpoch:
-			return nil, fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
-				ErrEpochExhausted, w.name, c.bucket, newest.epoch)
+			return s.trySlots(ctx)
+		}
+		if err := s.lock.busy(m, newest, page); err != nil {
+			return nil, err // a mutex's lease: wait for it
 		}
 		next = newest.epoch + 1
 	}
-	if err := c.leaveToLine(ctx, w.name, w.a, &w.hints, page); err != nil {
+	if err := s.lock.leaveToLine(ctx, head, page); err != nil {
 		return nil, err
 	}
-	err = c.createMarker(ctx, w.name, next, s.n, start, page)
-	if herr := c.createFoundEpoch(ctx, w.name, next, err, &w.hints); herr != nil {
+	err = c.createMarker(ctx, name, next, s.n, start, page)
+	if herr := s.lock.createFoundEpoch(ctx, next, err); herr != nil {
 		return nil, herr
 	}
 	if err != nil {
 		return nil, err
 	}
 	return nil, errRetry // the next attempt reads the marker and takes a slot
+}
+
+// readMarker returns the lock's newest epoch object, as listed in newest:
+// the marker as last read, or a mutex's lease the slot lock watched until
+// it was released, if the listing shows the same ETag; else one GET
+// (errRetry if it was deleted since the LIST).
+func (s *slotLock) readMarker(ctx context.Context, newest listedEpoch) (*observed, error) {
+	m := s.marker
+	if r := s.lock.known.released; m == nil && r != nil {
+		m = r // a mutex's lease this slot lock watched until it was released
+	}
+	if sameObject(m, &observed{key: newest.key, etag: newest.etag}) {
+		return m, nil
+	}
+	m, err := s.lock.c.getEpoch(ctx, newest.key, newest.epoch, "")
+	if classify(err) == failNotFound {
+		return nil, errRetry // deleted since the LIST: look again
+	}
+	return m, err
 }
 
 // trySlots lists the slots' epochs (one LIST of "<name>/lock-slots/") and
@@ -138,10 +157,9 @@ func (w *waiter) attemptSlots(ctx context.Context) (*Lease, error) {
 // held it reads the slot that may lapse first and returns a *HeldError for
 // it: four requests for a full lock, the LIST and GET of the marker
 // included, whatever the number of slots (PROTOCOL.md §14).
-func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
-	s := w.slots
-	start := w.c.cfg.clock.Now()
-	if err := w.listSlots(ctx); err != nil {
+func (s *slotLock) trySlots(ctx context.Context) (*Lease, error) {
+	start := s.lock.c.cfg.clock.Now()
+	if err := s.listSlots(ctx); err != nil {
 		return nil, err
 	}
 	retry := false
@@ -151,7 +169,7 @@ func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 		if sl.listedHeld || sl.held != nil {
 			continue // held, as listed now or as read before with the ETag listed now
 		}
-		lease, err := w.attemptSlot(ctx, sl, start)
+		lease, err := sl.attempt(ctx, start)
 		switch {
 		case err == nil:
 			return lease, nil
@@ -174,7 +192,7 @@ func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 		// Judged held from the listing: read it, to say who holds it and
 		// until when (or take it, if it was freed meanwhile).
 		first.listedHeld = false
-		lease, err := w.attemptSlot(ctx, first, start)
+		lease, err := first.attempt(ctx, start)
 		switch {
 		case err == nil:
 			return lease, nil
@@ -182,18 +200,19 @@ func (w *waiter) trySlots(ctx context.Context) (*Lease, error) {
 			return nil, err
 		}
 	}
-	return nil, w.slotsHeld(s.shown())
+	return nil, s.slotsHeld(s.shown())
 }
 
 // listSlots lists the epochs of every slot (one LIST of the slots' prefix,
 // one per thousand keys) and judges each slot's newest epoch from it.
-func (w *waiter) listSlots(ctx context.Context) error {
-	pages, err := w.c.slotPages(ctx, w.name)
+func (s *slotLock) listSlots(ctx context.Context) error {
+	c := s.lock.c
+	pages, err := c.slotPages(ctx, s.lock.name)
 	if err != nil {
 		return err
 	}
-	now := w.c.cfg.clock.Now()
-	for _, sl := range w.slots.slots {
+	now := c.cfg.clock.Now()
+	for _, sl := range s.slots {
 		sl.page = pages[sl.i]
 		if sl.page == nil {
 			sl.page = &listed{}
@@ -204,9 +223,9 @@ func (w *waiter) listSlots(ctx context.Context) error {
 		if wasRead && sameEpoch && sl.newest.etag == prev.etag {
 			continue // unchanged since it was read held: its deadline stands
 		}
-		sl.listedHeld, sl.w.hints.free = false, nil
+		sl.listedHeld, sl.listedFree = false, false
 		v, soonest := sizeUnknown, time.Time{}
-		if sl.found && w.slots.sizeCoded {
+		if sl.found && s.sizeCoded {
 			v, soonest = judgeListed(sl.newest, sl.page.date)
 		}
 		switch v {
@@ -218,7 +237,7 @@ func (w *waiter) listSlots(ctx context.Context) error {
 				sl.held = nil
 			}
 		case sizeFree:
-			sl.held, sl.w.hints.free = nil, &sl.newest
+			sl.held, sl.listedFree = nil, true
 		default:
 			sl.held = nil
 		}
@@ -226,19 +245,17 @@ func (w *waiter) listSlots(ctx context.Context) error {
 	return nil
 }
 
-// attemptSlot attempts slot sl from the last listing of the slots (made at
+// attempt attempts slot sl from the last listing of the slots (made at
 // start); a *HeldError leaves sl held, with its deadline.
-func (w *waiter) attemptSlot(ctx context.Context, sl *slotWatch, start time.Time) (*Lease, error) {
-	sub := w.a
-	sub.order, sub.slots = OrderNone, 0 // the line is the lock's, not a slot's
-	sub.slot = slotRef{lock: w.name, slot: sl.i, slots: w.slots.n}
-	lease, err := w.c.attemptListed(ctx, sl.w.name, sub, &sl.w.hints,
-		listing{start: start, newest: sl.newest, found: sl.found, page: sl.page})
-	sl.w.hints.free = nil
+func (sl *slotWatch) attempt(ctx context.Context, start time.Time) (*Lease, error) {
+	free := sl.listedFree
+	sl.listedFree = false
+	lease, err := sl.m.attemptListed(ctx, false,
+		listing{start: start, newest: sl.newest, found: sl.found, page: sl.page, free: free})
 	var held *HeldError
 	if errors.As(err, &held) {
-		sl.held, sl.w.hints = held, hints{}
-		sl.deadline = sl.w.deadline(held.obs)
+		sl.held, sl.m.known = held, known{}
+		sl.deadline = sl.m.deadline(held.obs)
 	}
 	return lease, err
 }
@@ -272,18 +289,18 @@ func (c *Client) slotPages(ctx context.Context, name string) (map[int]*listed, e
 }
 
 // soonest returns the held slot whose lease may lapse first.
-func (s *slotSet) soonest() *slotWatch {
+func (s *slotLock) soonest() *slotWatch {
 	return s.first(func(sl *slotWatch) bool { return sl.held != nil || sl.listedHeld })
 }
 
 // shown returns the held slot to describe while waiting: of those read, the
 // one that may lapse first.
-func (s *slotSet) shown() *slotWatch {
+func (s *slotLock) shown() *slotWatch {
 	return s.first(func(sl *slotWatch) bool { return sl.held != nil })
 }
 
 // first returns the slot with the earliest deadline of those that match.
-func (s *slotSet) first(match func(*slotWatch) bool) *slotWatch {
+func (s *slotLock) first(match func(*slotWatch) bool) *slotWatch {
 	var out *slotWatch
 	for _, sl := range s.slots {
 		if match(sl) && (out == nil || sl.deadline.Before(out.deadline)) {
@@ -295,11 +312,21 @@ func (s *slotSet) first(match func(*slotWatch) bool) *slotWatch {
 
 // slotsHeld is the *HeldError of a slot lock whose slots are all held,
 // describing slot sl.
-func (w *waiter) slotsHeld(sl *slotWatch) *HeldError {
+func (s *slotLock) slotsHeld(sl *slotWatch) *HeldError {
 	he := *sl.held
-	he.Name, he.Slots, he.Slot = w.name, w.slots.n, sl.i
-	he.ExpiresIn = max(0, sl.deadline.Sub(w.c.cfg.clock.Now()))
+	he.Name, he.slots, he.slot = s.lock.name, s.n, sl.i
+	he.ExpiresIn = max(0, sl.deadline.Sub(s.lock.c.cfg.clock.Now()))
 	return &he
+}
+
+// wait waits, for w, until what the last attempt found held may be free:
+// one of the slots (held.slots set), or the lease of the mutex the lock
+// still is.
+func (s *slotLock) wait(ctx context.Context, w *waiter, held *HeldError) error {
+	if held.slots > 1 {
+		return s.watchSlots(ctx, w)
+	}
+	return s.lock.wait(ctx, w, held)
 }
 
 // watchSlots waits until a slot may have become free: its newest epoch
@@ -308,30 +335,27 @@ func (w *waiter) slotsHeld(sl *slotWatch) *HeldError {
 // mutex's waiter costs, one request per poll interval, whatever n is, and
 // sees a released slot within one poll interval. It returns nil to make the
 // caller attempt again, or an error to give up with.
-func (w *waiter) watchSlots(ctx context.Context) error {
-	c, s := w.c, w.slots
-	clk := c.cfg.clock
+func (s *slotLock) watchSlots(ctx context.Context, w *waiter) error {
+	clk := s.lock.c.cfg.clock
 	for {
 		first := s.soonest()
 		if first == nil {
 			return nil
 		}
 		if shown := s.shown(); shown != nil {
-			w.notify(w.slotsHeld(shown), first.deadline)
+			w.notify(s.slotsHeld(shown), first.deadline)
 		}
 		if err := w.poll(ctx, first.deadline); err != nil {
 			return err
 		}
 		if !clk.Now().Before(first.deadline) {
 			if first.held != nil {
-				if _, ok := remaining(first.held.obs); !ok {
-					first.w.hints.lapsed = first.held.obs
-				}
+				first.m.timeUp(first.held.obs)
 			}
 			first.held, first.listedHeld = nil, false
 			return nil // its time may be up: the attempt judges by the store's clock
 		}
-		err := w.listSlots(ctx)
+		err := s.listSlots(ctx)
 		switch {
 		case err == nil:
 			for _, sl := range s.slots {

@@ -373,7 +373,10 @@ func TestSlots_AllHeld(t *testing.T) {
 	viewer := newLockClient(t, ns, "viewer", nil)
 	_, err := viewer.TryAcquire(t.Context(), name, s3lock.WithSlots(3))
 	var he *s3lock.HeldError
-	if !errors.As(err, &he) || he.Slots != 3 || he.Slot < 1 || he.Name != name || seen[he.Slot] != he.Holder {
+	if !errors.As(err, &he) {
+		t.Fatalf("TryAcquire of a full 3-slot lock: %v; want a *HeldError for one of its slots", err)
+	}
+	if slot, slots := s3lock.HeldSlot(he); slots != 3 || slot < 1 || he.Name != name || seen[slot] != he.Holder {
 		t.Fatalf("TryAcquire of a full 3-slot lock: %v; want a *HeldError for one of its slots", err)
 	}
 	if !strings.Contains(err.Error(), "all 3 slots") {

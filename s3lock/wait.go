@@ -45,7 +45,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 	defer w.stopWaiting()
 	start := c.cfg.clock.Now()
 	lease, err := w.acquire(ctx)
-	w.leaveLine(ctx)
+	w.line.leave(ctx)
 	c.observeAcquire(name, lease, err, c.cfg.clock.Now().Sub(start), false)
 	return lease, err
 }
@@ -65,7 +65,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
 		}
-		lease, err := w.attempt(ctx)
+		lease, err := w.lock.attempt(ctx, w.line.atHead())
 		var held *HeldError
 		switch {
 		case err == nil:
@@ -113,57 +113,65 @@ func (w *waiter) onHeld(ctx, outer context.Context, held *HeldError, err error) 
 	if held != nil {
 		w.last, w.held = err, held
 	}
-	if w.a.order.ordered() {
-		waited, terr := w.takeTurn(ctx)
+	if w.line != nil {
+		waited, terr := w.line.takeTurn(ctx, w)
 		if terr != nil {
 			return ctx, terr
 		}
-		w.hints.head = true // its attempts now take a free lock
+		w.line.head = true // its attempts now take a free lock
 		if waited || held == nil {
-			if w.slots != nil {
-				w.slots.reset()
-			}
+			w.lock.forget()
 			return ctx, nil // the lock may have changed meanwhile: look again
 		}
 	}
-	werr := w.wait(ctx, held)
+	werr := w.lock.wait(ctx, w, held)
 	if werr == nil {
 		// About to attempt: an OrderNewest head looks whether a newer
 		// OrderNewest waiter joined since its last look.
-		werr = w.headDuty(ctx, true)
+		werr = w.line.headDuty(ctx, w, true)
 	}
 	if errors.Is(werr, errNotHead) {
-		w.hints.head = false
+		w.line.head = false
 		return ctx, nil
 	}
 	return ctx, werr
 }
 
+// lockMode is one kind of lock as an acquisition sees it, chosen once
+// (newLockMode): a mutex (acquire.go, and its wait below) or a slot lock
+// (slotLock, slots.go). Each owns its attempt, its wait for what it found
+// held and what it knows meanwhile, as etcd's client/v3/concurrency/mutex.go
+// is a tryAcquire and a wait (waitDeletes) over the mutex's own state; the
+// waiter's loop and the line's waiting (lineWait, line_wait.go) are the same
+// for both.
+type lockMode interface {
+	// attempt makes one acquisition attempt; head says that it is made by
+	// the head of the lock's line.
+	attempt(ctx context.Context, head bool) (*Lease, error)
+	// wait waits, for w, until what the last attempt found held (held)
+	// may be free: nil to attempt again, or an error to give up with.
+	wait(ctx context.Context, w *waiter, held *HeldError) error
+	// forget drops what it knows of the holders: it waited in line
+	// meanwhile, so that is old.
+	forget()
+}
+
+// newLockMode returns the acquisition of the lock name: a slot lock's with
+// WithSlots(n), n > 1, else a mutex's.
+func newLockMode(c *Client, name string, a acquireConfig) lockMode {
+	if a.slots > 1 {
+		return newSlotLock(c, name, a)
+	}
+	return &mutex{c: c, name: name, a: a}
+}
+
 // newWaiter returns the state of an acquisition of name.
 func newWaiter(c *Client, name string, a acquireConfig) *waiter {
-	w := &waiter{c: c, name: name, a: a}
-	if a.slots > 1 {
-		w.slots = newSlotSet(c, name, a.slots)
+	w := &waiter{c: c, name: name, a: a, lock: newLockMode(c, name, a)}
+	if a.order.ordered() {
+		w.line = &lineWait{}
 	}
 	return w
-}
-
-// attempt makes one acquisition attempt: of the lock, or of a slot lock's
-// slots.
-func (w *waiter) attempt(ctx context.Context) (*Lease, error) {
-	if w.slots != nil {
-		return w.attemptSlots(ctx)
-	}
-	return w.c.attempt(ctx, w.name, w.a, &w.hints)
-}
-
-// wait waits until what the last attempt found held may be free: the
-// lease held describes, or (held.Slots set) one of a slot lock's slots.
-func (w *waiter) wait(ctx context.Context, held *HeldError) error {
-	if held.Slots > 1 {
-		return w.watchSlots(ctx)
-	}
-	return w.watch(ctx, held)
 }
 
 // boundAttempts returns ctx bounded, with WithWait, for the attempts made
@@ -224,12 +232,16 @@ func (w *waiter) stopWaiting() {
 	}
 }
 
-// waiter is the state of one waiting Acquire.
+// waiter is the state of one waiting Acquire: the loop (acquire, onHeld),
+// its bounds, and what it reports; what it waits for is its lock's
+// (lockMode), and where it stands in line its line's (lineWait).
 type waiter struct {
 	c    *Client
 	name string
 	a    acquireConfig
-	last error // why the last attempt did not acquire
+	lock lockMode
+	line *lineWait // nil without an order
+	last error     // why the last attempt did not acquire
 	// sawHeld is set once an attempt found the lock held (WithWait stops
 	// failing fast).
 	sawHeld    bool
@@ -239,23 +251,16 @@ type waiter struct {
 	attemptsBound  time.Duration
 	cancelAttempts context.CancelFunc
 
-	held *HeldError // the holder the last attempt found, if any
-	// place is the waiter's ticket in the line (ordered waiters, once they
-	// joined); nextLineCheck is when an OrderNewest head lists the line next.
-	place         *place
-	nextLineCheck time.Time
+	held   *HeldError // the holder the last attempt found, if any
+	notice notice     // what notify last reported
+}
 
-	notified   time.Time
-	lastHolder string
-	lastEpoch  uint64
-	lastAhead  int
-	// For stores that send no Date header: when this client first saw the
-	// holder's current ETag, by its own clock.
-	seenEtag string
-	seenAt   time.Time
-	hints    hints
-	// slots is set for a slot lock (WithSlots(n), n > 1).
-	slots *slotSet
+// notice is what the wait observer was last told, and when.
+type notice struct {
+	at     time.Time
+	holder string
+	epoch  uint64
+	ahead  int
 }
 
 func (w *waiter) gaveUp(ctx context.Context) error {
@@ -276,42 +281,40 @@ func (w *waiter) gaveUp(ctx context.Context) error {
 // waiter's error when ctx ends.
 func (w *waiter) poll(ctx context.Context, deadline time.Time) error {
 	clk := w.c.cfg.clock
-	wait := min(jitter(w.c.cfg.pollInterval), max(0, deadline.Sub(clk.Now())), w.untilLineDuty())
+	wait := min(jitter(w.c.cfg.pollInterval), max(0, deadline.Sub(clk.Now())), w.line.untilDuty(clk))
 	select {
 	case <-ctx.Done():
 		return w.gaveUp(ctx)
 	case <-clk.After(wait):
 	}
-	return w.headDuty(ctx, false)
+	return w.line.headDuty(ctx, w, false)
 }
 
-// watch waits until the lease described by held may have ended: its object
+// wait waits until the lease described by held may have ended: its object
 // changed to released, vanished, or its time ran out. It returns nil to make
 // the caller attempt again, or an error to give up with.
-func (w *waiter) watch(ctx context.Context, held *HeldError) error {
-	clk := w.c.cfg.clock
+func (m *mutex) wait(ctx context.Context, w *waiter, held *HeldError) error {
+	clk := m.c.cfg.clock
 	obs := held.obs
-	deadline := w.deadline(obs)
+	deadline := m.deadline(obs)
 	w.notify(held, deadline)
 	for {
 		if err := w.poll(ctx, deadline); err != nil {
 			return err
 		}
 		if !clk.Now().Before(deadline) {
-			if _, ok := remaining(obs); !ok {
-				w.hints.lapsed = obs
-			}
+			m.timeUp(obs)
 			return nil // its time is up: the attempt judges by the store's clock
 		}
-		o, err := w.c.getEpoch(ctx, obs.key, obs.epoch, obs.etag)
+		o, err := m.c.getEpoch(ctx, obs.key, obs.epoch, obs.etag)
 		switch f := classify(err); {
 		case err == nil && o.body.Released:
-			w.hints.released = o
+			m.known.released = o
 			return nil // released
 		case err == nil:
 			obs = o // renewed
-			deadline = w.deadline(obs)
-			w.notify(w.c.heldError(w.name, obs), deadline)
+			deadline = m.deadline(obs)
+			w.notify(m.c.heldError(m.name, obs), deadline)
 		case f == failNotModified:
 			w.notify(held, deadline)
 		case f == failNotFound:
@@ -326,20 +329,29 @@ func (w *waiter) watch(ctx context.Context, held *HeldError) error {
 	}
 }
 
+// timeUp is the end of a watch of the lease read in obs whose deadline
+// passed: on a store that does not say what time it is, the lease has
+// lapsed (known.lapsed); else the attempt judges by the store's clock.
+func (m *mutex) timeUp(obs *observed) {
+	if _, ok := remaining(obs); !ok {
+		m.known.lapsed = obs
+	}
+}
+
 // deadline is when, by this client's clock, the lease read in obs may have
 // lapsed if it is not renewed: from the store's clock when the store says
 // what time it is (the attempt then re-checks by that clock), else once this
 // client has seen the same ETag for the lease's whole validity plus slack,
 // counted from when it first received it (the holder's last write was sent
 // before that, so the holder stopped trusting the lease earlier).
-func (w *waiter) deadline(obs *observed) time.Time {
+func (m *mutex) deadline(obs *observed) time.Time {
 	if left, ok := remaining(obs); ok {
 		return obs.sent.Add(left)
 	}
-	if obs.etag != w.seenEtag {
-		w.seenEtag, w.seenAt = obs.etag, obs.received
+	if obs.etag != m.seenEtag {
+		m.seenEtag, m.seenAt = obs.etag, obs.received
 	}
-	return w.seenAt.Add(obs.body.validity() + serverSlack)
+	return m.seenAt.Add(obs.body.validity() + serverSlack)
 }
 
 // notify calls the wait observer when the holder (or, in line, the number of
@@ -350,11 +362,12 @@ func (w *waiter) notify(held *HeldError, deadline time.Time) {
 	if !deadline.IsZero() {
 		h.ExpiresIn = max(0, deadline.Sub(now))
 	}
-	changed := h.Holder != w.lastHolder || h.Epoch != w.lastEpoch || h.Ahead != w.lastAhead
-	if !changed && now.Sub(w.notified) < waitNotifyEvery {
+	last := w.notice
+	changed := h.Holder != last.holder || h.Epoch != last.epoch || h.Ahead != last.ahead
+	if !changed && now.Sub(last.at) < waitNotifyEvery {
 		return
 	}
-	w.notified, w.lastHolder, w.lastEpoch, w.lastAhead = now, h.Holder, h.Epoch, h.Ahead
+	w.notice = notice{at: now, holder: h.Holder, epoch: h.Epoch, ahead: h.Ahead}
 	if changed && h.Holder != "" {
 		w.c.cfg.logger.Info("s3lock: waiting for lock", "bucket", w.c.bucket, "lock", w.name,
 			"holder", h.Holder, "epoch", h.Epoch, "expires_in", h.ExpiresIn.Round(time.Millisecond))

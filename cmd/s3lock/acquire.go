@@ -82,7 +82,7 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	}
 	// The SDK calls the wait observer only while it waits, never with
 	// --wait 0; a quiet reporter keeps it so whatever it calls.
-	p := newProgress(a.stderr, name, af.wait, af.quiet || af.wait == 0)
+	p := newProgress(a.stderr, name, af.wait, af.quiet || af.wait == 0, af.slots)
 	lease, err := c.Acquire(ctx, name, append(opts, s3lock.WithWait(af.wait), s3lock.WithWaitObserver(p.observe))...)
 	p.stop()
 	var held *s3lock.HeldError
@@ -97,36 +97,40 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	case ctx.Err() != nil:
 		return nil, err // interrupted
 	case af.wait == 0: // tried once: held
-		return nil, heldNow(name, held, af.order)
+		return nil, heldNow(name, held, af)
 	}
 	// The wait (--wait) ran out.
 	switch {
 	case held.Ahead > 0:
 		return nil, exitWith(exitHeld, fmt.Errorf("lock %q still had %s ahead in its line after waiting %s (--wait); wait longer, or use --order none",
 			name, waitersText(held.Ahead), af.wait))
-	case held.Slots > 1:
-		return nil, exitWith(exitHeld, fmt.Errorf("all %d slots of lock %q are still held after waiting %s (--wait); the first to run out is slot %d, held by %s (epoch %d)",
-			held.Slots, name, af.wait, held.Slot, holderText(held.Holder), held.Epoch))
+	case af.slots > 1: // the SDK's words say which slot runs out first (or that a mutex holds the lock)
+		return nil, exitWith(exitHeld, fmt.Errorf("after waiting %s (--wait), %s", af.wait, sdkText(held)))
 	}
 	return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",
 		name, holderText(held.Holder), held.Epoch, af.wait))
 }
 
 // heldNow words a lock found held by an acquisition that tried once (--wait
-// 0): held, all its slots held, or free with others ahead in its line.
-func heldNow(name string, held *s3lock.HeldError, order s3lock.Order) error {
+// 0) with af: held, all its slots held, or free with others ahead in its
+// line.
+func heldNow(name string, held *s3lock.HeldError, af acquireFlags) error {
+	order := af.order
 	switch {
 	case held.Queued: // free, but others wait in its line
 		return exitWith(exitHeld, fmt.Errorf("lock %q is free, but its line has %s ahead of you (--order %s); use --wait to wait your turn, or --order none to take it now",
 			name, waitersText(held.Ahead), order))
-	case held.Slots > 1: // every slot is held
-		return exitWith(exitHeld, fmt.Errorf("all %d slots of lock %q are held; the first to run out is slot %d, held by %s (epoch %d) "+
-			"for at most %s more%s; use --wait to wait for a slot",
-			held.Slots, name, held.Slot, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
+	case af.slots > 1: // every slot is held: the SDK's words say which runs out first
+		return exitWith(exitHeld, fmt.Errorf("%s; use --wait to wait for a slot", sdkText(held)))
 	}
 	return exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more%s; use --wait to wait for it",
 		name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
 }
+
+// sdkText is the SDK's own sentence for err, without its "s3lock: " (the
+// CLI says who is speaking): for what only the SDK knows, such as which
+// slot of a slot lock runs out first.
+func sdkText(err error) string { return strings.TrimPrefix(err.Error(), "s3lock: ") }
 
 // inLineText is ", and its line has N waiters" when n > 0, else "".
 func inLineText(n int) string {

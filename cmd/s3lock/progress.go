@@ -36,13 +36,14 @@ type progress struct {
 	lastHolder string
 	lastEpoch  uint64
 	lastAhead  int
-	lastSlot   int
+	lastKey    string
+	slots      int // the slots asked for (s3lock.WithSlots); 1 for a mutex
 }
 
-// newProgress starts a reporter for a wait of up to limit for the lock name.
-// quiet reporters print nothing.
-func newProgress(w io.Writer, name string, limit time.Duration, quiet bool) *progress {
-	p := &progress{w: w, name: name, limit: limit, start: time.Now(),
+// newProgress starts a reporter for a wait of up to limit for the lock name,
+// asked for with slots (1: a mutex). quiet reporters print nothing.
+func newProgress(w io.Writer, name string, limit time.Duration, quiet bool, slots int) *progress {
+	p := &progress{w: w, name: name, limit: limit, start: time.Now(), slots: slots,
 		events: make(chan s3lock.HeldError, 1), done: make(chan struct{})}
 	if quiet {
 		p.w = io.Discard
@@ -83,13 +84,13 @@ func (p *progress) loop() {
 
 func (p *progress) print(h s3lock.HeldError) {
 	now := time.Now()
-	changed := h.Holder != p.lastHolder || h.Epoch != p.lastEpoch || h.Ahead != p.lastAhead || h.Slot != p.lastSlot
+	changed := h.Holder != p.lastHolder || h.Epoch != p.lastEpoch || h.Ahead != p.lastAhead || h.Key != p.lastKey
 	if !p.tty && !changed && now.Sub(p.lastPrint) < plainInterval {
 		return
 	}
-	p.lastPrint, p.lastHolder, p.lastEpoch, p.lastAhead, p.lastSlot = now, h.Holder, h.Epoch, h.Ahead, h.Slot
+	p.lastPrint, p.lastHolder, p.lastEpoch, p.lastAhead, p.lastKey = now, h.Holder, h.Epoch, h.Ahead, h.Key
 	waited := now.Sub(p.start).Round(time.Second)
-	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", p.name, waitingText(h), waited, p.limit)
+	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", p.name, waitingText(h, p.slots), waited, p.limit)
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return
@@ -105,15 +106,14 @@ func (p *progress) print(h s3lock.HeldError) {
 // are ahead in line, how many (the holder is then as the waiter last read
 // it, and its expiry is not shown: it is not watched until this waiter is
 // next in line).
-func waitingText(h s3lock.HeldError) string {
+func waitingText(h s3lock.HeldError, slots int) string {
 	switch {
 	case h.Queued: // the lock was free, but others were in line
 		return waitersText(h.Ahead) + " ahead in line"
 	case h.Ahead > 0:
 		return fmt.Sprintf("%s ahead in line; last seen held by %s (epoch %d)", waitersText(h.Ahead), holderText(h.Holder), h.Epoch)
-	case h.Slots > 1: // a slot lock: the slot whose lease runs out first
-		return fmt.Sprintf("all %d slots held; the first to run out is slot %d, held by %s (epoch %d), lapses in %s unless renewed",
-			h.Slots, h.Slot, holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn))
+	case slots > 1: // a slot lock: the SDK's words say which slot runs out first
+		return sdkText(&h)
 	}
 	return fmt.Sprintf("held by %s (epoch %d), lapses in %s unless renewed", holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn))
 }

@@ -428,12 +428,13 @@ func TestSlots_AllSlotsHeld(t *testing.T) {
 
 	r := c.run("run", "--slots", "2", "--wait", "0", name, "--", "true")
 	line := r.singleLine(t)
-	if r.code != exitHeld || !strings.Contains(line, fmt.Sprintf("all 2 slots of lock %q are held; the first to run out is slot", name)) ||
+	if r.code != exitHeld || !strings.Contains(line, fmt.Sprintf("all 2 slots of lock %q in bucket ", name)) ||
+		!strings.Contains(line, " are held; the first to run out is slot") ||
 		!strings.Contains(line, "use --wait to wait for a slot") {
 		t.Fatalf("--wait 0: %s; want exit %d saying all 2 slots are held", r, exitHeld)
 	}
 	slot := mustAtoi(t, strings.TrimSuffix(strings.Fields(strings.SplitAfter(line, "is slot ")[1])[0], ","))
-	if !strings.Contains(line, "held by "+holders[slot]) {
+	if !strings.Contains(line, fmt.Sprintf("held by %q", holders[slot])) {
 		t.Errorf("%q: slot %d is held by %s", line, slot, holders[slot])
 	}
 
@@ -442,10 +443,10 @@ func TestSlots_AllSlotsHeld(t *testing.T) {
 		t.Fatalf("--wait 1s: %s; want exit %d and no token", r, exitHeld)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-	if last := lines[len(lines)-1]; !strings.Contains(last, fmt.Sprintf("all 2 slots of lock %q are still held after waiting 1s (--wait)", name)) {
+	if last := lines[len(lines)-1]; !strings.Contains(last, fmt.Sprintf("after waiting 1s (--wait), all 2 slots of lock %q in bucket ", name)) {
 		t.Errorf("last line %q; want it to say all 2 slots are still held", last)
 	}
-	if !strings.Contains(r.stderr, "all 2 slots held; the first to run out is slot") {
+	if !strings.Contains(r.stderr, fmt.Sprintf("waiting for lock %q: all 2 slots of lock %q in bucket ", name, name)) {
 		t.Errorf("the progress does not say that all slots are held:\n%s", r.stderr)
 	}
 }

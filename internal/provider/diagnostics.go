@@ -164,7 +164,7 @@ func acquisitionFailed(l leaseRef, err error, waitAttr string) diag.Diagnostic {
 	case errors.As(err, &se):
 		return superseded(l, se)
 	case errors.As(err, &held):
-		return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(held.Slots, waitAttr)))
+		return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(slotOfKey(held.Key) > 0, waitAttr)))
 	case errors.As(err, &mismatch):
 		return markerSays(l, mismatch)
 	case errors.Is(err, s3lock.ErrLeaseLost):
@@ -531,7 +531,7 @@ func stateLockFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 			"for another run's lock was %v; nothing was locked, and this run left the lock's line.", stateWhere(s, ws), err))
 	}
 	var held *s3lock.HeldError
-	if !errors.As(err, &held) || held.Slots > 1 {
+	if !errors.As(err, &held) { // (a state's lock is a mutex: never a slot lock's *HeldError)
 		return stateFailed("Cannot lock the state", s, ws, err)
 	}
 	if held.Queued {

@@ -28,7 +28,7 @@ func TestLockWaited(t *testing.T) {
 	tagged := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "res-pipeline", Epoch: 1, AcquiredAt: since,
 		Metadata: map[string]string{"who": "res"}}
 	queued := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Queued: true, Ahead: 1}
-	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "carol", Epoch: 7, Slots: 3, Slot: 2, AcquiredAt: since}
+	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "carol", Epoch: 7, Key: "deploy/prod/lock-slots/2/lock-0000000007.json", AcquiredAt: since}
 	file := &tfstate.LockFileHeldError{Bucket: "b", Key: "k.tflock", Info: tfstate.LockInfo{ID: "0b4d", Who: "dave@ci", Operation: "OperationTypeApply"}}
 	got := leaseRef{bucket: "b", name: "deploy/prod", epoch: 5}
 	cases := []struct {
@@ -55,7 +55,7 @@ func TestLockWaited(t *testing.T) {
 		{name: "free, others queued first", got: got, w: lockWait{first: queued, last: queued, took: time.Second},
 			want: []string{"When it asked, the lock was free, but 1 other run was queued for it first."}},
 		{name: "slots", got: leaseRef{bucket: "b", name: "deploy/prod", epoch: 9, slot: 1}, w: lockWait{first: slots, last: slots, took: time.Second},
-			want: []string{`all 3 of its slots were held, the one to run out first, slot 2, by "carol" (epoch 7,`,
+			want: []string{`all of its slots were held, the one to run out first, slot 2, by "carol" (epoch 7,`,
 				"It holds the lock now, in slot 1 at epoch 9"}},
 		{name: "state lock file", got: got, w: lockWait{first: file, last: file, took: time.Second},
 			want: []string{`the S3 backend's lock file was held by a run without s3lock: dave@ci, lock ID "0b4d", OperationTypeApply.`}},
@@ -87,7 +87,7 @@ func TestLockWaited(t *testing.T) {
 func TestAcquisitionFailed(t *testing.T) {
 	l := leaseRef{bucket: "b", name: "deploy/prod"}
 	held := fmt.Errorf("s3lock: gave up waiting: %w", &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "alice", Epoch: 3})
-	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "alice", Epoch: 3, Slots: 2, Slot: 1}
+	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "alice", Epoch: 3, Key: "deploy/prod/lock-slots/1/lock-0000000003.json"}
 	for _, attr := range []string{"timeouts.create", "wait_timeout"} {
 		other := map[string]string{"timeouts.create": "wait_timeout", "wait_timeout": "timeouts.create"}[attr]
 		for _, err := range []error{held, slots} {

@@ -35,16 +35,16 @@ const (
 // heldHint says what to do about a lock (of slots slots) that others hold or
 // queued for first; waitAttr names the setting that raises the wait, ""
 // when no wait was asked for.
-func heldHint(slots int, waitAttr string) string {
+func heldHint(slotLock bool, waitAttr string) string {
 	wait := ""
 	if waitAttr != "" {
 		wait = " (raise " + waitAttr + ")"
 	}
-	if slots > 1 {
-		return fmt.Sprintf("All %d slots of the lock are held by others, or (with order = \"fifo\" or \"newest\") "+
+	if slotLock {
+		return fmt.Sprintf("All slots of the lock are held by others, or (with order = \"fifo\" or \"newest\") "+
 			"others queued for a slot first. Wait for a slot to free%s, or, if a holder is gone for good, "+
 			"force-release its slot's epoch (the s3lock_force_release action with slot, or `s3lock force-release "+
-			"--slot`).", slots, wait)
+			"--slot`).", wait)
 	}
 	return "Someone else holds the lock, or (with order = \"fifo\" or \"newest\") others queued for it first. " +
 		"Wait for them" + wait + ", or, if the holder is gone for good, force-release its epoch with the s3lock CLI."
@@ -97,14 +97,15 @@ func heldBy(err error) (who, text string) {
 	}
 	text = fmt.Sprintf("it was held by %s (epoch %d, since %s%s)", by, held.Epoch, formatTime(held.AcquiredAt),
 		stateOperation(held))
-	if held.Slots > 1 {
-		text = fmt.Sprintf("all %d of its slots were held, the one to run out first, slot %d, by %q (epoch %d, since %s)",
-			held.Slots, held.Slot, held.Holder, held.Epoch, formatTime(held.AcquiredAt))
+	slot := slotOfKey(held.Key)
+	if slot > 0 {
+		text = fmt.Sprintf("all of its slots were held, the one to run out first, slot %d, by %q (epoch %d, since %s)",
+			slot, held.Holder, held.Epoch, formatTime(held.AcquiredAt))
 	}
 	if held.Ahead > 0 {
 		text += fmt.Sprintf(", and %s ahead of this one in line", runsAhead(held.Ahead))
 	}
-	return fmt.Sprintf("%d/%d", held.Slot, held.Epoch), text
+	return fmt.Sprintf("%d/%d", slot, held.Epoch), text
 }
 
 // stateOperation is, for a state's lock (whose lease carries Terraform's
@@ -215,10 +216,10 @@ func hintSuffix(bucket, objects string, err error) string {
 func hintFor(bucket, objects string, err error) string {
 	var held *s3lock.HeldError
 	switch {
-	case errors.As(err, &held) && held.Slots > 1:
-		return heldHint(held.Slots, "")
+	case errors.As(err, &held) && slotOfKey(held.Key) > 0:
+		return heldHint(true, "")
 	case errors.Is(err, s3lock.ErrHeld):
-		return heldHint(1, "")
+		return heldHint(false, "")
 	case errors.Is(err, s3lock.ErrAccessDenied):
 		return fmt.Sprintf("The error above says whether the store refused the credentials (no credentials, an "+
 			"unknown access key, a wrong secret key, an expired session token) or a permission. Check the provider's "+

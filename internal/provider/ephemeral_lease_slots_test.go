@@ -86,7 +86,7 @@ resource "echo" "lease" {}
 				Config:    config("slots = 2", `wait_timeout = "2s"`),
 				PlanOnly:  true,
 				ExpectError: matchError("Could not acquire lock", fmt.Sprintf(`all 2 slots of lock %q`, name),
-					"All 2 slots of the lock are held by others"),
+					"All slots of the lock are held by others"),
 			},
 			{
 				// A slot frees: the run takes it (and the test's destroy

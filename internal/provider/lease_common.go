@@ -123,10 +123,10 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 			"acquired_at": formatTime(h.AcquiredAt),
 			"ahead":       h.Ahead,
 		}
-		if h.Slots > 1 {
+		if slot := slotOfKey(h.Key); slot > 0 {
 			// All slots are held; the holder is the one whose lease runs
 			// out first.
-			fields["slots"], fields["slot"] = h.Slots, h.Slot
+			fields["slot"] = slot
 		}
 		tflog.Info(ctx, "waiting for lock", fields)
 		if f.hooks.onWait != nil {

@@ -31,6 +31,23 @@ const (
 // name contains it (s3lock reserves it), so an ID with it names a slot.
 const slotIDSegment = "lock-slots"
 
+// slotOfKey returns the slot whose epoch object key is, for a key of the
+// form `<name>/lock-slots/<slot>/lock-<epoch>.json` (s3lock.Token.Key), and
+// 0 for a lock's own epoch: the Key of a *s3lock.HeldError names the slot it
+// describes when every slot of a slot lock is held.
+func slotOfKey(key string) int {
+	dir := key[:max(strings.LastIndex(key, "/"), 0)]
+	i := strings.LastIndex(dir, "/"+slotIDSegment+"/")
+	if i <= 0 {
+		return 0
+	}
+	slot, err := strconv.Atoi(dir[i+len(slotIDSegment)+2:])
+	if err != nil || slot < 1 || slot > s3lock.MaxSlots {
+		return 0
+	}
+	return slot
+}
+
 // ImportState adopts the lock's current lease (of the slot, for a slot
 // lease) by its import ID, or by the same parts as an identity, e.g. one
 // acquired by an earlier pipeline step, and refuses any epoch that is not

@@ -75,6 +75,27 @@ func TestLeaseID_SlotIsTheKeyPath(t *testing.T) {
 	}
 }
 
+// TestSlotOfKey: the slot a key names is read from the SDK's own keys
+// (s3lock.Token.Key), a lock's own epoch names none, and a lock whose name
+// merely resembles a slot's is not taken for one.
+func TestSlotOfKey(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		want int
+	}{
+		{s3lock.Token{Name: "ci/runners", Slot: 2, Epoch: 7}.Key(), 2},
+		{s3lock.Token{Name: "ci/runners", Slot: s3lock.MaxSlots, Epoch: 1}.Key(), s3lock.MaxSlots},
+		{s3lock.Token{Name: "ci/runners", Epoch: 7}.Key(), 0},
+		{"ci/lock-slots/x/lock-0000000001.json", 0},
+		{"lock-slots/2/lock-0000000001.json", 0},
+		{"", 0},
+	} {
+		if got := slotOfKey(c.key); got != c.want {
+			t.Errorf("slotOfKey(%q) = %d, want %d", c.key, got, c.want)
+		}
+	}
+}
+
 // TestAccLeaseResource_ImportSlotLease: the lease of one slot of a lock that
 // admits several holders, taken by an earlier pipeline step, is imported by
 // its slot import ID, kept by an empty plan, and destroy releases that slot
