@@ -27,7 +27,10 @@ type State struct {
 	ReleasedBy string    // set by ForceRelease
 	// ExpiresAt is when the lease lapses unless renewed, by this client's
 	// clock (derived from the store's clock, so skew does not matter): when
-	// a waiter may take the lock.
+	// a waiter may take the lock. In a holder's own Lease.State it is when
+	// the holder stops trusting the lease (TrustedUntil): earlier, by a
+	// safety margin, so work under the lease stops before anyone else may
+	// take it.
 	ExpiresAt time.Time
 	// TrustedUntil is the latest moment, by this client's clock, until
 	// which a handle that took the lease over now (Resume) would

@@ -76,7 +76,7 @@
 //
 // # Sub-packages
 //
-// Two capabilities a caller imports alone are packages of their own, on
+// Three capabilities a caller imports alone are packages of their own, on
 // the same client and its request layer (one per-request timeout, errors
 // that match this package's sentinels):
 //
@@ -88,6 +88,9 @@
 //     credentials hold locks at all?" once, before anyone relies on the
 //     bucket: `s3lock verify`, the provider's s3lock_verify action or a
 //     setup script, not the code that locks.
+//   - observe: the events a client reports to its Observer (WithObserver),
+//     as net/http/httptrace is beside net/http: an adapter such as
+//     s3lockotel needs only that vocabulary.
 //
 // Everything a lock's holder or waiter uses stays in this one package.
 //

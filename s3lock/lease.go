@@ -31,6 +31,10 @@ type Lease struct {
 	validity   time.Duration
 	renewInt   time.Duration
 	auto       bool
+	// unobserved is set for the store check's probe lease: its requests are
+	// reported, its lease events (released, lost, renewed) are not, since
+	// no acquisition of it was.
+	unobserved bool
 
 	writeMu sync.Mutex // serializes Renew and Release writes
 	// unsettled holds this handle's writes that were given up with their
@@ -75,10 +79,10 @@ type holding struct {
 	trust trust
 }
 
-// newLease returns an active lease of h, renewed every renewInt (auto: in
-// the background); ref names its slot when it is a slot lock's (h.name is
-// then the slot's).
-func (c *Client) newLease(h holding, renewInt time.Duration, auto bool, ref slotRef) *Lease {
+// newLease returns an active lease of h, renewed every renewInt (in the
+// background with a.autoRenew); ref names its slot when it is a slot lock's
+// (h.name is then the slot's).
+func (c *Client) newLease(h holding, renewInt time.Duration, a acquireConfig, ref slotRef) *Lease {
 	lock := h.name
 	if ref.slot > 0 {
 		lock = ref.lock
@@ -96,7 +100,8 @@ func (c *Client) newLease(h holding, renewInt time.Duration, auto bool, ref slot
 		acquiredAt: h.p.AcquiredAt,
 		validity:   h.p.validity(),
 		renewInt:   renewInt,
-		auto:       auto,
+		auto:       a.autoRenew,
+		unobserved: a.unobserved,
 		etag:       h.etag,
 		p:          h.p,
 		trust:      h.trust,
@@ -193,7 +198,14 @@ func (l *Lease) logEnd(err error) {
 	default:
 		return
 	}
-	l.c.observe(e)
+	l.report(e)
+}
+
+// report hands e to the client's observer, unless the lease is unobserved.
+func (l *Lease) report(e observe.Event) {
+	if !l.unobserved {
+		l.c.observe(e)
+	}
 }
 
 // event is an observer event of kind about this lease.
@@ -299,7 +311,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := l.confirm(sent, newEtag, next); err != nil {
 		return err
 	}
-	l.c.observe(l.event(observe.Renewed))
+	l.report(l.event(observe.Renewed))
 	l.c.cfg.logger.Debug("s3lock: renewed", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch, "renewals", next.Renewals)
 	return nil
 }
@@ -469,7 +481,7 @@ func (l *Lease) renewFailed(ctx context.Context, next *payload, err error) {
 	}
 	e := l.event(observe.RenewFailed)
 	e.Err = err
-	l.c.observe(e)
+	l.report(e)
 }
 
 // startBackground starts the lease's background work: a deadline timer that

@@ -47,8 +47,11 @@ const (
 // held (WithLeaseDuration, WithMetadata, WithoutAutoRenew, WithWait,
 // WithWaitObserver, WithOrder, WithSlots) may be given to New, as the
 // client's defaults for every acquisition, or to one acquisition, for it
-// alone, overriding the client's; the others configure the client, and an
-// acquisition refuses them with ErrInvalidConfig.
+// alone, overriding the client's; the others (WithHolder, WithClock,
+// WithLogger, WithObserver, WithPollInterval, WithRequestTimeout,
+// WithExpectedBucketOwner, WithACL, WithServerSideEncryption,
+// WithSSECustomerKey) configure the client, and an acquisition refuses them
+// with ErrInvalidConfig.
 type Option func(*settings) error
 
 // settings is what an Option sets: the client's configuration (nil when an
@@ -320,6 +323,9 @@ type acquireConfig struct {
 	order   Order   // "" or OrderNone: ignore the line
 	slots   int     // 0 or 1: a mutex; n > 1: WithSlots(n)
 	slot    slotRef // set when acquiring (or taking over) one slot of a slot lock
+	// unobserved makes the lease report no lease events (the store check's
+	// probe lease: no acquisition of the caller's).
+	unobserved bool
 }
 
 // slotRef says which slot of which slot lock a lease holds; the zero value

@@ -3,6 +3,7 @@ package s3lock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 )
 
 // TestNew_RejectsBadConfiguration: New and ValidateConfig refuse each invalid bucket name and option with the same ErrInvalidConfig.
@@ -154,7 +156,11 @@ func TestOptions_OneTypeForTheClientAndEachAcquisition(t *testing.T) {
 	}
 	mustRelease(t, l)
 	for name, opt := range map[string]s3lock.Option{"WithHolder": s3lock.WithHolder("x"),
-		"WithRequestTimeout": s3lock.WithRequestTimeout(time.Second), "WithACL": s3lock.WithACL("private")} {
+		"WithClock": s3lock.WithClock(s3test.OffsetClock{}), "WithLogger": s3lock.WithLogger(slog.Default()),
+		"WithObserver": s3lock.WithObserver(observerFunc(func(observe.Event) {})), "WithPollInterval": s3lock.WithPollInterval(time.Second),
+		"WithRequestTimeout": s3lock.WithRequestTimeout(time.Second), "WithExpectedBucketOwner": s3lock.WithExpectedBucketOwner("123456789012"),
+		"WithACL": s3lock.WithACL("private"), "WithServerSideEncryption": s3lock.WithServerSideEncryption(""),
+		"WithSSECustomerKey": s3lock.WithSSECustomerKey(make([]byte, 32))} {
 		_, err := c.TryAcquire(t.Context(), ns.Name("refused"), opt)
 		if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), name+" configures the client: pass it to New") {
 			t.Errorf("TryAcquire(%s) = %v; want ErrInvalidConfig naming %s as the client's", name, err, name)

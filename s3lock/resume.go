@@ -241,7 +241,7 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 	}
 	validity := h.obs.body.validity()
 	lease := c.newLease(holding{name: name, epoch: epoch, p: *h.obs.body, etag: h.obs.etag, trust: h.trust},
-		c.renewIntervalFor(validity), a.autoRenew, ref)
+		c.renewIntervalFor(validity), a, ref)
 	lease.startBackground()
 	return lease, nil
 }

@@ -73,6 +73,7 @@ func (b bridgeClient) ProbeCycle(ctx context.Context, prefix string) {
 	}
 	name := prefix + "permissions"
 	a, _ := c.acquireConfig([]Option{WithoutAutoRenew(), WithLeaseDuration(probeLease)})
+	a.unobserved = true // no acquisition of the caller's: its requests are reported, no lease event
 	if lease, err := c.tryAcquire(ctx, name, a); err == nil {
 		_, _ = c.current(ctx, name)
 		if lease.Release(ctx) != nil {

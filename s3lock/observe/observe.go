@@ -30,29 +30,29 @@ type Kind string
 // The kinds of Event. New kinds may be added; observers should ignore kinds
 // they do not know.
 const (
-	// EventAcquired: an acquisition succeeded (Epoch, Key; Wait is how long
+	// Acquired: an acquisition succeeded (Epoch, Key; Wait is how long
 	// Acquire took, 0 for TryAcquire). A lease taken over with Resume is
 	// no acquisition: its release or loss is reported all the same,
 	// so releases and losses can outnumber acquisitions.
 	Acquired Kind = "acquired"
-	// EventAcquireFailed: an Acquire or TryAcquire whose arguments were
+	// AcquireFailed: an Acquire or TryAcquire whose arguments were
 	// accepted returned an error (Err; Wait). A held lock for TryAcquire, a
 	// wait that timed out or was cancelled, a superseded waiter and a
 	// failing store all count.
 	AcquireFailed Kind = "acquire-failed"
-	// EventRenewed: a renewal was confirmed.
+	// Renewed: a renewal was confirmed.
 	Renewed Kind = "renewed"
-	// EventRenewFailed: one attempt of a renewal failed (Err: a 5xx, a
+	// RenewFailed: one attempt of a renewal failed (Err: a 5xx, a
 	// timeout, a refusal) without the lease being lost by it; a renewal
 	// retries while the lease is trusted, so one renewal can fail several
 	// times before it is confirmed (Renewed) or the lease is lost.
 	RenewFailed Kind = "renew-failed"
-	// EventLost: the lease ended without this handle releasing it (Err is
+	// Lost: the lease ended without this handle releasing it (Err is
 	// the *s3lock.LeaseLostError, Reason its reason).
 	Lost Kind = "lost"
-	// EventReleased: the lease was released through this handle.
+	// Released: the lease was released through this handle.
 	Released Kind = "released"
-	// EventRequest: one S3 request (Op, Outcome, Duration, Key).
+	// Request: one S3 request (Op, Outcome, Duration, Key).
 	Request Kind = "request"
 )
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/testkit/s3test"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/observe"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock/storecheck"
 )
 
@@ -295,5 +297,38 @@ func TestVerify_RefusesAPrefixThatIsNoLockPrefix(t *testing.T) {
 	}
 	if _, err := storecheck.Run(t.Context(), nil, ""); !errors.Is(err, s3lock.ErrInvalidConfig) {
 		t.Errorf("Run without a client = %v; want ErrInvalidConfig", err)
+	}
+}
+
+// kinds counts the events an observer heard, by kind.
+type kinds struct {
+	mu sync.Mutex
+	n  map[observe.Kind]int
+}
+
+func (k *kinds) Observe(e observe.Event) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.n[e.Kind]++
+}
+
+// The check's probe lock is no acquisition of the caller's: an observer of
+// the client hears the check's requests, and no lease event (a "released"
+// without an "acquired" would skew metrics per lock).
+func TestRun_ItsProbeLockIsNoLeaseToTheObserver(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	heard := &kinds{n: map[observe.Kind]int{}}
+	c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithObserver(heard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storecheck.Run(t.Context(), c, ns.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	heard.mu.Lock()
+	defer heard.mu.Unlock()
+	if heard.n[observe.Request] == 0 || len(heard.n) != 1 {
+		t.Errorf("the observer heard %v; want requests only", heard.n)
 	}
 }
