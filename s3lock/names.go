@@ -23,8 +23,9 @@ const (
 	keyExt      = ".json"
 )
 
-// ValidateName reports whether name can name a lock. A name is a key path:
-// segments of letters, digits and "-_.=+@,:!~" separated by single slashes,
+// ValidateName reports whether name can name a lock. A name is a key path
+// of at most 512 bytes: segments of letters, digits and "-_.=+@,:!~"
+// separated by single slashes,
 // without a leading or trailing slash, not starting with "::" (a CI runner
 // reads a log line that starts with it as a command), without "." or ".."
 // segments (which would escape the name's prefix on file-backed stores),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/internal/awsclient"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
 // app is one invocation of the tool.
@@ -91,7 +92,10 @@ func (a *app) execute(args []string) int {
 		cmd = root
 	}
 	msg := cmd.CommandPath() + ": " + strings.TrimPrefix(oneLine(err.Error()), "s3lock: ")
-	if hint {
+	switch {
+	case errors.Is(err, s3lock.ErrInvalidName):
+		msg += " (" + nameRules + ")"
+	case hint:
 		msg += " (see '" + cmd.CommandPath() + " --help')"
 	}
 	fmt.Fprintln(a.stderr, msg)

@@ -45,7 +45,7 @@ func TestBadInput(t *testing.T) {
 		{"unreachable endpoint", nil, []string{"run", "--endpoint", "http://127.0.0.1:1", name, "--", "true"}, exitError, "127.0.0.1:1"},
 		{"unreachable endpoint for status", nil, []string{"status", "--endpoint", "http://127.0.0.1:1"}, exitError, "127.0.0.1:1"},
 		{"endpoint that is not a URL", nil, []string{"status", "--endpoint", "127.0.0.1:9000"}, exitUsage, "endpoint"},
-		{"invalid name", nil, []string{"run", "bad//name", "--", "true"}, exitUsage, "invalid lock name"},
+		{"invalid name", nil, []string{"run", "bad//name", "--", "true"}, exitUsage, "invalid lock name \"bad//name\": it contains an empty path segment (\"//\") (a lock name is a key path: segments of letters"},
 		{"invalid name for status", nil, []string{"status", "/abs"}, exitUsage, "invalid lock name"},
 		{"missing --", nil, []string{"run", name, "true"}, exitUsage, "'--'"},
 		{"missing command", nil, []string{"run", name, "--"}, exitUsage, "command"},
@@ -121,9 +121,14 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("stderr %q lacks %q", line, tc.says)
 			}
 			// Only a usage error points to --help: on "no such bucket" or an
-			// unreachable endpoint the hint pointed the wrong way.
-			if hint := strings.Contains(line, "--help'"); hint != (tc.code == exitUsage) {
-				t.Fatalf("stderr %q: --help hint %v; want it only on usage errors (exit %d)", line, hint, exitUsage)
+			// unreachable endpoint the hint pointed the wrong way. A refused
+			// lock name (or prefix) says the rules instead, which no help lists.
+			name := strings.Contains(line, "invalid lock name")
+			if hint := strings.Contains(line, "--help'"); hint != (tc.code == exitUsage && !name) {
+				t.Fatalf("stderr %q: --help hint %v; want it only on usage errors (exit %d) other than a refused name", line, hint, exitUsage)
+			}
+			if name && !strings.Contains(line, "(a lock name is a key path: ") {
+				t.Fatalf("stderr %q: a refused name without the rules", line)
 			}
 			for _, kv := range env {
 				if key, ok := strings.CutPrefix(kv, envSSECKey+"="); ok && strings.Contains(line, key) {

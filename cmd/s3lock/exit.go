@@ -67,6 +67,12 @@ const exitCodesHelp = `Exit codes:
   s3lock run otherwise exits with its command's exit code (128+N if the
   command was killed by signal N).`
 
+// nameRules is what a refused lock name is told instead of a help pointer:
+// no command's help lists the rules (s3lock.ValidateName has them all).
+const nameRules = "a lock name is a key path: segments of letters, digits and -_.=+@,:!~ separated by single " +
+	"slashes, at most 512 bytes, not starting with '::', without '.', '..', 'lock-*.json', 's3lock-probe', " +
+	"'lock-line' or 'lock-slots' segments"
+
 // exitErr carries an exit code and, if err is set, the message to print.
 type exitErr struct {
 	code int
