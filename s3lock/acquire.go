@@ -445,7 +445,7 @@ func (c *Client) established(ctx context.Context, h holding, start time.Time, a 
 		return nil, &opError{Op: "Acquire", Bucket: c.bucket, Key: key, Kind: ErrUnavailable,
 			Err: errors.New("the store answered only after the new lease had already expired")}
 	}
-	return c.newLease(h, a.renewInterval, a, a.slot), nil
+	return c.newLease(h, a), nil
 }
 
 // stillNewest checks that an attempt that began at start and created epoch

@@ -15,32 +15,10 @@ import (
 
 // maxExports is the most exported declarations the package may have: every
 // exported name is a promise once the SDK is tagged, and a newcomer should
-// learn the package in an hour (issue 23 brought it from 207 to at most
-// 150). Raising it is a design decision, not a test fix: 151 since
-// ErrUnorderedListing (2026-12-05), the one refusal of a store for a property
-// other than conditional writes (the listing order, assumption A2'), which
-// callers must tell apart because the remedy differs (a general purpose
-// bucket, not another store). 152 since LostNotThisLease (2026-12-07): a
-// token that names no lease of the lock is the caller's mistake, not a lease
-// lost (the CLI exits with its own code), and only a reason of its own tells
-// it from a lease replaced by a newer epoch. Issue 37 lowers it toward 110:
-// 147 (2026-12-07) once OpError (its callers test the class sentinels and
-// reach the AWS SDK's error through it), WithRenewInterval (a lease renews
-// every third of its duration, as etcd's session) and WithHistory (no face
-// sets it) left the surface; tests reach them through export_test.go. 143
-// once a lease's holder, duration, metadata, acquisition and expiry times
-// are read from its State, the type Current answers with. 141 with one
-// Option type for New and each acquisition (AcquireOption and WithLeaseFor,
-// a second name for WithLeaseDuration, left). 131 once what a client
-// reports to its observer (Observer, Event, its kinds) is the package
-// observe, as net/http/httptrace is beside net/http. 129 once a lease's
-// lock and epoch are read from its Token, what names it. 128 once an epoch
-// object no acquisition wrote is LostNotThisLease (it was LostForeign): to
-// the caller both say the token names no lease. 110 once fencing
-// (FencedPut, FenceError and its three sentinels) and the store check
-// (Verify, CheckStore, WithProbePrefix, Report, Check, CheckStatus and its
-// five values) became the packages fence and storecheck: each is a
-// capability a caller imports alone (doc.go says why).
+// learn the package in an hour. Raising it is a design decision, not a test
+// fix: say in the commit and CHANGELOG.md why the new name is worth its
+// place. Issue 23 brought the package from 207 names to 150, issue 37 to 110
+// (CHANGELOG.md's Breaking changes say what replaced each name).
 const maxExports = 110
 
 // The package's exported declarations are counted as `go doc` shows them:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -90,8 +91,8 @@ func (s State) Phase() Phase {
 		return PhaseFree
 	case s.Held:
 		return PhaseHeld
-	case s.Slots > 1:
-		return PhaseFree
+	case s.Slots > 1 && s.Slot == 0:
+		return PhaseFree // a slot lock none of whose slots is held
 	case s.Released:
 		return PhaseReleased
 	}
@@ -204,32 +205,44 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 		return nil, err
 	}
 	newest, slotNewest, waiting := x.newest, x.slotNewest, x.waiting
-	names := make([]string, 0, len(newest))
-	for n := range newest {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names, objs, errs := readNewest(ctx, c, newest)
 	states := make([]State, len(names))
-	errs := make([]error, len(names))
-	forEach(len(names), listConcurrency, func(i int) {
-		e := newest[names[i]]
-		obs, err := c.getEpoch(ctx, e.key, e.epoch, "")
-		if err != nil {
-			errs[i] = err
-			return
+	var slotLocks []int
+	for i, obs := range objs {
+		if errs[i] != nil {
+			continue
 		}
 		states[i] = c.stateOf(names[i], obs)
 		states[i].Waiters = waiting[names[i]]
 		if states[i].Slots > 1 {
-			slots := slotNewest[names[i]]
-			if slots == nil {
-				slots = map[int]listedEpoch{}
-			}
-			states[i].Holders, errs[i] = c.slotHolders(ctx, names[i], slots)
-			states[i].Held = len(states[i].Holders) > 0
+			slotLocks = append(slotLocks, i)
 		}
+	}
+	forEach(len(slotLocks), listConcurrency, func(k int) {
+		i := slotLocks[k]
+		slots := slotNewest[names[i]]
+		if slots == nil {
+			slots = map[int]listedEpoch{}
+		}
+		states[i].Holders, errs[i] = c.slotHolders(ctx, names[i], slots)
+		states[i].Held = len(states[i].Holders) > 0
 	})
 	return listedStates(names, newest, states, errs)
+}
+
+// readNewest reads the newest epoch object of each key of newest (a lock's
+// or a slot's, as a listing found it), up to listConcurrency at a time, and
+// returns the keys sorted, with each one's object or why it could not be
+// read.
+func readNewest[K cmp.Ordered](ctx context.Context, c *Client, newest map[K]listedEpoch) ([]K, []*observed, []error) {
+	keys := slices.Sorted(maps.Keys(newest))
+	objs := make([]*observed, len(keys))
+	errs := make([]error, len(keys))
+	forEach(len(keys), listConcurrency, func(i int) {
+		e := newest[keys[i]]
+		objs[i], errs[i] = c.getEpoch(ctx, e.key, e.epoch, "")
+	})
+	return keys, objs, errs
 }
 
 // lockIndex is what a listing of a prefix shows of each lock: its newest

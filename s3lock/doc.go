@@ -68,15 +68,15 @@
 //
 // Errors are sentinels to test with errors.Is (ErrHeld, ErrLeaseLost,
 // ErrUnavailable, ErrAccessDenied, ...) and typed errors with the details
-// (HeldError, LeaseLostError, SlotsError, SupersededError, NameError); every error names the bucket and key it concerns, and a failed
-// S3 request still unwraps to the AWS SDK's error (errors.As finds
-// smithy.APIError). ErrLeaseLost is the one answer to "is this
+// (HeldError, LeaseLostError, SlotsError, SupersededError, NameError);
+// every error names the bucket and key it concerns, and a failed S3 request
+// still unwraps to the AWS SDK's error (errors.As finds smithy.APIError). ErrLeaseLost is the one answer to "is this
 // lease over?", from every call that can find out; LeaseLostError.Reason says
 // how it ended.
 //
 // # Sub-packages
 //
-// Three capabilities a caller imports alone are packages of their own, on
+// Two capabilities a caller imports alone are packages of their own, on
 // the same client and its request layer (one per-request timeout, errors
 // that match this package's sentinels):
 //
@@ -88,9 +88,11 @@
 //     credentials hold locks at all?" once, before anyone relies on the
 //     bucket: `s3lock verify`, the provider's s3lock_verify action or a
 //     setup script, not the code that locks.
-//   - observe: the events a client reports to its Observer (WithObserver),
-//     as net/http/httptrace is beside net/http: an adapter such as
-//     s3lockotel needs only that vocabulary.
+//
+// The events a client reports to an Observer (WithObserver) are a third
+// package, observe, as net/http/httptrace is beside net/http: who
+// implements an Observer (a metrics or tracing adapter such as s3lockotel)
+// needs their vocabulary, and a lock's holder or waiter does not.
 //
 // Everything a lock's holder or waiter uses stays in this one package.
 //

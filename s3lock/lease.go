@@ -79,10 +79,11 @@ type holding struct {
 	trust trust
 }
 
-// newLease returns an active lease of h, renewed every renewInt (in the
-// background with a.autoRenew); ref names its slot when it is a slot lock's
-// (h.name is then the slot's).
-func (c *Client) newLease(h holding, renewInt time.Duration, a acquireConfig, ref slotRef) *Lease {
+// newLease returns an active lease of h, renewed every a.renewInterval (in
+// the background with a.autoRenew); a.slot names its slot when it is a slot
+// lock's (h.name is then the slot's).
+func (c *Client) newLease(h holding, a acquireConfig) *Lease {
+	ref := a.slot
 	lock := h.name
 	if ref.slot > 0 {
 		lock = ref.lock
@@ -99,7 +100,7 @@ func (c *Client) newLease(h holding, renewInt time.Duration, a acquireConfig, re
 		holder:     h.p.Holder,
 		acquiredAt: h.p.AcquiredAt,
 		validity:   h.p.validity(),
-		renewInt:   renewInt,
+		renewInt:   a.renewInterval,
 		auto:       a.autoRenew,
 		unobserved: a.unobserved,
 		etag:       h.etag,
@@ -135,6 +136,14 @@ func (l *Lease) State() State {
 		ExpiresAt: l.trust.until, TrustedUntil: l.trust.until,
 		LeaseDuration: l.validity, Renewals: l.p.Renewals,
 	}
+}
+
+// trustedUntil is when this handle stops trusting the lease unless it is
+// renewed (State's ExpiresAt, without copying the rest).
+func (l *Lease) trustedUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.trust.until
 }
 
 // Done returns a channel that is closed when the lease ends: released, or
@@ -527,7 +536,7 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-clk.After(max(0, min(deadlineRecheck, l.State().ExpiresAt.Sub(clk.Now())))):
+		case <-clk.After(max(0, min(deadlineRecheck, l.trustedUntil().Sub(clk.Now())))):
 		}
 		l.mu.Lock()
 		why := l.trust.untrusted(clk.Now())
@@ -564,7 +573,7 @@ func (l *Lease) keepAlive(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-clk.After(max(0, min(wait, l.State().ExpiresAt.Sub(clk.Now())))):
+		case <-clk.After(max(0, min(wait, l.trustedUntil().Sub(clk.Now())))):
 		}
 		err := l.Renew(ctx)
 		switch {
@@ -578,7 +587,7 @@ func (l *Lease) keepAlive(ctx context.Context) {
 				return
 			}
 			l.c.cfg.logger.Warn("s3lock: renewal failed; retrying", "bucket", l.c.bucket, "key", l.key,
-				"epoch", l.epoch, "left", l.State().ExpiresAt.Sub(clk.Now()), "err", err)
+				"epoch", l.epoch, "left", l.trustedUntil().Sub(clk.Now()), "err", err)
 			wait = bo.next()
 		}
 	}

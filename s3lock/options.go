@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"strings"
 	"time"
@@ -43,11 +44,12 @@ const (
 )
 
 // Option configures a Client (New) or one acquisition (Acquire,
-// TryAcquire, Do, Resume). The options that say how a lease is taken and
-// held (WithLeaseDuration, WithMetadata, WithoutAutoRenew, WithWait,
+// TryAcquire, Do). The options that say how a lease is taken and held
+// (WithLeaseDuration, WithMetadata, WithoutAutoRenew, WithWait,
 // WithWaitObserver, WithOrder, WithSlots) may be given to New, as the
 // client's defaults for every acquisition, or to one acquisition, for it
-// alone, overriding the client's; the others (WithHolder, WithClock,
+// alone, overriding the client's (Resume, which takes over a lease its
+// acquisition set up, takes WithoutAutoRenew only); the others (WithHolder, WithClock,
 // WithLogger, WithObserver, WithPollInterval, WithRequestTimeout,
 // WithExpectedBucketOwner, WithACL, WithServerSideEncryption,
 // WithSSECustomerKey) configure the client, and an acquisition refuses them
@@ -59,6 +61,8 @@ type Option func(*settings) error
 type settings struct {
 	client  *config
 	acquire *acquireConfig
+	// takeover is set for Resume's options (leaseOption).
+	takeover bool
 }
 
 // clientOption is an Option that only New takes: name is the option's, for
@@ -73,9 +77,17 @@ func clientOption(name string, set func(*config) error) Option {
 }
 
 // leaseOption is an Option that New takes as a default for every
-// acquisition and an acquisition takes for itself.
-func leaseOption(set func(*acquireConfig) error) Option {
-	return func(s *settings) error { return set(s.acquire) }
+// acquisition and an acquisition takes for itself. Resume takes over a lease
+// whose duration, metadata, order and slots its acquisition set: of these
+// options it takes WithoutAutoRenew only, and refuses the others by name.
+func leaseOption(name string, set func(*acquireConfig) error) Option {
+	return func(s *settings) error {
+		if s.takeover && name != "WithoutAutoRenew" {
+			return invalid("%s does not apply to Resume: a taken-over lease keeps what its acquisition set "+
+				"(duration, metadata, order, slots); Resume takes WithoutAutoRenew only", name)
+		}
+		return set(s.acquire)
+	}
 }
 
 type config struct {
@@ -151,7 +163,7 @@ func ValidateHolder(id string) error {
 // given to an acquisition, for its lease alone. A lease renews every third
 // of it.
 func WithLeaseDuration(d time.Duration) Option {
-	return leaseOption(func(a *acquireConfig) error {
+	return leaseOption("WithLeaseDuration", func(a *acquireConfig) error {
 		if err := validateLeaseDuration(d); err != nil {
 			return err
 		}
@@ -339,7 +351,7 @@ type slotRef struct {
 // all, graphic characters only, as ValidateHolder), shown by Current to
 // anyone who reads the lock.
 func WithMetadata(m map[string]string) Option {
-	return leaseOption(func(a *acquireConfig) error {
+	return leaseOption("WithMetadata", func(a *acquireConfig) error {
 		if n := metadataSize(m); n > maxMetadataBytes {
 			return invalid("metadata is %d bytes; the limit is %d", n, maxMetadataBytes)
 		}
@@ -363,9 +375,10 @@ func WithMetadata(m map[string]string) Option {
 // WithoutAutoRenew leaves renewal to the caller: the lease is not renewed in
 // the background and Done closes only when Renew or Release finds it lost.
 // Use it when the process that acquires will not live as long as the lease
-// (pipelines, Terraform).
+// (pipelines, Terraform). Given to New, it holds for every acquisition of
+// the client: no option turns renewal back on for one.
 func WithoutAutoRenew() Option {
-	return leaseOption(func(a *acquireConfig) error {
+	return leaseOption("WithoutAutoRenew", func(a *acquireConfig) error {
 		a.autoRenew = false
 		return nil
 	})
@@ -388,7 +401,7 @@ func WithoutAutoRenew() Option {
 // This is the choice a command-line tool or Terraform offers: "wait up to d,
 // 0 = do not wait". TryAcquire ignores it.
 func WithWait(d time.Duration) Option {
-	return leaseOption(func(a *acquireConfig) error {
+	return leaseOption("WithWait", func(a *acquireConfig) error {
 		if d < 0 {
 			return invalid("wait %s is negative; 0 tries once", d)
 		}
@@ -401,7 +414,7 @@ func WithWait(d time.Duration) Option {
 // the lock held: at once, whenever the holder or epoch changes, and at most
 // once a second otherwise. It must not block.
 func WithWaitObserver(fn func(*HeldError)) Option {
-	return leaseOption(func(a *acquireConfig) error {
+	return leaseOption("WithWaitObserver", func(a *acquireConfig) error {
 		a.onWait = fn
 		return nil
 	})
@@ -415,7 +428,7 @@ func WithWaitObserver(fn func(*HeldError)) Option {
 // joins. When several order options are given, the last one counts. An
 // ordered TryAcquire does not take a free lock while others wait in line.
 func WithOrder(o Order) Option {
-	return leaseOption(func(a *acquireConfig) error {
+	return leaseOption("WithOrder", func(a *acquireConfig) error {
 		if _, err := ParseOrder(string(o)); err != nil {
 			return err
 		}
@@ -443,7 +456,7 @@ const MaxSlots = 64
 // head of the line takes whichever slot frees first. n must be between 1
 // and MaxSlots.
 func WithSlots(n int) Option {
-	return leaseOption(func(a *acquireConfig) error {
+	return leaseOption("WithSlots", func(a *acquireConfig) error {
 		if n < 1 || n > MaxSlots {
 			return invalid("slots %d is out of range: a lock admits 1 to %d holders", n, MaxSlots)
 		}
@@ -454,11 +467,22 @@ func WithSlots(n int) Option {
 
 func (c *Client) acquireConfig(opts []Option) (acquireConfig, error) {
 	a := c.cfg.acquire
+	a.metadata = maps.Clone(a.metadata) // the client's defaults stay its own
 	if err := apply(settings{acquire: &a}, opts); err != nil {
 		return a, err
 	}
 	a.renewInterval = c.renewIntervalFor(a.leaseDuration)
 	return a, nil
+}
+
+// takeoverConfig is Resume's configuration of a lease it takes over: in the
+// background unless opts has WithoutAutoRenew, the one option Resume takes;
+// ref names its slot. The lease's duration is its acquisition's (takeOver
+// sets it once it has read the lease).
+func takeoverConfig(opts []Option, ref slotRef) (acquireConfig, error) {
+	a := acquireConfig{autoRenew: true, slot: ref}
+	err := apply(settings{acquire: &a, takeover: true}, opts)
+	return a, err
 }
 
 // apply applies opts to s in order; the first that fails ends it.

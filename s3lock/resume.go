@@ -85,9 +85,10 @@ func ParseToken(s string) (Token, error) {
 // error is a *LeaseLostError (matching ErrLeaseLost) whose Reason says why:
 // LostReleased when it was released (a release already done), LostLapsed,
 // LostForceReleased, LostReplaced, LostNotThisLease when t's Nonce is not
-// the epoch's acquisition's, or LostDeleted when the epoch object is gone. The resumed lease trusts itself only for what is left of the lease
-// as judged by the store's clock (State.TrustedUntil), and renews itself
-// unless WithoutAutoRenew is given. It costs one LIST and one GET (two of
+// the epoch's acquisition's, or LostDeleted when the epoch object is gone.
+// The resumed lease trusts itself only for what is left of the lease as
+// judged by the store's clock (State.TrustedUntil), and renews itself
+// unless WithoutAutoRenew is given (the one option Resume takes). It costs one LIST and one GET (two of
 // each to adopt a slot without a Nonce: the lock's marker says it is a slot
 // lock, else ErrSlotsMismatch); ctx bounds them.
 //
@@ -231,7 +232,7 @@ func (t Token) checkSlot() error {
 // takeOver builds a Lease for an existing epoch object; nonce "" accepts
 // any holder.
 func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce string, ref slotRef, opts []Option) (*Lease, error) {
-	a, err := c.acquireConfig(opts)
+	a, err := takeoverConfig(opts, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -239,9 +240,9 @@ func (c *Client) takeOver(ctx context.Context, name string, epoch uint64, nonce 
 	if err != nil {
 		return nil, err
 	}
-	validity := h.obs.body.validity()
-	lease := c.newLease(holding{name: name, epoch: epoch, p: *h.obs.body, etag: h.obs.etag, trust: h.trust},
-		c.renewIntervalFor(validity), a, ref)
+	a.leaseDuration = h.obs.body.validity()
+	a.renewInterval = c.renewIntervalFor(a.leaseDuration)
+	lease := c.newLease(holding{name: name, epoch: epoch, p: *h.obs.body, etag: h.obs.etag, trust: h.trust}, a)
 	lease.startBackground()
 	return lease, nil
 }

@@ -346,3 +346,25 @@ func TestLookup_AnObjectNoAcquisitionWroteIsNotThisLease(t *testing.T) {
 	_, err = c.Resume(t.Context(), s3lock.Token{Name: name, Epoch: 1}, s3lock.WithoutAutoRenew())
 	wantLost(t, "Resume by epoch of an object without a nonce", err, s3lock.LostNotThisLease)
 }
+
+// Resume takes over a lease whose duration, metadata, order and slots its
+// acquisition set: it takes WithoutAutoRenew, and refuses, by name and
+// before any request, the options that would not apply.
+func TestResume_RefusesOptionsThatWouldNotApply(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	counter, copt := counting()
+	c := newLockClient(t, ns, "resumer", nil, copt)
+	tok := s3lock.Token{Name: ns.Name("resume-options"), Epoch: 1, Nonce: "n"}
+	for name, opt := range map[string]s3lock.Option{"WithLeaseDuration": s3lock.WithLeaseDuration(time.Minute),
+		"WithMetadata": s3lock.WithMetadata(map[string]string{"a": "b"}), "WithOrder": s3lock.WithOrder(s3lock.OrderFIFO),
+		"WithSlots": s3lock.WithSlots(3), "WithWait": s3lock.WithWait(time.Second)} {
+		_, err := c.Resume(t.Context(), tok, s3lock.WithoutAutoRenew(), opt)
+		if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), name+" does not apply to Resume") {
+			t.Errorf("Resume with %s = %v; want ErrInvalidConfig naming it", name, err)
+		}
+	}
+	if n := counter.Total(); n != 0 {
+		t.Errorf("refused Resumes made %d requests; want none", n)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -423,32 +422,20 @@ func (c *Client) slotHolders(ctx context.Context, name string, newest map[int]li
 			return nil, err
 		}
 	}
-	slots := make([]int, 0, len(newest))
-	for i := range newest {
-		slots = append(slots, i)
-	}
-	slices.Sort(slots)
-	states := make([]State, len(slots))
-	errs := make([]error, len(slots))
-	forEach(len(slots), listConcurrency, func(k int) {
-		e := newest[slots[k]]
-		obs, err := c.getEpoch(ctx, e.key, e.epoch, "")
-		if err != nil {
-			errs[k] = err
-			return
-		}
-		states[k] = c.stateOf(name, obs)
-		states[k].Slot = slots[k]
-	})
+	slots, objs, errs := readNewest(ctx, c, newest)
 	var out []State
-	for k, st := range states {
+	for k, obs := range objs {
 		switch {
 		case classify(errs[k]) == failNotFound:
 			// Deleted since the LIST: superseded by a newer epoch.
 		case errs[k] != nil:
 			return nil, errs[k]
-		case st.Held:
-			out = append(out, st)
+		default:
+			st := c.stateOf(name, obs)
+			st.Slot = slots[k]
+			if st.Held {
+				out = append(out, st)
+			}
 		}
 	}
 	return out, nil

@@ -874,3 +874,28 @@ func holdEverySlot(t *testing.T, ns *s3test.Namespace, name string, n int) []*s3
 	}
 	return held
 }
+
+// A slot lease's own State reads as the lease it is: held, then released,
+// never as the slot lock's "free" (that is the lock's State, with no Slot).
+func TestSlots_ALeasesOwnStateReadsAsALease(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c := newLockClient(t, ns, "slot-holder", nil)
+	l, err := c.TryAcquire(t.Context(), ns.Name("slot-state"), s3lock.WithSlots(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := l.State(); st.Phase() != s3lock.PhaseHeld || st.Slot == 0 {
+		t.Errorf("a held slot lease's State = %+v (%s); want held, with its slot", st, st.Phase())
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.State(); st.Phase() != s3lock.PhaseReleased {
+		t.Errorf("a released slot lease's State says %s; want released", st.Phase())
+	}
+	lock, err := c.Current(t.Context(), ns.Name("slot-state"))
+	if err != nil || lock.Phase() != s3lock.PhaseFree {
+		t.Errorf("the slot lock's State = %+v, %v (%s); want free", lock, err, lock.Phase())
+	}
+}

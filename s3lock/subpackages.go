@@ -72,8 +72,10 @@ func (b bridgeClient) ProbeCycle(ctx context.Context, prefix string) {
 		return
 	}
 	name := prefix + "permissions"
-	a, _ := c.acquireConfig([]Option{WithoutAutoRenew(), WithLeaseDuration(probeLease)})
-	a.unobserved = true // no acquisition of the caller's: its requests are reported, no lease event
+	// A plain lease, whatever the client's defaults for acquisitions (slots,
+	// an order, metadata), and no acquisition of the caller's: its requests
+	// are reported, no lease event.
+	a := acquireConfig{leaseDuration: probeLease, renewInterval: c.renewIntervalFor(probeLease), unobserved: true}
 	if lease, err := c.tryAcquire(ctx, name, a); err == nil {
 		_, _ = c.current(ctx, name)
 		if lease.Release(ctx) != nil {

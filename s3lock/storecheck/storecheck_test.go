@@ -332,3 +332,29 @@ func TestRun_ItsProbeLockIsNoLeaseToTheObserver(t *testing.T) {
 		t.Errorf("the observer heard %v; want requests only", heard.n)
 	}
 }
+
+// The check's probe lock is a plain lease whatever the client's defaults for
+// acquisitions: a client made with WithSlots and WithOrder leaves no slot
+// lock's marker (which never lapses, and would refuse every later plain
+// probe) and no line under the probe prefix.
+func TestRun_ItsProbeLockIgnoresTheClientsAcquisitionDefaults(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithSlots(3), s3lock.WithOrder(s3lock.OrderFIFO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storecheck.Run(t.Context(), c, ns.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ns.Client.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(ns.Bucket),
+		Prefix: aws.String(ns.Name("s3lock-probe/"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out.Contents {
+		if k := aws.ToString(o.Key); strings.Contains(k, "/lock-slots/") || strings.Contains(k, "/lock-line/") {
+			t.Errorf("the probe left %s: a slot lock's or a line's key", k)
+		}
+	}
+}

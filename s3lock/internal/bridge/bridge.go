@@ -5,7 +5,7 @@
 // asks Of for the client it was given.
 //
 // Every request made through Client goes through s3lock's one request
-// function: the client's per-request timeout, the observer's EventRequest,
+// function: the client's per-request timeout, the observer's observe.Request,
 // and an error that names the operation, bucket and key and matches
 // s3lock's sentinels (ErrUnavailable, ErrAccessDenied, ...).
 package bridge
