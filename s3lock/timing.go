@@ -100,8 +100,10 @@ const (
 	// a second, not a hundred.
 	changedRetry = 10 * time.Millisecond
 
-	// pollJitter spreads a waiter's polls by ±20% so that many waiters do
-	// not poll in step.
+	// pollJitter spreads polls by 20% so that many waiters do not poll in
+	// step: a waiter's polls of a held lock start at most one poll interval
+	// apart, start to start, and at least 80% of it (earlier); the line's
+	// and Watch's pauses vary by ±20% (jitter).
 	pollJitter = 0.2
 
 	// waitNotifyEvery is how often, at most, the wait observer hears about
@@ -244,6 +246,13 @@ func free(o *observed) bool {
 // so that many waiters do not poll in step.
 func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - pollJitter + 2*pollJitter*rand.Float64()))
+}
+
+// earlier returns d scaled down by a random factor in [1-pollJitter, 1]:
+// a waiter's polls start at most d apart (a release is seen within one
+// interval and a GET), and do not poll in step with other waiters'.
+func earlier(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (1 - pollJitter*rand.Float64()))
 }
 
 // backoff is a capped exponential backoff with full jitter.

@@ -10,8 +10,8 @@ import (
 
 // Acquire takes the lock name, waiting as long as ctx allows. While the lock
 // is held it watches the holder's epoch object with a conditional GET every
-// poll interval (jittered), so a release is noticed within about one
-// interval, and it wakes when the holder's lease would lapse. Transient
+// poll interval, start to start, so a release is noticed within one
+// interval and a GET, and it wakes when the holder's lease would lapse. Transient
 // failures (5xx, throttling, timeouts, the SDK's retry quota) are retried
 // with capped exponential backoff. Errors that waiting cannot fix (access
 // denied, a missing bucket, an unreadable lease object, invalid arguments)
@@ -65,6 +65,7 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 		if ctx.Err() != nil {
 			return nil, w.gaveUp(ctx)
 		}
+		w.looked = w.c.cfg.clock.Now()
 		lease, err := w.lock.attempt(ctx, w.line.atHead())
 		var held *HeldError
 		switch {
@@ -253,6 +254,10 @@ type waiter struct {
 
 	held   *HeldError // the holder the last attempt found, if any
 	notice notice     // what notify last reported
+	// looked is when the last look at the lock (an attempt, a poll) began:
+	// polls start one poll interval apart at most, start to start, however
+	// long each look took (poll).
+	looked time.Time
 }
 
 // notice is what the wait observer was last told, and when.
@@ -275,18 +280,23 @@ func (w *waiter) gaveUp(ctx context.Context) error {
 	return e
 }
 
-// poll waits for the next look at a held lock: one poll interval
-// (jittered), no later than deadline (when the holder's time may run out)
-// or the line's next duty, which it then does (headDuty). It returns the
-// waiter's error when ctx ends.
+// poll waits for the next look at a held lock: one poll interval (less up
+// to 20%) after the last look began, start to start, so that a release is
+// seen within one interval and a round trip however slow the store answers;
+// no later than deadline (when the holder's time may run out) or the line's
+// next duty, which it then does (headDuty). It returns the waiter's error
+// when ctx ends.
 func (w *waiter) poll(ctx context.Context, deadline time.Time) error {
 	clk := w.c.cfg.clock
-	wait := min(jitter(w.c.cfg.pollInterval), max(0, deadline.Sub(clk.Now())), w.line.untilDuty(clk))
+	now := clk.Now()
+	next := w.looked.Add(earlier(w.c.cfg.pollInterval))
+	wait := min(max(0, next.Sub(now)), max(0, deadline.Sub(now)), w.line.untilDuty(clk))
 	select {
 	case <-ctx.Done():
 		return w.gaveUp(ctx)
 	case <-clk.After(wait):
 	}
+	w.looked = clk.Now()
 	return w.line.headDuty(ctx, w, false)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -235,5 +236,87 @@ func TestWait_SaysWhatEndedItInWords(t *testing.T) {
 				t.Errorf("Acquire's error %q speaks Go", msg)
 			}
 		})
+	}
+}
+
+// steppingClock is a clock whose time moves only when it is told to: After
+// records the wait asked for, moves the time on by it and fires at once.
+type steppingClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+	// enough is called with the number of waits so far, after each.
+	enough func(n int)
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *steppingClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.now = c.now.Add(d)
+	n, now := len(c.waits), c.now
+	c.mu.Unlock()
+	c.enough(n)
+	ch := make(chan time.Time, 1)
+	ch <- now
+	return ch
+}
+
+func (c *steppingClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// A waiter's polls start one poll interval apart at most, start to start,
+// however long each GET takes (and at least 80% of it, so that waiters do
+// not poll in step): a release is read within one interval and a GET. On a
+// clock that moves only by the waits asked for and by each GET's time,
+// every wait plus the GET before it is within [0.8, 1] poll intervals.
+func TestWait_PollsStartOneIntervalApartWhateverTheStoresLatency(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("poll-schedule")
+	holder := newLockClient(t, ns, "holder", nil)
+	l, err := holder.TryAcquire(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	const poll, getTakes, polls = 200 * time.Millisecond, 80 * time.Millisecond, 20
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	clk := &steppingClock{now: time.Now(), enough: func(n int) {
+		if n >= polls {
+			cancel()
+		}
+	}}
+	slowGets := s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return s3test.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") {
+				clk.advance(getTakes) // an object GET (the poll) takes getTakes
+			}
+			return next.RoundTrip(r)
+		})
+	})
+	waiter := newLockClient(t, ns, "waiter", []s3lock.Option{s3lock.WithClock(clk), s3lock.WithPollInterval(poll)}, slowGets)
+	if _, err := waiter.Acquire(ctx, name); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire of a held lock = %v; want it still waiting when cancelled", err)
+	}
+	clk.mu.Lock()
+	defer clk.mu.Unlock()
+	if len(clk.waits) < polls {
+		t.Fatalf("%d waits; want %d", len(clk.waits), polls)
+	}
+	for i, w := range clk.waits[:polls] {
+		if start := w + getTakes; start < poll*8/10 || start > poll {
+			t.Errorf("wait %d: %s after a %s GET: polls %s apart, start to start; want within [%s, %s]",
+				i, w, getTakes, start, poll*8/10, poll)
+		}
 	}
 }
