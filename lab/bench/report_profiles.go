@@ -233,11 +233,12 @@ func writeGoal(d *doc, res *results) {
 	for _, pr := range res.profiles {
 		d.p("%s", goalVerdict(pr))
 	}
-	d.p("How a handoff is spent: a waiting `Acquire` sends its next conditional GET a jittered poll interval " +
-		"(200 ms ± 20 %%, so up to 240 ms) after the previous one was answered; the first GET the store answers after " +
-		"the release reads it released, and the waiter then sends the LIST and the conditional PUT that take the lock. " +
-		"A release that lands just after a poll therefore waits up to 240 ms plus that GET's own time before it is seen, " +
-		"and the LIST's and the PUT's times come on top; the p99 is made of those worst cases.")
+	d.p("How a handoff is spent: a waiting `Acquire` sends its conditional GETs one poll interval apart at most, " +
+		"start to start (200 ms, each up to 20 %% early so that waiters do not poll in step), whatever the store's " +
+		"latency; the first GET the store answers after the release reads it released, and the waiter then sends the " +
+		"LIST and the conditional PUT that take the lock. A release that lands just after a poll therefore waits up to " +
+		"200 ms plus that GET's own time before it is seen, and the LIST's and the PUT's times come on top; the p99 is " +
+		"made of those worst cases (a round trip's p99, not its median, under the profiles with delays).")
 }
 
 func writeProfileHandoffs(d *doc, cfg config, res *results) {
