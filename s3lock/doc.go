@@ -89,12 +89,16 @@
 //     bucket: `s3lock verify`, the provider's s3lock_verify action or a
 //     setup script, not the code that locks.
 //
-// The events a client reports to an Observer (WithObserver) are a third
-// package, observe, as net/http/httptrace is beside net/http: who
+// Lock sets, several locks taken together all or none in one global order,
+// are the package lockset: built on this package's public API alone (a set
+// is its locks' own acquisitions), for the job that holds several locks.
+//
+// The events a client reports to an Observer (WithObserver) are the
+// package observe, as net/http/httptrace is beside net/http: who
 // implements an Observer (a metrics or tracing adapter such as s3lockotel)
 // needs their vocabulary, and a lock's holder or waiter does not.
 //
-// Everything a lock's holder or waiter uses stays in this one package.
+// Everything else a lock's holder or waiter uses stays in this one package.
 //
 // # Where the rules are
 //

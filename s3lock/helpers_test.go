@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 
@@ -47,10 +46,7 @@ func wantLost(t *testing.T, what string, err error, reason s3lock.LossReason) {
 }
 
 // counting returns a request counter and the client option that installs it.
-func counting() (*s3test.Counter, s3test.Option) {
-	c := &s3test.Counter{}
-	return c, s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper { return c.Wrap(next) })
-}
+func counting() (*s3test.Counter, s3test.Option) { return s3test.Counting() }
 
 // mustRelease releases a lease at the end of the test if it is still held.
 func mustRelease(t *testing.T, l *s3lock.Lease) {

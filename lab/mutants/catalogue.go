@@ -254,4 +254,14 @@ var catalogue = []mutant{
 		Tests: []string{"TestServer_AStaleRunsWriteIsRefusedByTheFence", "TestServer_LockReadWriteUnlock"},
 		Bound: time.Minute, CI: true,
 	},
+	{
+		ID:   "W",
+		Rule: "a lock set takes its locks in the caller's order, not the global one: two sets taking {a, b} and {b, a} deadlock",
+		Sites: []site{{File: "s3lock/lockset/lockset.go",
+			Old: "\tslices.Sort(order)\n",
+			New: "\t// mutant W: the caller's order\n"}},
+		Pkgs: []string{"./s3lock/lockset/"}, Run: "^TestAcquire_OppositeOrdersNeverDeadlockNorOverlap$",
+		Tests: []string{"TestAcquire_OppositeOrdersNeverDeadlockNorOverlap"},
+		Bound: time.Minute, CI: true,
+	},
 }

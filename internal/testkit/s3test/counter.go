@@ -22,6 +22,12 @@ type Counter struct {
 	sessions int
 }
 
+// Counting returns a new Counter and the client option that installs it.
+func Counting() (*Counter, Option) {
+	c := &Counter{}
+	return c, WithTransport(func(next http.RoundTripper) http.RoundTripper { return c.Wrap(next) })
+}
+
 // Wrap makes c count the requests sent through next.
 func (c *Counter) Wrap(next http.RoundTripper) http.RoundTripper {
 	c.Next = next

@@ -1,0 +1,187 @@
+// Package lockset takes several s3lock locks together, all or none: a job
+// that changes the network and the database holds both, and two jobs that
+// take {a, b} and {b, a} never wait for each other in a cycle.
+//
+// It is built on package s3lock's public API alone (a set is its locks'
+// own acquisitions, one after another) and adds no object and no request to
+// the protocol: s3lock/PROTOCOL.md §16 gives the rules.
+//
+//	set, err := lockset.Acquire(ctx, locks, []string{"net/prod", "db/prod"}, s3lock.WithWait(5*time.Minute))
+//	if err != nil { ... } // nothing is held
+//	defer set.Release(ctx)
+//	// work; each lease's Token().Epoch fences its lock's writes; watch set.Done()
+package lockset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+)
+
+// maxLocks bounds a lock set: a job that must hold more locks at once than
+// this is better served by a lock over what they guard.
+const maxLocks = 64
+
+// releaseTimeout bounds the releases of a set that could not be taken, which
+// run even when the caller's ctx has ended: long enough for a store's
+// request timeout, short enough not to hang a caller that gave up.
+const releaseTimeout = 30 * time.Second
+
+// Set is the leases of several locks taken together by Acquire; it ends
+// when any of its leases ends.
+type Set struct {
+	leases []*s3lock.Lease // in the set's order: the names sorted
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error // why the set ended; nil while every lease is held
+}
+
+// Acquire acquires the locks names with c, each as c.Acquire does with opts
+// (a WithWait bounds the wait for each lock; ctx bounds the whole), and
+// returns holding all of them or none: what it took before an error or a
+// timeout it releases before it returns.
+//
+// Every set takes its locks in one global order, the names sorted, so two
+// sets that share locks never wait for each other in a cycle: a job taking
+// {a, b} and another taking {b, a} both take a first, and the second to get
+// it waits for the first set to end. While it waits for a held lock, a set
+// holds the locks before it in that order and none after it: holding the
+// earlier ones is what keeps a set from being overtaken forever by jobs
+// that take them one at a time, and taking no later one means a set holds
+// nothing longer than its own wait for the lock it lacks. The leases are
+// renewed as Acquire's are (WithoutAutoRenew leaves it to the caller, for
+// each lease).
+//
+// names must hold 1 to 64 distinct, valid lock names; bad names and options
+// are refused before any request. Acquiring n free locks costs n
+// acquisitions (3n requests).
+func Acquire(ctx context.Context, c *s3lock.Client, names []string, opts ...s3lock.Option) (*Set, error) {
+	order, err := sorted(names)
+	if err != nil {
+		return nil, err
+	}
+	leases := make([]*s3lock.Lease, 0, len(order))
+	for _, name := range order {
+		l, err := c.Acquire(ctx, name, opts...)
+		if err != nil {
+			return nil, abandon(ctx, order, leases, fmt.Errorf("lock %q: %w", name, err))
+		}
+		leases = append(leases, l)
+	}
+	// A lease taken early may have ended while the set waited for a later
+	// one (without automatic renewal, or lost): then the set is not held.
+	for _, l := range leases {
+		if err := l.Err(); err != nil {
+			return nil, abandon(ctx, order, leases, fmt.Errorf("lock %q ended while the set waited for the others: %w",
+				l.Token().Name, err))
+		}
+	}
+	return newSet(leases), nil
+}
+
+// sorted checks a lock set's names and returns them in the global order
+// every set takes its locks in.
+func sorted(names []string) ([]string, error) {
+	switch {
+	case len(names) == 0:
+		return nil, fmt.Errorf("%w: a lock set needs at least one lock name", s3lock.ErrInvalidConfig)
+	case len(names) > maxLocks:
+		return nil, fmt.Errorf("%w: a lock set of %d locks is more than %d", s3lock.ErrInvalidConfig, len(names), maxLocks)
+	}
+	order := slices.Clone(names)
+	slices.Sort(order)
+	for i, name := range order {
+		if err := s3lock.ValidateName(name); err != nil {
+			return nil, err
+		}
+		if i > 0 && order[i-1] == name {
+			return nil, fmt.Errorf("%w: lock %q is named twice in the lock set", s3lock.ErrInvalidConfig, name)
+		}
+	}
+	return order, nil
+}
+
+// abandon releases the leases a failed Acquire took, latest first, even if
+// ctx has ended, and returns why the set could not be taken.
+func abandon(ctx context.Context, order []string, held []*s3lock.Lease, cause error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	taken := "it had taken none"
+	if len(held) > 0 {
+		taken = fmt.Sprintf("what it had taken (%s) is released", strings.Join(order[:len(held)], ", "))
+	}
+	errs := []error{fmt.Errorf("s3lock: lock set {%s} not acquired, all or none: %w; %s",
+		strings.Join(order, ", "), cause, taken)}
+	for _, l := range slices.Backward(held) {
+		if err := l.Release(rctx); err != nil && !errors.Is(err, s3lock.ErrLeaseLost) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newSet returns the set of leases and starts, for each, a goroutine that
+// ends the set when the lease ends; each returns when its lease ends.
+func newSet(leases []*s3lock.Lease) *Set {
+	s := &Set{leases: leases, done: make(chan struct{})}
+	for _, l := range leases {
+		go func() {
+			<-l.Done()
+			s.end(l.Err())
+		}()
+	}
+	return s
+}
+
+// end records why the set ended and closes Done, once.
+func (s *Set) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+		close(s.done)
+	}
+}
+
+// Leases returns the set's leases, in the order they were taken (the names
+// sorted): each with its Token (its lock's epoch, the fencing token of that
+// lock's writes) and State.
+func (s *Set) Leases() []*s3lock.Lease { return slices.Clone(s.leases) }
+
+// Done returns a channel that is closed when the set ends: when any of its
+// leases ends (released, or lost). Err says why.
+//
+// A lost lease ends the set, but the set's other leases stay held (and
+// renewed) until Release: the work that ran under the set may still be
+// running, and what it guards must not be taken by someone else before it
+// stopped. Stop the work, then Release.
+func (s *Set) Done() <-chan struct{} { return s.done }
+
+// Err returns nil while every lease of the set is held, and otherwise why
+// the first of them ended: s3lock.ErrReleased after Release, a
+// *s3lock.LeaseLostError (matching s3lock.ErrLeaseLost) if one was lost.
+func (s *Set) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Release releases every lease of the set, the latest taken first, each even
+// if another fails, and returns their errors joined: a lease that was lost
+// makes it match s3lock.ErrLeaseLost, since the work under the set may not
+// have been exclusive.
+func (s *Set) Release(ctx context.Context) error {
+	var errs []error
+	for _, l := range slices.Backward(s.leases) {
+		if err := l.Release(ctx); err != nil && !errors.Is(err, s3lock.ErrReleased) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
