@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
+	"github.com/s3lock/terraform-provider-s3lock/s3lock/lockset"
 )
 
 // orderHelp explains --order in the help of the commands that wait.
@@ -154,6 +155,50 @@ func (a *app) acquired(l *s3lock.Lease, waited time.Duration, quiet bool) {
 	}
 	t := l.Token()
 	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(l.Token().Name, t.Slot, max(t.Slots, 1)), l.Token().Epoch, t.Bucket, t.Key())
+	if waited >= time.Second {
+		msg += fmt.Sprintf(" after waiting %s", waited.Round(time.Second))
+	}
+	fmt.Fprintln(a.stderr, msg)
+}
+
+// acquireForRun takes what `s3lock run` runs its command under: the lock
+// name (as acquire does), or the lock set names, all or none.
+func (a *app) acquireForRun(ctx context.Context, c *s3lock.Client, names []string, af acquireFlags) (*holding, error) {
+	if len(names) == 1 {
+		lease, err := a.acquire(ctx, c, names[0], af)
+		if err != nil {
+			return nil, err
+		}
+		return holdingLease(lease), nil
+	}
+	opts := []s3lock.Option{s3lock.WithOrder(af.order), s3lock.WithWait(af.wait)}
+	if len(af.metadata) > 0 {
+		opts = append(opts, s3lock.WithMetadata(af.metadata))
+	}
+	p := newProgress(a.stderr, strings.Join(names, " "), af.wait, af.quiet || af.wait == 0, 1)
+	set, err := lockset.Acquire(ctx, c, names, append(opts, s3lock.WithWaitObserver(p.observe))...)
+	p.stop()
+	var held *s3lock.HeldError
+	switch {
+	case err == nil:
+		a.acquiredSet(set, p.waited(), af.quiet)
+		return holdingSet(set), nil
+	case errors.As(err, &held) && ctx.Err() == nil:
+		return nil, exitWith(exitHeld, err) // held after --wait (or at once with --wait 0): nothing is held
+	}
+	return nil, err
+}
+
+// acquiredSet reports a lock set taken, unless quiet.
+func (a *app) acquiredSet(s *lockset.Set, waited time.Duration, quiet bool) {
+	if quiet {
+		return
+	}
+	var taken []string
+	for _, l := range s.Leases() {
+		taken = append(taken, fmt.Sprintf("%q (epoch %d)", l.Token().Name, l.Token().Epoch))
+	}
+	msg := "s3lock: acquired the lock set " + strings.Join(taken, ", ")
 	if waited >= time.Second {
 		msg += fmt.Sprintf(" after waiting %s", waited.Round(time.Second))
 	}

@@ -90,7 +90,11 @@ func (p *progress) print(h s3lock.HeldError) {
 	}
 	p.lastPrint, p.lastHolder, p.lastEpoch, p.lastAhead, p.lastKey = now, h.Holder, h.Epoch, h.Ahead, h.Key
 	waited := now.Sub(p.start).Round(time.Second)
-	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", p.name, waitingText(h, p.slots), waited, p.limit)
+	name := p.name
+	if h.Name != "" {
+		name = h.Name // a lock set's: the one it waits for
+	}
+	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", name, waitingText(h, p.slots), waited, p.limit)
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return

@@ -20,6 +20,12 @@ import (
 var runLong = `Acquire the lock NAME, run CMD while holding it, and release the lock when CMD
 exits. s3lock exits with CMD's exit code (128+N if CMD was killed by signal N).
 
+Several NAMEs are a lock set, taken all or none: in the order of the names
+sorted, whatever order they are given in (so runs taking "a b" and "b a" never
+deadlock), each waited for as one lock is (--wait bounds each); what was taken
+is released if the rest cannot be. Losing any of the set's leases stops CMD as
+losing the lease does. --slots takes one NAME.
+
 Waiting: if the lock is held, s3lock waits up to --wait (default 5m; 0 tries
 once) and reports who holds it on stderr. If the store cannot be reached at the
 first attempt, s3lock fails at once instead of waiting.
@@ -30,6 +36,7 @@ first attempt, s3lock fails at once instead of waiting.
 
 CMD's environment gets:
 ` + runenv.Help() + `
+` + runenv.SetHelp() + `
 It does not get ` + strings.Join(runenv.Withheld(), " or ") + ` (s3lock's secrets).
 
 While CMD runs, the lease is renewed every third of --lease. SIGINT, SIGTERM
@@ -59,12 +66,13 @@ func (a *app) runCommand() *cobra.Command {
 	var af acquireFlags
 	var grace time.Duration
 	cmd := &cobra.Command{
-		Use:   "run [flags] NAME -- CMD [ARGS...]",
+		Use:   "run [flags] NAME [NAME...] -- CMD [ARGS...]",
 		Short: "Run a command while holding a lock",
 		Long:  runLong,
 		Example: `  s3lock run --bucket my-locks migrations -- ./migrate.sh up
   S3LOCK_BUCKET=my-locks s3lock run deploy/prod --wait 15m -- terraform apply -auto-approve
-  s3lock run --slots 3 ci/gpu -- sh -c './train.sh --device "$` + runenv.Slot + `"'`,
+  s3lock run --slots 3 ci/gpu -- sh -c './train.sh --device "$` + runenv.Slot + `"'
+  s3lock run net/prod db/prod -- ./migrate-both.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -74,15 +82,14 @@ func (a *app) runCommand() *cobra.Command {
 				return usagef("missing '--' before the command: s3lock run NAME -- CMD [ARGS...]")
 			case dash == 0:
 				return usagef("missing the lock NAME before '--'")
-			case dash > 1:
-				return usagef("expected one lock NAME before '--', got %q", args[:dash])
 			case len(args) == dash:
 				return usagef("missing the command after '--'")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.run(cmd.Context(), args[0], args[1:], af, grace)
+			dash := cmd.ArgsLenAtDash()
+			return a.run(cmd.Context(), args[:dash], args[dash:], af, grace)
 		},
 	}
 	af.register(cmd, defaultRunLease)
@@ -91,8 +98,8 @@ func (a *app) runCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) run(ctx context.Context, name string, argv []string, af acquireFlags, grace time.Duration) error {
-	grace, err := a.prepareRun(name, argv, af, grace)
+func (a *app) run(ctx context.Context, names, argv []string, af acquireFlags, grace time.Duration) error {
+	grace, err := a.prepareRun(names, argv, af, grace)
 	if err != nil {
 		return err
 	}
@@ -100,7 +107,7 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 	if err != nil {
 		return err
 	}
-	lease, err := a.acquire(ctx, c, name, af)
+	held, err := a.acquireForRun(ctx, c, names, af)
 	if err != nil {
 		return err
 	}
@@ -108,7 +115,7 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 	// child: keep this goroutine on that thread until the command is done.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	r, err := a.startCommand(ctx, lease, argv)
+	r, err := a.startCommand(ctx, held, argv)
 	if err != nil {
 		return err
 	}
@@ -120,12 +127,17 @@ func (a *app) run(ctx context.Context, name string, argv []string, af acquireFla
 // prepareRun checks what can be checked before taking the lock, so that a
 // run that cannot work does not take (and burn) an epoch. It returns the
 // grace period to use.
-func (a *app) prepareRun(name string, argv []string, af acquireFlags, grace time.Duration) (time.Duration, error) {
+func (a *app) prepareRun(names, argv []string, af acquireFlags, grace time.Duration) (time.Duration, error) {
 	if err := a.needBucket(); err != nil {
 		return 0, err
 	}
-	if err := s3lock.ValidateName(name); err != nil {
-		return 0, err
+	for _, name := range names {
+		if err := s3lock.ValidateName(name); err != nil {
+			return 0, err
+		}
+	}
+	if len(names) > 1 && af.slots > 1 {
+		return 0, usagef("--slots takes one lock name, not a lock set of %d", len(names))
 	}
 	grace, err := graceFor(grace, af.lock.lease)
 	if err != nil {
@@ -148,7 +160,7 @@ func cannotRunCode(err error) int {
 // runner is one command running under a lease.
 type runner struct {
 	a        *app
-	lease    *s3lock.Lease
+	held     *holding
 	child    *exec.Cmd
 	watchdog *watchdogLink // nil without a watchdog
 	fg       bool          // in the foreground of a terminal: no process group of its own
@@ -160,12 +172,12 @@ type runner struct {
 }
 
 // startCommand starts the command (under a watchdog outside a terminal) with
-// the lease in its environment, and routes s3lock's signals to it. If it
-// cannot start, it releases the lease.
-func (a *app) startCommand(ctx context.Context, lease *s3lock.Lease, argv []string) (*runner, error) {
-	r := &runner{a: a, lease: lease, fg: foregroundOfTerminal(), forward: make(chan os.Signal, 4), exited: make(chan struct{})}
+// the lease (or lock set) in its environment, and routes s3lock's signals to
+// it. If it cannot start, it releases what it holds.
+func (a *app) startCommand(ctx context.Context, held *holding, argv []string) (*runner, error) {
+	r := &runner{a: a, held: held, fg: foregroundOfTerminal(), forward: make(chan os.Signal, 4), exited: make(chan struct{})}
 	if err := r.prepare(argv); err != nil {
-		return nil, errors.Join(err, a.release(lease))
+		return nil, errors.Join(err, held.release())
 	}
 	// Signals that arrive from here on go to the command, not to our context.
 	a.setSignalHandler(func(sig os.Signal) {
@@ -213,15 +225,11 @@ func (r *runner) prepare(argv []string) error {
 	}
 	r.child = exec.Command(line[0], line[1:]...)
 	r.child.Stdin, r.child.Stdout, r.child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	t := r.lease.Token()
-	r.child.Env = runenv.Lease{
-		Bucket: t.Bucket, Name: r.lease.Token().Name, Key: t.Key(), Holder: r.lease.State().Holder,
-		Epoch: r.lease.Token().Epoch, Slot: t.Slot, Slots: max(t.Slots, 1),
-	}.Command(os.Environ())
+	r.child.Env = r.held.environ(os.Environ())
 	configureChild(r.child, r.fg, watchdog)
 	if watchdog {
 		var err error
-		if r.watchdog, err = attachWatchdog(r.child, r.lease.State().ExpiresAt); err != nil {
+		if r.watchdog, err = attachWatchdog(r.child, r.held.expiresAt()); err != nil {
 			return err
 		}
 	}
@@ -233,7 +241,7 @@ func (r *runner) prepare(argv []string) error {
 func (r *runner) abort() error {
 	r.a.setSignalHandler(nil)
 	r.watchdog.close()
-	return r.a.release(r.lease)
+	return r.held.release()
 }
 
 // supervise waits for the command to exit, forwarding signals, and makes
@@ -245,7 +253,7 @@ func (r *runner) supervise(grace time.Duration) {
 	termSent := false
 	watch := time.NewTicker(runWatchInterval)
 	defer watch.Stop()
-	leaseDone := r.lease.Done()
+	leaseDone := r.held.Done()
 	for {
 		select {
 		case <-r.exited:
@@ -256,8 +264,8 @@ func (r *runner) supervise(grace time.Duration) {
 			}
 			_ = signalChild(r.child.Process, sig, !r.fg)
 		case <-watch.C:
-			_ = r.watchdog.tell(r.lease.State().ExpiresAt) // a watchdog that is gone shows in how it exits
-			if left := time.Until(r.lease.State().ExpiresAt); !termSent && r.lease.Err() == nil && left <= grace {
+			_ = r.watchdog.tell(r.held.expiresAt()) // a watchdog that is gone shows in how it exits
+			if left := time.Until(r.held.expiresAt()); !termSent && r.held.Err() == nil && left <= grace {
 				termSent = true
 				fmt.Fprintf(r.a.stderr, "s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)\n",
 					left.Round(100*time.Millisecond))
@@ -265,10 +273,10 @@ func (r *runner) supervise(grace time.Duration) {
 			}
 		case <-leaseDone:
 			leaseDone = nil
-			if !errors.Is(r.lease.Err(), s3lock.ErrLeaseLost) {
+			if !errors.Is(r.held.Err(), s3lock.ErrLeaseLost) {
 				continue
 			}
-			r.lost = r.lease.Err()
+			r.lost = r.held.Err()
 			fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", strings.TrimPrefix(oneLine(r.lost.Error()), "s3lock: "))
 			r.killed = true
 			_ = signalChild(r.child.Process, syscall.SIGKILL, !r.fg)
@@ -286,12 +294,7 @@ func (r *runner) finish() error {
 	r.watchdog.close()
 	watchdogDied := report == "" && !r.killed
 	if report == "deadline" && r.lost == nil {
-		if err := r.lease.Err(); errors.Is(err, s3lock.ErrLeaseLost) {
-			r.lost = err // s3lock's own timer saw it too, as the watchdog acted
-		} else {
-			r.lost = &s3lock.LeaseLostError{Bucket: r.lease.Token().Bucket, Name: r.lease.Token().Name, Key: r.lease.Token().Key(), Epoch: r.lease.Token().Epoch,
-				Reason: s3lock.LostLapsed, Detail: "its trust deadline passed while s3lock could not act on it (stopped or starved?), so its watchdog killed the command"}
-		}
+		r.lost = r.held.lapsedUnseen()
 		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", strings.TrimPrefix(oneLine(r.lost.Error()), "s3lock: "))
 	}
 	// Whatever the command left in its process group must not outlive the
@@ -304,7 +307,7 @@ func (r *runner) finish() error {
 		if !killGroup(pgid, groupKillLimit) {
 			_ = r.child.Wait()
 			return exitWith(exitError, fmt.Errorf("processes of the command's group %d survived SIGKILL for %s; not releasing the lock, which lapses after %s "+
-				"(s3://%s/%s)", pgid, groupKillLimit, r.lease.State().LeaseDuration, r.lease.Token().Bucket, r.lease.Token().Key()))
+				"(%s)", pgid, groupKillLimit, r.held.duration(), r.held.objects()))
 		}
 	}
 	r.waitErr = r.child.Wait()
@@ -314,7 +317,7 @@ func (r *runner) finish() error {
 // conclude releases the lease and returns how s3lock exits, given the
 // command's exit code.
 func (r *runner) conclude(code int, watchdogDied bool) error {
-	relErr := r.a.release(r.lease)
+	relErr := r.held.release()
 	if r.lost == nil && errors.Is(relErr, s3lock.ErrLeaseLost) {
 		r.lost = relErr
 	}
@@ -327,7 +330,7 @@ func (r *runner) conclude(code int, watchdogDied bool) error {
 		return exitWith(exitWatchdogDied, errors.Join(err, relErr))
 	}
 	if relErr != nil {
-		fmt.Fprintf(r.a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), r.lease.State().LeaseDuration)
+		fmt.Fprintf(r.a.stderr, "s3lock: warning: %s; the lease will lapse by itself within %s\n", oneLine(relErr.Error()), r.held.duration())
 	}
 	if code != 0 {
 		return exitWith(code, nil)

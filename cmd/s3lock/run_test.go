@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -371,5 +372,98 @@ func TestRun_SignalBurstDoesNotHang(t *testing.T) {
 			_ = cmd.Process.Signal(syscall.SIGHUP)
 			time.Sleep(100 * time.Microsecond)
 		}
+	}
+}
+
+// Several names are a lock set, taken all or none in the order of the names
+// sorted: the command sees each lock's name, epoch and key (S3LOCK_LOCKS,
+// S3LOCK_NAME_i, ...), the first's in the single-lock variables, and every
+// lock is released when it exits.
+func TestRun_ALockSetIsTakenWholeAndSeenByTheCommand(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	a, b := c.name("set/a"), c.name("set/b")
+	script := `printf '%s|%s|%s=%s|%s=%s|%s' "$S3LOCK_LOCKS" "$S3LOCK_NAME" "$S3LOCK_NAME_1" "$S3LOCK_EPOCH_1" "$S3LOCK_NAME_2" "$S3LOCK_EPOCH_2" "$S3LOCK_KEY_2"`
+	r := c.mustRun("run", b, a, "--", "sh", "-c", script)
+	want := fmt.Sprintf("2|%s|%s=1|%s=1|%s", a, a, b, s3lock.Token{Name: b, Epoch: 1}.Key())
+	if r.stdout != want {
+		t.Fatalf("the command printed %q, want %q", r.stdout, want)
+	}
+	for _, name := range []string{a, b} {
+		if st := c.current(name); !st.Released {
+			t.Errorf("after the run, %s is %+v; want released", name, st)
+		}
+	}
+}
+
+// A set with a held member takes nothing with --wait 0: it exits with the
+// held code, naming the held lock, and leaves the other lock free.
+func TestRun_ALockSetWithAHeldMemberTakesNothing(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	a, b := c.name("held-set/a"), c.name("held-set/b")
+	l, err := c.sdk.TryAcquire(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Release(context.Background()) })
+	r := c.run("run", "--wait", "0", a, b, "--", "true")
+	if r.code != exitHeld || !strings.Contains(r.stderr, fmt.Sprintf("lock %q", b)) || !strings.Contains(r.stderr, "is released") {
+		t.Fatalf("got %s; want exit %d naming %s and saying what it released", r, exitHeld, b)
+	}
+	if st := c.current(a); st.Held {
+		t.Errorf("%s after the set gave up: %+v; want not held", a, st)
+	}
+	if r := c.run("run", "--slots", "2", a, b, "--", "true"); r.code != exitUsage || !strings.Contains(r.stderr, "--slots takes one lock name") {
+		t.Errorf("--slots with a set: got %s; want a usage error", r)
+	}
+}
+
+// Two runs taking the same locks in opposite orders never deadlock and never
+// run their commands at once (each command takes a directory that exists
+// only while one runs), round after round.
+func TestRun_LockSetsInOppositeOrdersNeitherDeadlockNorOverlap(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	a, b := c.name("opposite/a"), c.name("opposite/b")
+	inUse := filepath.Join(c.dir, "in-use")
+	script := fmt.Sprintf(`mkdir %q || exit 9; sleep 0.05; rmdir %q`, inUse, inUse)
+	var wg sync.WaitGroup
+	for i, names := range [][]string{{a, b}, {b, a}} {
+		wg.Go(func() {
+			for round := range 5 {
+				args := append(append([]string{"run", "--wait", "1m", "--quiet"}, names...), "--", "sh", "-c", script)
+				if r := c.run(args...); r.code != 0 {
+					t.Errorf("run %d, round %d: %s; want exit 0 (9: both commands ran at once)", i, round, r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Losing one lease of a lock set stops the command as losing the lease
+// does (SIGKILL, exit 4), and the set's other lock is released.
+func TestRun_ALockSetsLostMemberKillsTheCommand(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	a, b := c.name("lost-set/a"), c.name("lost-set/b")
+	marker := filepath.Join(c.dir, "marker")
+	var stderr testkit.Buffer
+	script := `echo ready >> "$0"; while :; do sleep 0.1; done`
+	cmd := c.command(t.Context(), "run", "--lease", "3s", a, b, "--", "sh", "-c", script, marker)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "the command to start", func() bool { return fileHas(marker, "ready") })
+	if err := c.sdk.ForceRelease(t.Context(), s3lock.Token{Name: b, Epoch: c.current(b).Epoch}); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd); code != exitLost || !strings.Contains(stderr.String(), "killing the command") {
+		t.Fatalf("s3lock exited %d, want %d (lease lost) saying it killed the command; stderr: %s", code, exitLost, stderr.String())
+	}
+	if st := c.current(a); st.Held {
+		t.Errorf("%s after the run: %+v; want released", a, st)
 	}
 }

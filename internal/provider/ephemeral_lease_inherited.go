@@ -49,10 +49,12 @@ func (in inheritedLease) ref() leaseRef {
 // (runenv) names this bucket and lock, is well formed (a CLI from before
 // slot locks sets no slot: a mutex), and agrees with itself: its key is the
 // key of that epoch (of that slot). ok is false when the process runs under
-// no `s3lock run`, or under one for another lock. An environment that names
+// no `s3lock run`, or under one for another lock (a run of a lock set counts
+// for each lock of the set). An environment that names
 // this lock (or does not say which) but is malformed is an error: taking
 // the lock anew would wait for the run's own lease.
 func inheritedFrom(getenv func(string) string, bucket, name string) (in inheritedLease, ok bool, err error) {
+	getenv = runenv.Member(getenv, name) // a lock set's run: its lease of this lock, if it has one
 	if !runenv.Present(getenv) {
 		return inheritedLease{}, false, nil
 	}

@@ -24,6 +24,12 @@ const (
 	Slots  = "S3LOCK_SLOTS"
 )
 
+// Locks is the variable `s3lock run A B ... -- CMD` sets to the number of
+// locks its command holds together (a lock set, taken in the order of the
+// names sorted); then S3LOCK_NAME_i, S3LOCK_EPOCH_i and S3LOCK_KEY_i (i from
+// 1) describe each, in that order, and the variables above its first.
+const Locks = "S3LOCK_LOCKS"
+
 // Token is the variable `s3lock renew` and `s3lock release` read a lease
 // token from when --token is not given (a CI step exports it for the next).
 const Token = "S3LOCK_TOKEN"
@@ -99,6 +105,27 @@ func (l Lease) Environ() []string {
 	return env
 }
 
+// SetEnviron returns the environment of a command that holds the lock set
+// ls (in the set's order): the first lease's variables, S3LOCK_LOCKS, then
+// each lease's S3LOCK_NAME_i, S3LOCK_EPOCH_i and S3LOCK_KEY_i, i from 1.
+func SetEnviron(ls []Lease) []string {
+	env := append(ls[0].Environ(), Locks+"="+strconv.Itoa(len(ls)))
+	for i, l := range ls {
+		n := strconv.Itoa(i + 1)
+		env = append(env, Name+"_"+n+"="+l.Name, Epoch+"_"+n+"="+strconv.FormatUint(l.Epoch, 10), Key+"_"+n+"="+l.Key)
+	}
+	return env
+}
+
+// SetHelp describes a lock set's variables for a command's help text, as
+// Help does the others.
+func SetHelp() string {
+	return "  " + Locks + "  with several lock names, how many; then S3LOCK_NAME_i,\n" +
+		"                S3LOCK_EPOCH_i and S3LOCK_KEY_i (i from 1) for each lock, in\n" +
+		"                the order of the names sorted; the variables above are the\n" +
+		"                first lock's"
+}
+
 // Help describes the variables for a command's help text: a name and its
 // meaning per entry, indented by two spaces, wrapped to fit 80 columns.
 func Help() string {
@@ -124,6 +151,31 @@ func Help() string {
 // nothing: it is also the CLI's default bucket, which users set for
 // themselves.
 func Present(getenv func(string) string) bool { return getenv(Epoch) != "" }
+
+// Member returns getenv as the command of a lock set sees its member name:
+// that member's S3LOCK_NAME_i, S3LOCK_EPOCH_i and S3LOCK_KEY_i in the
+// single-lock variables, for a reader of one lease (Read) that looks for its
+// own lock. Without a set, or when no member is named so, getenv itself.
+func Member(getenv func(string) string, name string) func(string) string {
+	n, err := strconv.Atoi(getenv(Locks))
+	if err != nil {
+		return getenv
+	}
+	for i := 1; i <= n; i++ {
+		idx := strconv.Itoa(i)
+		if getenv(Name+"_"+idx) != name {
+			continue
+		}
+		return func(v string) string {
+			switch v {
+			case Name, Epoch, Key:
+				return getenv(v + "_" + idx)
+			}
+			return getenv(v)
+		}
+	}
+	return getenv
+}
 
 // Read returns the lease getenv describes (os.Getenv, for the process's
 // own environment). Every variable must be there and well formed, except
