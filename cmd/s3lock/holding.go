@@ -108,5 +108,5 @@ func (h *holding) environ(environ []string) []string {
 	if h.set == nil {
 		return ls[0].Command(environ)
 	}
-	return append(runenv.Without(environ, runenv.Withheld()...), runenv.SetEnviron(ls)...)
+	return runenv.SetEnviron(environ, ls)
 }

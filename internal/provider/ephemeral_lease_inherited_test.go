@@ -48,6 +48,12 @@ func TestInheritedFrom_ReadsOnlyAWellFormedEnvironmentOfTheLock(t *testing.T) {
 				runenv.Locks, "2", runenv.Name+"_1", "a-first", runenv.Epoch+"_1", "9", runenv.Key+"_1", s3lock.Token{Name: "a-first", Epoch: 9}.Key(),
 				runenv.Name+"_2", name, runenv.Epoch+"_2", "4", runenv.Key+"_2", s3lock.Token{Name: name, Epoch: 4}.Key())},
 		{what: "a set without the lock", getenv: env(good, runenv.Name, "a-first", runenv.Locks, "1", runenv.Name+"_1", "a-first")},
+		// A run of another lock inside a set's run: the set's variables do
+		// not agree with the single-lock ones, so they are not this run's.
+		{what: "an outer set's stale variables beside another run's lease",
+			getenv: env(good, runenv.Name, "other", runenv.Epoch, "2", runenv.Key, s3lock.Token{Name: "other", Epoch: 2}.Key(),
+				runenv.Locks, "2", runenv.Name+"_1", "a-first", runenv.Epoch+"_1", "9", runenv.Key+"_1", s3lock.Token{Name: "a-first", Epoch: 9}.Key(),
+				runenv.Name+"_2", name, runenv.Epoch+"_2", "3", runenv.Key+"_2", s3lock.Token{Name: name, Epoch: 3}.Key())},
 		{what: "another bucket", getenv: env(good, runenv.Bucket, "other-locks")},
 		{what: "an epoch that is no number", getenv: env(good, runenv.Epoch, "seven"), wantErr: runenv.Epoch},
 		{what: "a key of another epoch", getenv: env(good, runenv.Key, s3lock.Token{Name: name, Epoch: 6}.Key()), wantErr: runenv.Key},

@@ -53,7 +53,33 @@ func Withheld() []string { return slices.Clone(withheld) }
 // the lease l: environ (s3lock's own, os.Environ) without the withheld
 // variables (in any letter case: Windows reads names so), then the lease's.
 func (l Lease) Command(environ []string) []string {
-	return append(Without(environ, withheld...), l.Environ()...)
+	return append(withoutRun(environ), l.Environ()...)
+}
+
+// withoutRun returns environ without the withheld variables and without an
+// outer run's lock set (S3LOCK_LOCKS, S3LOCK_NAME_i, ...): a run inside a
+// set's run must not leave the outer set's leases beside its own, where a
+// reader (Member) would mix them with its variables.
+func withoutRun(environ []string) []string {
+	env := Without(environ, withheld...)
+	return slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return strings.EqualFold(name, Locks) || setMember(name)
+	})
+}
+
+// setMember reports whether name is one of a lock set's per-lock variables:
+// S3LOCK_NAME_i, S3LOCK_EPOCH_i or S3LOCK_KEY_i (in any letter case).
+func setMember(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, v := range []string{Name, Epoch, Key} {
+		if i, ok := strings.CutPrefix(upper, v+"_"); ok {
+			if _, err := strconv.Atoi(i); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Without returns environ without the variables named, in any letter case
@@ -106,10 +132,12 @@ func (l Lease) Environ() []string {
 }
 
 // SetEnviron returns the environment of a command that holds the lock set
-// ls (in the set's order): the first lease's variables, S3LOCK_LOCKS, then
-// each lease's S3LOCK_NAME_i, S3LOCK_EPOCH_i and S3LOCK_KEY_i, i from 1.
-func SetEnviron(ls []Lease) []string {
-	env := append(ls[0].Environ(), Locks+"="+strconv.Itoa(len(ls)))
+// ls (in the set's order): environ as Command keeps it, the first lease's
+// variables, S3LOCK_LOCKS, then each lease's S3LOCK_NAME_i, S3LOCK_EPOCH_i
+// and S3LOCK_KEY_i, i from 1.
+func SetEnviron(environ []string, ls []Lease) []string {
+	env := append(withoutRun(environ), ls[0].Environ()...)
+	env = append(env, Locks+"="+strconv.Itoa(len(ls)))
 	for i, l := range ls {
 		n := strconv.Itoa(i + 1)
 		env = append(env, Name+"_"+n+"="+l.Name, Epoch+"_"+n+"="+strconv.FormatUint(l.Epoch, 10), Key+"_"+n+"="+l.Key)
@@ -117,21 +145,22 @@ func SetEnviron(ls []Lease) []string {
 	return env
 }
 
+// Help describes the variables for a command's help text: a name and its
+// meaning per entry, indented by two spaces, wrapped to fit 80 columns.
+func Help() string { return helpOf(vars) }
+
 // SetHelp describes a lock set's variables for a command's help text, as
 // Help does the others.
 func SetHelp() string {
-	return "  " + Locks + "  with several lock names, how many; then S3LOCK_NAME_i,\n" +
-		"                S3LOCK_EPOCH_i and S3LOCK_KEY_i (i from 1) for each lock, in\n" +
-		"                the order of the names sorted; the variables above are the\n" +
-		"                first lock's"
+	return helpOf([]struct{ name, help string }{{Locks, "with several lock names, how many; then S3LOCK_NAME_i, " +
+		"S3LOCK_EPOCH_i and S3LOCK_KEY_i (i from 1) for each lock, in the order of the names sorted; the " +
+		"variables above are the first lock's"}})
 }
 
-// Help describes the variables for a command's help text: a name and its
-// meaning per entry, indented by two spaces, wrapped to fit 80 columns.
-func Help() string {
+func helpOf(entries []struct{ name, help string }) string {
 	const indent, width = 17, 80
 	var b strings.Builder
-	for _, v := range vars {
+	for _, v := range entries {
 		line := fmt.Sprintf("  %-13s ", v.name)
 		for _, word := range strings.Fields(v.help) {
 			if len(line)+1+len(word) > width {
@@ -158,8 +187,8 @@ func Present(getenv func(string) string) bool { return getenv(Epoch) != "" }
 // own lock. Without a set, or when no member is named so, getenv itself.
 func Member(getenv func(string) string, name string) func(string) string {
 	n, err := strconv.Atoi(getenv(Locks))
-	if err != nil {
-		return getenv
+	if err != nil || n < 1 || n > maxSetLocks || !firstOfSet(getenv) {
+		return getenv // no set, or not one `s3lock run` wrote: the single lease alone
 	}
 	for i := 1; i <= n; i++ {
 		idx := strconv.Itoa(i)
@@ -175,6 +204,21 @@ func Member(getenv func(string) string, name string) func(string) string {
 		}
 	}
 	return getenv
+}
+
+// maxSetLocks is the most locks a set holds (package lockset's bound).
+const maxSetLocks = 64
+
+// firstOfSet reports whether the single-lock variables are the set's first
+// lock's, as `s3lock run` writes them: a set's variables that do not agree
+// with them are not this run's.
+func firstOfSet(getenv func(string) string) bool {
+	for _, v := range []string{Name, Epoch, Key} {
+		if getenv(v) == "" || getenv(v+"_1") != getenv(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // Read returns the lease getenv describes (os.Getenv, for the process's

@@ -169,3 +169,34 @@ func TestLease_CommandWithholdsTheSecrets(t *testing.T) {
 		t.Errorf("Withheld() = %q; want %q", runenv.Withheld(), want)
 	}
 }
+
+// A set's environment names each lock: Member shows a reader of one lease
+// its own lock's, a run of one lock inside a set's run drops the outer set's
+// variables, and a set's variables that disagree with the single-lock ones
+// (not written by one run) are not read as a set.
+func TestSetEnviron_EachMemberReadsItsOwnLease(t *testing.T) {
+	a := runenv.Lease{Bucket: "b", Name: "a", Key: "a/lock-0000000005.json", Holder: "h", Epoch: 5, Slots: 1}
+	z := runenv.Lease{Bucket: "b", Name: "z", Key: "z/lock-0000000002.json", Holder: "h", Epoch: 2, Slots: 1}
+	env := runenv.SetEnviron([]string{"PATH=/bin", runenv.Token + "=secret"}, []runenv.Lease{a, z})
+	get := getenv(env)
+	if get(runenv.Locks) != "2" || get(runenv.Token) != "" || get("PATH") != "/bin" {
+		t.Errorf("SetEnviron = %q; want S3LOCK_LOCKS=2, PATH kept, the token withheld", env)
+	}
+	for _, want := range []runenv.Lease{a, z} {
+		if got, err := runenv.Read(runenv.Member(get, want.Name)); err != nil || got != want {
+			t.Errorf("Read(Member(%s)) = %+v, %v; want %+v", want.Name, got, err, want)
+		}
+	}
+	if got, _ := runenv.Read(runenv.Member(get, "other")); got != a {
+		t.Errorf("Read(Member(other)) = %+v; want the single-lock variables, the first lock's", got)
+	}
+	inner := runenv.Lease{Bucket: "b", Name: "inner", Key: "inner/lock-0000000001.json", Holder: "h", Epoch: 1, Slots: 1}.Command(env)
+	ig := getenv(inner)
+	if ig(runenv.Locks) != "" || ig(runenv.Name+"_2") != "" {
+		t.Errorf("a run inside the set's run passes the outer set on: %q", inner)
+	}
+	stale := append(slices.Clone(env), runenv.Name+"=inner", runenv.Epoch+"=1", runenv.Key+"=inner/lock-0000000001.json")
+	if got, _ := runenv.Read(runenv.Member(getenv(stale), "z")); got.Name != "inner" {
+		t.Errorf("a set whose first lock is not the single lease's was read as a set: %+v", got)
+	}
+}
