@@ -247,7 +247,7 @@ func withHistory(epochs int) Option {
 // WithPollInterval sets how often a waiting Acquire checks the holder's
 // lease (default DefaultPollInterval, between 10ms and 1m). Each check is
 // one small GET; polls start one interval apart at most, start to start,
-// and up to 20% early, so that many waiters do not poll in step.
+// and up to 10% early, so that many waiters do not poll in step.
 func WithPollInterval(d time.Duration) Option {
 	return clientOption("WithPollInterval", func(c *config) error {
 		if d < minPollInterval || d > maxPollInterval {

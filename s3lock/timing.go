@@ -100,11 +100,16 @@ const (
 	// a second, not a hundred.
 	changedRetry = 10 * time.Millisecond
 
-	// pollJitter spreads polls by 20% so that many waiters do not poll in
-	// step: a waiter's polls of a held lock start at most one poll interval
-	// apart, start to start, and at least 80% of it (earlier); the line's
-	// and Watch's pauses vary by ±20% (jitter).
+	// pollJitter spreads the line's and Watch's pauses by ±20% (jitter), so
+	// that many waiters do not poll in step.
 	pollJitter = 0.2
+
+	// pollEarly spreads a waiter's polls of a held lock the same way, but
+	// downward only (earlier): they start at most one poll interval apart,
+	// start to start, and at least 90% of it, so that the head of a line
+	// (its heartbeat included) stays under six requests a second at the
+	// default 200 ms.
+	pollEarly = 0.1
 
 	// waitNotifyEvery is how often, at most, the wait observer hears about
 	// a holder that did not change.
@@ -248,11 +253,11 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - pollJitter + 2*pollJitter*rand.Float64()))
 }
 
-// earlier returns d scaled down by a random factor in [1-pollJitter, 1]:
+// earlier returns d scaled down by a random factor in [1-pollEarly, 1]:
 // a waiter's polls start at most d apart (a release is seen within one
 // interval and a GET), and do not poll in step with other waiters'.
 func earlier(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (1 - pollJitter*rand.Float64()))
+	return time.Duration(float64(d) * (1 - pollEarly*rand.Float64()))
 }
 
 // backoff is a capped exponential backoff with full jitter.

@@ -281,23 +281,34 @@ func (w *waiter) gaveUp(ctx context.Context) error {
 }
 
 // poll waits for the next look at a held lock: one poll interval (less up
-// to 20%) after the last look began, start to start, so that a release is
-// seen within one interval and a round trip however slow the store answers;
-// no later than deadline (when the holder's time may run out) or the line's
-// next duty, which it then does (headDuty). It returns the waiter's error
+// to 10%) after the last look began, start to start, so that a release is
+// seen within one interval and a round trip (unless a look itself takes
+// longer than an interval); no later than deadline (when the holder's time
+// may run out). The line's duties (an ordered waiter's heartbeat, its look
+// at the line) fall due in between: poll does them (headDuty) and waits on,
+// so that they add no look at the holder. It returns the waiter's error
 // when ctx ends.
 func (w *waiter) poll(ctx context.Context, deadline time.Time) error {
 	clk := w.c.cfg.clock
-	now := clk.Now()
 	next := w.looked.Add(earlier(w.c.cfg.pollInterval))
-	wait := min(max(0, next.Sub(now)), max(0, deadline.Sub(now)), w.line.untilDuty(clk))
-	select {
-	case <-ctx.Done():
-		return w.gaveUp(ctx)
-	case <-clk.After(wait):
+	for {
+		now := clk.Now()
+		wait := min(max(0, next.Sub(now)), max(0, deadline.Sub(now)), w.line.untilDuty(clk))
+		select {
+		case <-ctx.Done():
+			return w.gaveUp(ctx)
+		case <-clk.After(wait):
+		}
+		if err := w.line.headDuty(ctx, w, false); err != nil {
+			return err
+		}
+		now = clk.Now()
+		if now.Before(next) && now.Before(deadline) && w.line.untilDuty(clk) > 0 {
+			continue // woken for the line's duty alone, which is done
+		}
+		w.looked = now
+		return nil
 	}
-	w.looked = clk.Now()
-	return w.line.headDuty(ctx, w, false)
 }
 
 // wait waits until the lease described by held may have ended: its object

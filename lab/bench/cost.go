@@ -44,7 +44,7 @@ func costRows(res *results) []costRow {
 	rows := []costRow{
 		{"s3lock: one lease-hour (60 s lease, renewed every 20 s)", res.renewal.scale(renewalsPerHour),
 			"180 renewals × requests per renewal (measured on the crashed holder)"},
-		{"s3lock: one waiter-hour (polling every 200 ms, up to 20 % early)", waiterPolls(res.release).scale(time.Hour.Seconds()),
+		{"s3lock: one waiter-hour (polling every 200 ms, up to 10 % early)", waiterPolls(res.release).scale(time.Hour.Seconds()),
 			"3,600 s × the waiter's measured conditional GETs per second (handoffs after release; its attempts' LISTs count with the acquisition)"},
 		{"s3lock: one acquisition + release of a free lock", res.uncontended,
 			"measured, averaged over 20 (LIST, GET, PUT; PUT)"},

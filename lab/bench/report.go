@@ -121,7 +121,7 @@ func writeRelease(d *doc, cfg config, res *results, chart string) {
 	d.p("Terraform retries a held state lock after 1, 2, 4 and 8 s and then every 16 s (`statemgr.LockWithContext`), " +
 		"each try a conditional PUT of the `.tflock` object and, when it fails, a GET of the lock's info; its handoff is " +
 		"the time from the release to its next try, up to 16 s. s3lock's waiter sends a conditional GET of the " +
-		"holder's epoch object every 200 ms, start to start (each poll up to 20 %% early, never late), and attempts as " +
+		"holder's epoch object every 200 ms, start to start (each poll up to 10 %% early, and late only when a look takes longer than that), and attempts as " +
 		"soon as it reads it released: one poll interval at most, plus the requests (section 5), for about five " +
 		"requests a second.")
 	if lb := res.loopbackResult(); lb != nil && len(lb.series) > 0 {

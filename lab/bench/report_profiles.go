@@ -234,7 +234,7 @@ func writeGoal(d *doc, res *results) {
 		d.p("%s", goalVerdict(pr))
 	}
 	d.p("How a handoff is spent: a waiting `Acquire` sends its conditional GETs one poll interval apart at most, " +
-		"start to start (200 ms, each up to 20 %% early so that waiters do not poll in step), whatever the store's " +
+		"start to start (200 ms, each up to 10 %% early so that waiters do not poll in step), whatever the store's " +
 		"latency; the first GET the store answers after the release reads it released, and the waiter then sends the " +
 		"LIST and the conditional PUT that take the lock. A release that lands just after a poll therefore waits up to " +
 		"200 ms plus that GET's own time before it is seen, and the LIST's and the PUT's times come on top; the p99 is " +

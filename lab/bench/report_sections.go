@@ -190,7 +190,7 @@ func writeMethods(d *doc, cfg config, res *results) {
 			"(renewed every 20 s in the background), hold until its standard input closes, `Release`. The crash is a " +
 			"SIGKILL of that process. The waiter is a waiting `Acquire` in the bench process, started at a random " +
 			"moment within 200 ms after the holder took the lock (its polls are then not in step with the hold). Both use the CLI's S3 client (`internal/awsclient`) and the SDK's defaults " +
-			"(200 ms poll, start to start, each up to 20 % early).",
+			"(200 ms poll, start to start, each up to 10 % early).",
 		"**Terraform:** " + `two working directories of one state per profile (bucket ` + "`" + stateBucket + "`" + `, key ` + "`" + tfStateKey("PROFILE") + "`" +
 			`), S3 backend with ` + "`use_lockfile = true`" + ` and no DynamoDB, ` + "`endpoints = { s3 = … }`, `use_path_style`, " +
 			"`skip_credentials_validation`, `skip_region_validation`, `skip_requesting_account_id`, `skip_metadata_api_check`, " +

@@ -112,18 +112,22 @@ func sorted(names []string) ([]string, error) {
 func abandon(ctx context.Context, order []string, held []*s3lock.Lease, cause error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	taken := "it had taken none"
-	if len(held) > 0 {
-		taken = fmt.Sprintf("what it had taken (%s) is released", strings.Join(order[:len(held)], ", "))
-	}
-	errs := []error{fmt.Errorf("s3lock: lock set {%s} not acquired, all or none: %w; %s",
-		strings.Join(order, ", "), cause, taken)}
+	var failed []error
 	for _, l := range slices.Backward(held) {
 		if err := l.Release(rctx); err != nil && !errors.Is(err, s3lock.ErrLeaseLost) {
-			errs = append(errs, err)
+			failed = append(failed, err)
 		}
 	}
-	return errors.Join(errs...)
+	taken := "it had taken none"
+	switch {
+	case len(failed) > 0:
+		taken = fmt.Sprintf("releasing what it had taken (%s) failed; those leases lapse by themselves",
+			strings.Join(order[:len(held)], ", "))
+	case len(held) > 0:
+		taken = fmt.Sprintf("what it had taken (%s) is released", strings.Join(order[:len(held)], ", "))
+	}
+	err := fmt.Errorf("s3lock: lock set {%s} not acquired, all or none: %w; %s", strings.Join(order, ", "), cause, taken)
+	return errors.Join(append([]error{err}, failed...)...)
 }
 
 // newSet returns the set of leases and starts, for each, a goroutine that
@@ -151,7 +155,8 @@ func (s *Set) end(err error) {
 
 // Leases returns the set's leases, in the order they were taken (the names
 // sorted): each with its Token (its lock's epoch, the fencing token of that
-// lock's writes) and State.
+// lock's writes) and State. End them through the set (Release), not one by
+// one: a lease Detached from the set leaves the set waiting for it.
 func (s *Set) Leases() []*s3lock.Lease { return slices.Clone(s.leases) }
 
 // Done returns a channel that is closed when the set ends: when any of its
@@ -166,6 +171,8 @@ func (s *Set) Done() <-chan struct{} { return s.done }
 // Err returns nil while every lease of the set is held, and otherwise why
 // the first of them ended: s3lock.ErrReleased after Release, a
 // *s3lock.LeaseLostError (matching s3lock.ErrLeaseLost) if one was lost.
+// A later loss of another lease is not reported here; Release reports every
+// lease it could not release.
 func (s *Set) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
