@@ -24,6 +24,10 @@ type progress struct {
 	name  string
 	limit time.Duration
 	start time.Time
+	// lock and lockStart are the lock the wait is for and when it began:
+	// a lock set waits for its locks one after another, --wait for each.
+	lock      string
+	lockStart time.Time
 
 	events chan s3lock.HeldError
 	done   chan struct{}
@@ -89,11 +93,17 @@ func (p *progress) print(h s3lock.HeldError) {
 		return
 	}
 	p.lastPrint, p.lastHolder, p.lastEpoch, p.lastAhead, p.lastKey = now, h.Holder, h.Epoch, h.Ahead, h.Key
-	waited := now.Sub(p.start).Round(time.Second)
 	name := p.name
 	if h.Name != "" {
 		name = h.Name // a lock set's: the one it waits for
 	}
+	if name != p.lock {
+		p.lock, p.lockStart = name, now
+		if p.lock == p.name || p.lockStart.Sub(p.start) < time.Second {
+			p.lockStart = p.start // one lock (or the set's first): its wait began with the progress
+		}
+	}
+	waited := now.Sub(p.lockStart).Round(time.Second)
 	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", name, waitingText(h, p.slots), waited, p.limit)
 	if !p.tty {
 		fmt.Fprintln(p.w, line)

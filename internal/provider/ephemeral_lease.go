@@ -73,7 +73,7 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"Make the resources that must run under the lock depend on it with " +
 			"`depends_on = [ephemeral.s3lock_lease.<name>]`. A saved plan applied by another command " +
 			"(`plan -out` in one job, `apply PLANFILE` in another) cannot share the lease: see the " +
-			"serialize-applies guide. Under `s3lock run` of the same lock, the lease is the CLI's. Where the " +
+			"serialize-applies guide. Under `s3lock run` of the same lock (alone or in a lock set), the lease is the CLI's. Where the " +
 			"provider cannot hold the lease for the whole run (Windows, a provider under a debugger, " +
 			"`S3LOCK_RUN_GUARD=off`), opening it fails and says why, unless `scope = \"phase\"` asks for a lease " +
 			"per phase. With `slots` = n > 1 the lock admits n holders at once, and the run holds one of " +
