@@ -160,7 +160,7 @@ func TestRun_Proxy(t *testing.T) {
 		proxy := s3test.NewForwardProxy(t)
 		c.mustRun("run", "--quiet", "--http-proxy", proxy.URL, "--no-proxy", host, c.name("proxy/bypassed"), "--", "true")
 		if n := proxy.Count(); n != 0 {
-			t.Fatalf("%d requests went through the proxy, want none", n)
+			t.Fatalf("%d requests went through the proxy (%v), want none", n, proxy.Requests())
 		}
 	})
 }
