@@ -441,7 +441,7 @@ func TestE2E_RunLease_FreedWhenTheRunEnds(t *testing.T) {
 	}{
 		{name: "plan only", args: []string{"plan"}},
 		{name: "failed apply", step: "exit 3", args: []string{"apply", "-auto-approve"}},
-		{name: "interrupted apply", step: "sleep 300", args: []string{"apply", "-auto-approve"}, interrupt: true},
+		{name: "interrupted apply", step: "exec sleep 300", args: []string{"apply", "-auto-approve"}, interrupt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -450,6 +450,10 @@ func TestE2E_RunLease_FreedWhenTheRunEnds(t *testing.T) {
 			step := tc.step
 			if step == "" {
 				step = "true"
+			}
+			started := filepath.Join(t.TempDir(), "step-started")
+			if tc.interrupt {
+				step = "touch " + started + "; " + step // the step's process exists once the file does
 			}
 			cmd := e.command(t.Context(), dir, "run", step, tc.args...)
 			var out testkit.Buffer
@@ -460,8 +464,15 @@ func TestE2E_RunLease_FreedWhenTheRunEnds(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 			if tc.interrupt {
+				// The step's own mark, not terraform's "Provisioning with
+				// 'local-exec'", which comes before the step's process
+				// exists: a Ctrl-C before it, under load, let terraform start
+				// a step that then outlived it (and the guard rightly let the
+				// lease lapse). The step's output is suppressed (its
+				// environment has an ephemeral value), hence a file.
 				testkit.Eventually(t, waitLimit, "the run to hold the lock and start its step", func() bool {
-					return strings.Contains(out.String(), "Provisioning with 'local-exec'")
+					_, err := os.Stat(started)
+					return err == nil
 				})
 				// As Ctrl-C does: to terraform's whole process group, its
 				// step's processes too. (A step's process that outlived
