@@ -106,6 +106,10 @@ type mutex struct {
 	name  string
 	a     acquireConfig
 	known known
+	// direct lets an attempt after a poll read the newest epoch released
+	// create the next one without listing first (attemptDirect): a lock's
+	// mutex, not a slot's.
+	direct bool
 	// For stores that send no Date header: when this client first saw the
 	// holder's current ETag, by its own clock (deadline).
 	seenEtag string
@@ -133,6 +137,9 @@ type known struct {
 // attempt is made by the head of the lock's line: it takes a free lock
 // although the line is not empty (its own ticket is in it).
 func (m *mutex) attempt(ctx context.Context, head bool) (*Lease, error) {
+	if r := m.polledFree(head); r != nil {
+		return m.attemptDirect(ctx, r)
+	}
 	l := listing{start: m.c.cfg.clock.Now()}
 	var err error
 	l.newest, l.found, l.page, err = m.c.findNewest(ctx, m.name)
@@ -249,6 +256,17 @@ func (m *mutex) leaveToLine(ctx context.Context, head bool, page *listed) error 
 // create writes epoch of name with If-None-Match: *, as a lease of this
 // client's.
 func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquireConfig, start time.Time) (*Lease, error) {
+	h, err := c.createHolding(ctx, name, epoch, a)
+	if err != nil {
+		return nil, err
+	}
+	return c.established(ctx, h, start, a)
+}
+
+// createHolding writes epoch of name with If-None-Match: *, as a lease of
+// this client's, and returns what it holds: the lease's validity counts
+// from before the create was first sent.
+func (c *Client) createHolding(ctx context.Context, name string, epoch uint64, a acquireConfig) (holding, error) {
 	now := c.cfg.clock.Now()
 	p := payload{
 		owner:      owner{Holder: c.cfg.holder, ValidityMs: a.leaseDuration.Milliseconds()},
@@ -261,11 +279,9 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 	}
 	etag, err := c.createObject(ctx, name, epoch, p)
 	if err != nil {
-		return nil, err
+		return holding{}, err
 	}
-	// The lease's validity counts from before the first attempt.
-	h := holding{name: name, epoch: epoch, p: p, etag: etag, trust: trustFor(now, p.validity())}
-	return c.established(ctx, h, start, a)
+	return holding{name: name, epoch: epoch, p: p, etag: etag, trust: trustFor(now, p.validity())}, nil
 }
 
 // createObject writes epoch of name with If-None-Match: * and body p, and

@@ -11,7 +11,10 @@ import (
 // Acquire takes the lock name, waiting as long as ctx allows. While the lock
 // is held it watches the holder's epoch object with a conditional GET every
 // poll interval, start to start, so a release is noticed within one
-// interval and a GET, and it wakes when the holder's lease would lapse. Transient
+// interval and a GET; a poll that reads the release creates the next epoch
+// at once, with the LIST an attempt starts with sent beside the create
+// (PROTOCOL.md §5, "The direct create"). It also wakes when the holder's
+// lease would lapse. Transient
 // failures (5xx, throttling, timeouts, the SDK's retry quota) are retried
 // with capped exponential backoff. Errors that waiting cannot fix (access
 // denied, a missing bucket, an unreadable lease object, invalid arguments)
@@ -163,7 +166,7 @@ func newLockMode(c *Client, name string, a acquireConfig) lockMode {
 	if a.slots > 1 {
 		return newSlotLock(c, name, a)
 	}
-	return &mutex{c: c, name: name, a: a}
+	return &mutex{c: c, name: name, a: a, direct: true}
 }
 
 // newWaiter returns the state of an acquisition of name.

@@ -264,4 +264,14 @@ var catalogue = []mutant{
 		Tests: []string{"TestAcquire_OppositeOrdersNeverDeadlockNorOverlap"},
 		Bound: time.Minute, CI: true,
 	},
+	{
+		ID:   "X",
+		Rule: "a direct create does not heed the LIST sent with it: a waiter paused after its poll holds a deleted epoch created again",
+		Sites: []site{{File: "s3lock/direct.go",
+			Old: "\tif err := m.directListed(ctx, h, r.epoch, lr); err != nil {\n\t\treturn nil, err\n\t}\n",
+			New: "\t_ = m.directListed // mutant X: the LIST is not heeded\n"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestDirectCreate_AfterAPauseNeverReusesADeletedEpoch$",
+		Tests: []string{"TestDirectCreate_AfterAPauseNeverReusesADeletedEpoch"},
+		Bound: 2 * time.Minute, CI: true,
+	},
 }

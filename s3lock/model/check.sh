@@ -91,6 +91,7 @@ s3lock|MUTANT_NO_RELIST|a||-i|-DMUTANT_NO_RELIST -DPROPERTY=1
 s3lock|MUTANT_NO_RELIST|b||-i|-DMUTANT_NO_RELIST -DPROPERTY=2
 s3lock|MUTANT_NO_CLEANUP_AGE|b||-i|-DMUTANT_NO_CLEANUP_AGE -DPROPERTY=2
 s3lock|MUTANT_ABANDON_NO_CREATE|c||-i|-DMUTANT_ABANDON_NO_CREATE -DPROPERTY=3
+s3lock|MUTANT_DIRECT_NO_LIST|a|||-DMUTANT_DIRECT_NO_LIST -DNE=4 -DPROPERTY=1
 s3lock|boundary MARGIN=0|a||-i|-DMARGIN=0 -DPROPERTY=1
 s3lock|boundary SLACK=0 CA=2|a||-i|-DSLACK=0 -DCA=2 -DPROPERTY=1
 line|MUTANT_NO_LINE_CHECK|f|-DBFS -O0 $lm|-w23|-DMUTANT_NO_LINE_CHECK -DPROPERTY=1
@@ -198,7 +199,11 @@ run() {
 			grep -v -e '^Starting ' -e '^[[:space:]]*$' -e '^spin: text of failed' -e 'is newer than' |
 			awk '$0 == "tick" { t++; next }
 			     { if (t) print "  " (t > 1 ? "tick x" t : "tick"); t = 0; print "  " $0 }' |
-			head -n 40 >>trail
+			awk '{ l[NR] = $0 }
+			     END { if (NR <= 40) { for (i = 1; i <= NR; i++) print l[i]; exit }
+			           for (i = 1; i <= 10; i++) print l[i]
+			           print "  ... (" NR - 38 " steps left out)"
+			           for (i = NR - 27; i <= NR; i++) print l[i] }' >>trail
 	fi
 }
 

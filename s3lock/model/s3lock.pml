@@ -54,6 +54,15 @@
  *                             so a delayed copy of the create lands after the
  *                             client gave up and holds the lock for nobody
  *                                                                     -> (c)
+ * and one for the direct create after a poll (§5 "Waiting"):
+ *   MUTANT_DIRECT_NO_LIST     a waiter whose poll read the watched epoch n
+ *                             released creates n+1 without heeding the LIST
+ *                             it sends with that create: paused between its
+ *                             poll and its create while others took n+1,
+ *                             n+2, ... and cleanup deleted n+1, it re-creates
+ *                             n+1 beside the real holder (checked with
+ *                             -DNE=4: the deletion needs two epochs above
+ *                             n)                                      -> (a)
  *
  * Time (§6, §7). The store's clock advances in ticks (process Ticker). Every
  * rule of the protocol compares two readings of one clock: the store's age
@@ -86,6 +95,10 @@
 #define NC 3            /* clients, ids 1..3 (0: none) */
 #ifndef NE
 #define NE 3            /* MaxEpoch (§2): epochs 1..NE; keeps the model finite */
+#endif
+#ifndef DIRECT_CLIENT
+#define DIRECT_CLIENT 1 /* the client that creates directly after a poll (§5
+                           "Waiting"); the others attempt again (0: none) */
 #endif
 #ifndef MAXTRY
 #define MAXTRY 0        /* step 4: sends of the same body after the first (the
@@ -307,8 +320,51 @@ inline end_attempt() {
   cre[me] = 0;
   check_orphan(me, e, x, k);
   ss[me] = TRUST; el[me] = ELCAP;
-  e = 0; mask = 0; tries = 0;
+  e = 0; mask = 0; tries = 0; dl = 0;
   goto attempt
+}
+
+/* An attempt found lock-n held (HeldError): client DIRECT_CLIENT may watch
+ * it (§5 "Waiting") and create n+1 directly once a poll reads it released;
+ * every client may also simply attempt again later. */
+inline held_error() {
+  if
+  :: me == DIRECT_CLIENT && n < NE ->
+     cre[me] = 0;
+     check_orphan(me, e, x, k);
+     ss[me] = TRUST; el[me] = ELCAP;
+     e = 0; mask = 0; tries = 0; dl = 0;
+     wn = n; n = 0;
+     goto watch
+  :: n = 0; end_attempt()
+  fi
+}
+
+/* §7: the epochs a LIST (made now) lets cleanup delete once the attempt
+ * has acquired: each listed epoch below the newest, n, whose successor in
+ * the listing was last written at least cleanupAge before the LIST's Date. */
+inline cleanup_mask() {
+  mask = 0; k = 1;
+  do
+  :: k < n ->
+     if
+     :: own[k] != 0 ->
+        x = k + 1;
+        do                             /* its successor in the listing */
+        :: own[x] == 0 -> x++
+        :: else -> break
+        od;
+#ifndef MUTANT_NO_CLEANUP_AGE
+        if :: age[x] >= CLEAN -> mask = mask | (1 << k) :: else fi
+#else
+        mask = mask | (1 << k)         /* MUTANT: no age condition */
+#endif
+     :: else
+     fi;
+     k++
+  :: else -> break
+  od;
+  k = 0; x = 0
 }
 
 /* The lease has ended (released, lost, or dropped); Acquire may run again. */
@@ -320,6 +376,21 @@ inline end_lease() {
 
 /* Steps 5 and 6, on the create's 200 or a read-back of our nonce. */
 inline established() {
+  /* A direct create (§5 "Waiting"): the LIST sent with the create must show
+   * lock-(e-1), the epoch the poll read released, as the newest (dl is that
+   * listing's newest + 1). Anything newer means the epoch just created may be
+   * a deleted one re-created: abandon it and start over. (The SDK's LIST may
+   * also be answered after the create; it then shows the create's own epoch
+   * too, and more of whatever is newer: the same rule, on more.) */
+#ifndef MUTANT_DIRECT_NO_LIST
+  if
+  :: dl != 0 && dl != e ->
+     printf("c%d direct create: its LIST showed lock-%d newest, not lock-%d: abandon\n", me, dl - 1, e - 1);
+     goto abandoning
+  :: else
+  fi;
+#endif
+  dl = 0;
   /* Step 5. More than attemptWindow since `start`, by this client's clock:
    * LIST after <name>/lock-e. A newer epoch means the one just created is
    * stale (§7): abandon it and start over. */
@@ -409,6 +480,9 @@ inline put_create() {
 proctype Client(byte me) {
   byte n, e, mask, k, x, tries;
   bit orphaned;
+  byte wn;   /* the held epoch DIRECT_CLIENT watches (0: none)              */
+  byte dl;   /* a direct create's LIST: the newest epoch it showed + 1 (0:
+                not a direct create)                                        */
 
   /* ================ §5 Acquire attempt (TryAcquire; Acquire repeats it) == */
 attempt:
@@ -422,27 +496,7 @@ attempt:
      * has acquired. (The model sends the LIST at `start`: sent later, it
      * would only shorten what step 5 measures after it.) */
     newest(n, k);
-    mask = 0; k = 1;
-    do
-    :: k < n ->
-       if
-       :: own[k] != 0 ->
-          x = k + 1;
-          do                             /* its successor in the listing */
-          :: own[x] == 0 -> x++
-          :: else -> break
-          od;
-#ifndef MUTANT_NO_CLEANUP_AGE
-          if :: age[x] >= CLEAN -> mask = mask | (1 << k) :: else fi
-#else
-          mask = mask | (1 << k)         /* MUTANT: no age condition */
-#endif
-       :: else
-       fi;
-       k++
-    :: else -> break
-    od;
-    k = 0; x = 0;
+    cleanup_mask();
     if
     :: n == 0 ->                         /* none: go to 4 with e = 1 */
        printf("c%d steps 1-2: LIST: no epoch\n", me);
@@ -463,7 +517,7 @@ attempt:
           /* HeldError. Acquire waits and attempts again: the waiter's
            * polling is abstracted to attempting again at any later time. */
           printf("c%d steps 1-3: LIST: newest lock-%d; GET: held (HeldError)\n", me, n);
-          n = 0; end_attempt()
+          held_error()
 #else
           printf("c%d steps 1-3: LIST: newest lock-%d; MUTANT: no GET\n", me, n)
 #endif
@@ -473,6 +527,31 @@ attempt:
        :: else -> e = n + 1; n = 0
        fi
     fi
+  };
+
+  goto create;
+
+  /* Waiting (§5): a conditional GET of lock-wn every poll interval. A poll
+   * that reads it unchanged or renewed changes nothing (the next one is the
+   * same step, later); one that reads it released goes on to the direct
+   * create; a poll that finds it gone, or the waiter's wake-up at its
+   * lapse, makes a normal attempt. */
+watch:
+  if
+  :: atomic { rel[wn] -> printf("c%d poll: GET lock-%d: released\n", me, wn) }
+  :: atomic { printf("c%d stops watching lock-%d: attempt\n", me, wn); wn = 0; goto attempt }
+  fi;
+  /* The direct create: steps 4-6 at once, without step 2's LIST first.
+   * `start` is when the create and a LIST of the lock are sent (together;
+   * the model applies the LIST first: answered after the create, it shows
+   * more). Step 3 was the poll. The LIST's page is cleanup's (§7). */
+  atomic {
+    el[me] = 0;
+    newest(n, k);
+    printf("c%d direct create of lock-%d; its LIST: newest lock-%d\n", me, wn + 1, n);
+    dl = n + 1;
+    cleanup_mask();
+    e = wn + 1; wn = 0; n = 0
   };
 
   /* Step 4. PUT <name>/lock-e If-None-Match: * with a fresh nonce. The
