@@ -56,8 +56,12 @@ func checkSetMatchesStore(t *testing.T, e *accEnv, addr string, sorted ...string
 				want["epoch"], want["key"], want["id"] = strconv.FormatUint(st.Epoch, 10), st.Key, leaseID(e.bucket, name, 0, st.Epoch)
 			}
 			for k, v := range want {
-				if got, err := stateAttr(s, addr, k); err != nil || got != v {
-					return fmt.Errorf("%s.%s = %q (%v), but the store says %q", addr, k, got, err, v)
+				got, err := stateAttr(s, addr, k)
+				if err != nil {
+					return err
+				}
+				if got != v {
+					return fmt.Errorf("%s.%s = %q, but the store says %q", addr, k, got, v)
 				}
 			}
 			if !st.Held {
