@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -157,6 +158,40 @@ func TestAccLeaseEphemeral_SetForTheWholeRun(t *testing.T) {
 		testkit.Eventually(t, time.Minute, name+" to be released", func() bool { return e.current(t, name).Released })
 		if st := e.current(t, name); st.Epoch != 1 {
 			t.Errorf("lock %q is at epoch %d after the run; want 1: one lease for the run's phases", name, st.Epoch)
+		}
+	}
+}
+
+// TestAccLeaseEphemeral_TwoBlocksOfOneSetShareTheRunsLeases: two blocks of
+// one run that take the same set, written in opposite orders, share the
+// run's leases (the second block's claims find the run's leases, lock by
+// lock, in the set's order): one epoch a lock, no wait for itself.
+func TestAccLeaseEphemeral_TwoBlocksOfOneSetShareTheRunsLeases(t *testing.T) {
+	e := newAccEnv(t)
+	requireCLI(t, ephemeralFeature)
+	if os.Getenv("S3LOCK_RUN_GUARD") == "off" {
+		t.Skip("S3LOCK_RUN_GUARD=off: whole-run leases fail (TestAccMain_WholeRunUnavailable)")
+	}
+	a, b := e.name("bset/a"), e.name("bset/b")
+	second := strings.ReplaceAll(ephemeralSetConfig(e.bucket, []string{a, b}), `"run"`, `"second"`) + `
+resource "terraform_data" "second" {
+  depends_on = [ephemeral.s3lock_lease.second]
+}
+`
+	h, dir := cliWorkdir(t, e, seenSetConfig(e.bucket, []string{b, a})+second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	out, err := h.Run(ctx, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	if err != nil {
+		t.Fatalf("%v (a deadline: the blocks waited for each other)\n%s", err, out)
+	}
+	if leases, _, _ := readSeenSet(t, dir); leases != wantLeases(1, a, b) {
+		t.Errorf("the run's leases were %s; want %s, the plan's, for both blocks and phases", leases, wantLeases(1, a, b))
+	}
+	for _, name := range []string{a, b} {
+		testkit.Eventually(t, time.Minute, name+" to be released", func() bool { return e.current(t, name).Released })
+		if st := e.current(t, name); st.Epoch != 1 {
+			t.Errorf("lock %q is at epoch %d after the run; want 1: one lease for the run's blocks and phases", name, st.Epoch)
 		}
 	}
 }
