@@ -173,6 +173,27 @@ func acquisitionFailed(l leaseRef, err error, waitAttr string) diag.Diagnostic {
 	return notAcquired(l, err)
 }
 
+// setAcquisitionFailed is acquisitionFailed of a lock set that could not be
+// taken (lockset.Acquire's error: all or none, so nothing is held; it says
+// what was taken and released): about the lock the error names (the one
+// still held, superseded or of another number of slots), else the set's
+// first.
+func setAcquisitionFailed(bucket string, names []string, err error, waitAttr string) diag.Diagnostic {
+	l := leaseRef{bucket: bucket, name: names[0]}
+	var held *s3lock.HeldError
+	var se *s3lock.SupersededError
+	var mismatch *s3lock.SlotsError
+	switch {
+	case errors.As(err, &held):
+		l.name = held.Name
+	case errors.As(err, &se):
+		l.name = se.Name
+	case errors.As(err, &mismatch):
+		l.name = mismatch.Name
+	}
+	return acquisitionFailed(l, err, waitAttr)
+}
+
 // lockWaited is the warning that names, in Terraform's own output, whom an
 // acquisition waited for: while it waits, Terraform shows only "Still
 // opening..." or "Still creating...", and a provider can add nothing to
@@ -241,6 +262,33 @@ func inheritedMalformed(l leaseRef, err error) diag.Diagnostic {
 // be checked.
 func inheritedCheckFailed(l leaseRef, err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Could not check the lease of s3lock run", lockErrorDetail(l, err))
+}
+
+// inheritedSetPartly is an ephemeral lease of a lock set under `s3lock run`
+// whose lease holds some of the set's locks (held) and not the others
+// (missing): taking those while the run holds these could wait forever.
+func inheritedSetPartly(bucket string, held, missing []string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root("names"), "Lock set partly held by s3lock run", fmt.Sprintf(
+		"This run runs under `s3lock run`, which holds %s in bucket %q but not %s. The provider uses the "+
+			"run's leases only for a set whose every lock the run holds: taking the others now, while the run "+
+			"holds its own, would take them out of the one order every lock set keeps (the names sorted), and "+
+			"could wait forever for a job that holds one of them and waits for a lock the run holds.\n\n"+
+			"Run terraform under `s3lock run` of all of these locks (`s3lock run %s -- terraform ...`), or "+
+			"take in this configuration only the locks the run holds.",
+		quotedList(held), bucket, quotedList(missing), strings.Join(append(slices.Clone(held), missing...), " ")))
+}
+
+// runSetPartlyHeld is an ephemeral lease of a lock set some of whose locks
+// (held) this run holds already through another block, and not the others
+// (missing): a run's blocks share its leases, so the set would be taken in
+// two parts, not all or none in its order.
+func runSetPartlyHeld(bucket string, held, missing []string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root("names"), "Lock set partly held by this run", fmt.Sprintf(
+		"This run holds %s in bucket %q already, through another ephemeral s3lock_lease block, but not %s. "+
+			"The blocks of a run share its leases, and a lock set is taken all or none in one order: taking the "+
+			"others now, beside the run's own, could wait forever for a job that holds one of them and waits for "+
+			"a lock this run holds.\n\nTake all of these locks in one block (`names`), or make every block that "+
+			"takes some of them take the same set.", quotedList(held), bucket, quotedList(missing)))
 }
 
 // runSlotsMismatch is an ephemeral lease that asks for want slots of a lock
@@ -717,6 +765,15 @@ func invalidLockName(p path.Path, name, where, reason string) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(p, "Invalid lock name",
 		fmt.Sprintf("Lock name %q%s is invalid: %s. A lock name is a key path inside the bucket: segments of "+
 			"letters, digits and -_.=+@,:!~ separated by single slashes, e.g. \"deploy/prod\".", name, where, reason))
+}
+
+// invalidLockSet is a lock set lockset.Check refused (no name, more than
+// 64, a name twice, an invalid name).
+func invalidLockSet(p path.Path, names []string, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(p, "Invalid lock set", fmt.Sprintf("%s = [%s] is no lock set: %s. "+
+		"A lock set is 1 to 64 distinct lock names, each a key path inside the bucket (segments of letters, "+
+		"digits and -_.=+@,:!~ separated by single slashes), e.g. [\"net/prod\", \"db/prod\"].",
+		p, quotedList(names), strings.TrimPrefix(err.Error(), "s3lock: ")))
 }
 
 // invalidPrefix is a prefix s3lock.ValidatePrefix refused.

@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ const (
 	lostBeforeRenewal    = "It could not be renewed: the next refresh removes it from state and the next apply " +
 		"acquires the lock again."
 	lostBeforeRelease = "There was nothing left to release."
+	lostFromSet       = "A lock set is held all or none: if the set's other leases are still held, the next plan " +
+		"replaces the resource, releasing them and taking the set again with new epochs; else Terraform removes " +
+		"it from state and the next apply takes the set again."
 )
 
 // heldHint says what to do about a lock (of slots slots) that others hold or
@@ -300,4 +304,13 @@ func describeLock(bucket, name types.String) string {
 		return fmt.Sprintf(" (lock %q)", name.ValueString())
 	}
 	return ""
+}
+
+// quotedList writes names quoted, separated by commas.
+func quotedList(names []string) string {
+	q := make([]string, 0, len(names))
+	for _, n := range names {
+		q = append(q, strconv.Quote(n))
+	}
+	return strings.Join(q, ", ")
 }

@@ -39,6 +39,7 @@ type leaseEphemeralResource struct {
 type leaseEphemeralModelV0 struct {
 	Bucket        types.String `tfsdk:"bucket"`
 	Name          types.String `tfsdk:"name"`
+	Names         types.List   `tfsdk:"names"`
 	LeaseDuration types.String `tfsdk:"lease_duration"`
 	WaitTimeout   types.String `tfsdk:"wait_timeout"`
 	Metadata      types.Map    `tfsdk:"metadata"`
@@ -48,6 +49,7 @@ type leaseEphemeralModelV0 struct {
 	Slot          types.Int64  `tfsdk:"slot"`
 	Epoch         types.Int64  `tfsdk:"epoch"`
 	Key           types.String `tfsdk:"key"`
+	Leases        types.List   `tfsdk:"leases"`
 	Holder        types.String `tfsdk:"holder"`
 	AcquiredAt    types.String `tfsdk:"acquired_at"`
 	ExpiresAt     types.String `tfsdk:"expires_at"`
@@ -85,9 +87,20 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Validators:          []validator.String{bucketValidator()},
 			},
 			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the lock: a key path inside the bucket, such as `deploy/prod`.",
-				Required:            true,
-				Validators:          []validator.String{lockNameValidator{}},
+				MarkdownDescription: "Name of the lock: a key path inside the bucket, such as `deploy/prod`. " +
+					"Set exactly one of `name` and `names`.",
+				Optional:   true,
+				Validators: nameValidators(),
+			},
+			namesAttr: schema.ListAttribute{
+				MarkdownDescription: namesDescription("`wait_timeout`", " Under `s3lock run` of a lock set that "+
+					"holds every lock of `names`, the leases are the CLI's; under one that holds only some of them, "+
+					"opening the lease fails and says why (taking the others while the run holds its own could wait "+
+					"forever). With `scope = \"run\"` (the default), two blocks of one run that take the same set "+
+					"share the run's leases; a block whose set shares only some locks with another block's fails."),
+				ElementType: types.StringType,
+				Optional:    true,
+				Validators:  []validator.List{lockSetValidator{}},
 			},
 			"lease_duration": schema.StringAttribute{
 				MarkdownDescription: fmt.Sprintf("How long the lease stays valid unless renewed, as a duration such "+
@@ -151,17 +164,24 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				MarkdownDescription: "Key of the lease's epoch object in the bucket (its slot's, with `slots` > 1).",
 				Computed:            true,
 			},
+			"leases": schema.ListAttribute{
+				MarkdownDescription: leasesDescription,
+				ElementType:         leaseSetElemType,
+				Computed:            true,
+			},
 			"holder": schema.StringAttribute{
 				MarkdownDescription: "Identity written into the lease (the provider's `holder`).",
 				Computed:            true,
 			},
 			"acquired_at": schema.StringAttribute{
-				MarkdownDescription: "When the lease was acquired (RFC 3339).",
-				Computed:            true,
+				MarkdownDescription: "When the lease was acquired (RFC 3339); with `names`, when the set's last " +
+					"lease was (from then on the run holds the whole set).",
+				Computed: true,
 			},
 			"expires_at": schema.StringAttribute{
-				MarkdownDescription: "When the lease ends unless renewed (RFC 3339), as of its acquisition.",
-				Computed:            true,
+				MarkdownDescription: "When the lease ends unless renewed (RFC 3339), as of its acquisition; with " +
+					"`names`, the earliest of the set's leases (a set ends when any of its leases ends).",
+				Computed: true,
 			},
 		},
 	}
@@ -186,6 +206,10 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 		return
 	}
 	lock := leaseRef{bucket: cfg.Bucket.ValueString(), name: cfg.Name.ValueString()}
+	names := setNames(ctx, cfg.Names, &resp.Diagnostics)
+	if names != nil {
+		lock.name = names[0] // the lock the settings' diagnostics name
+	}
 	set := e.settings(ctx, cfg, lock, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -194,7 +218,15 @@ func (e *leaseEphemeralResource) Open(ctx context.Context, req ephemeral.OpenReq
 	if !ok {
 		return
 	}
-	life, got, ok := e.open(ctx, client, lock, set, &resp.Diagnostics)
+	var life leaseLife
+	var got []openedLease
+	if names != nil {
+		life, got, ok = e.openSet(ctx, client, lock.bucket, names, set, &resp.Diagnostics)
+	} else {
+		var one openedLease
+		life, one, ok = e.open(ctx, client, lock, set, &resp.Diagnostics)
+		got = []openedLease{one}
+	}
 	if !ok {
 		return
 	}
@@ -288,6 +320,9 @@ func (e *leaseEphemeralResource) loadLife(ctx context.Context, p privateGetter, 
 	}
 	var kind string
 	_ = json.Unmarshal(raw, &kind) // none, or not a string: no lifecycle
+	if set, found, ok := e.loadSet(ctx, p, kind, diags); found {
+		return set, ok
+	}
 	if kind == lifeInherited {
 		if in, ok := loadInherited(ctx, p); ok {
 			return inheritedLife{e: e, in: in}, true
@@ -319,8 +354,9 @@ type openSettings struct {
 	slots     int
 }
 
-// openedLease is the lease an Open got, for its result.
+// openedLease is a lease an Open got, for its result.
 type openedLease struct {
+	name              string
 	epoch             uint64
 	slot              int
 	key, holder       string
@@ -373,17 +409,32 @@ func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemera
 	return set
 }
 
-// result sets Open's result: the configuration with the lease's computed
-// attributes, and when Terraform should renew it.
-func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.OpenResponse, cfg leaseEphemeralModelV0, l openedLease) {
-	cfg.Slot = types.Int64Value(int64(l.slot))
-	cfg.Epoch = types.Int64Value(int64(l.epoch))
-	cfg.Key = types.StringValue(l.key)
-	cfg.Holder = types.StringValue(l.holder)
-	cfg.AcquiredAt = timeValue(l.acquired)
-	cfg.ExpiresAt = timeValue(l.expires)
+// result sets Open's result: the configuration with the computed
+// attributes of the leases got (one, or a set's in its order: the first
+// gives epoch and key; the set is held from its last acquisition to its
+// earliest expiry), and when Terraform should renew them.
+func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.OpenResponse, cfg leaseEphemeralModelV0, got []openedLease) {
+	first := got[0]
+	acquired, expires := first.acquired, first.expires
+	tokens := make([]s3lock.Token, 0, len(got))
+	for _, l := range got {
+		if l.acquired.After(acquired) {
+			acquired = l.acquired
+		}
+		if l.expires.Before(expires) {
+			expires = l.expires
+		}
+		tokens = append(tokens, s3lock.Token{Bucket: cfg.Bucket.ValueString(), Name: l.name, Slot: l.slot, Epoch: l.epoch})
+	}
+	cfg.Slot = types.Int64Value(int64(first.slot))
+	cfg.Epoch = types.Int64Value(int64(first.epoch))
+	cfg.Key = types.StringValue(first.key)
+	cfg.Leases = leasesValue(tokens)
+	cfg.Holder = types.StringValue(first.holder)
+	cfg.AcquiredAt = timeValue(acquired)
+	cfg.ExpiresAt = timeValue(expires)
 	resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
-	resp.RenewAt = renewAt(e.factory.now(), l.expires)
+	resp.RenewAt = renewAt(e.factory.now(), expires)
 }
 
 // token reads the lease token that Open stored in the private data.

@@ -126,7 +126,7 @@ func (e *leaseEphemeralResource) openInherited(ctx context.Context, client *s3lo
 	if !ok {
 		return nil, openedLease{}, false
 	}
-	return inheritedLife{e: e, in: in}, openedLease{epoch: in.Epoch, slot: in.Slot, key: st.Key, holder: st.Holder,
+	return inheritedLife{e: e, in: in}, openedLease{name: in.Name, epoch: in.Epoch, slot: in.Slot, key: st.Key, holder: st.Holder,
 		acquired: st.AcquiredAt, expires: st.ExpiresAt}, true
 }
 

@@ -37,9 +37,14 @@ func (e *leaseEphemeralResource) openPhase(ctx context.Context, client *s3lock.C
 	tflog.Info(ctx, "acquired lock for this phase", map[string]any{"bucket": lock.bucket, "lock": lock.name,
 		"slot": token.Slot, "epoch": lease.Token().Epoch, "key": token.Key()})
 	e.factory.leases.add(lease)
-	st := lease.State()
-	return phaseLife{e: e, token: token}, openedLease{epoch: st.Epoch, slot: token.Slot, key: token.Key(),
-		holder: st.Holder, acquired: st.AcquiredAt, expires: st.ExpiresAt}, true
+	return phaseLife{e: e, token: token}, phaseOpened(lease), true
+}
+
+// phaseOpened is what Open got of a lease this process holds.
+func phaseOpened(lease *s3lock.Lease) openedLease {
+	token, st := lease.Token(), lease.State()
+	return openedLease{name: token.Name, epoch: st.Epoch, slot: token.Slot, key: token.Key(),
+		holder: st.Holder, acquired: st.AcquiredAt, expires: st.ExpiresAt}
 }
 
 func (l phaseLife) kind() string { return lifePhase }

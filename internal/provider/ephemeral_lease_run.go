@@ -58,8 +58,25 @@ func (e *leaseEphemeralResource) openRun(ctx context.Context, client *s3lock.Cli
 	if !ok {
 		return nil, openedLease{}, false
 	}
-	return runLife{e: e, token: held.Token}, openedLease{epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
-		holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt}, true
+	return runLife{e: e, token: held.Token}, runOpened(held), true
+}
+
+// runOpened is what Open got of a lease the run's guard holds.
+func runOpened(held *runguard.Lease) openedLease {
+	return openedLease{name: held.Token.Name, epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
+		holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt}
+}
+
+// errWaitingForBlock is why a block's claim of a lock ended while another
+// block of the run opened it (runClaims.take).
+func errWaitingForBlock(err error) error {
+	return fmt.Errorf("waiting for another block of this run to open the lock: %w", err)
+}
+
+// runLeaseGone is the diagnostic of a run's lease that the guard reports
+// lost.
+func runLeaseGone(held *runguard.Lease) diag.Diagnostic {
+	return leaseLost(diag.SeverityError, tokenRef(held.Token), errors.New(held.Lost), "", "")
 }
 
 func (l runLife) kind() string { return lifeRun }
@@ -102,8 +119,7 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.
 	run, cfg := e.factory.run, e.factory.runGuardConfig(client)
 	done, err := e.factory.claims.take(ctx, bucket+"/"+name)
 	if err != nil {
-		diags.Append(notAcquired(lock, fmt.Errorf("waiting for another block of this run to open "+
-			"the lock: %w", err)))
+		diags.Append(notAcquired(lock, errWaitingForBlock(err)))
 		return nil, false
 	}
 	defer done()
@@ -114,7 +130,7 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.
 	}
 	if held != nil {
 		if held.Lost != "" {
-			diags.Append(leaseLost(diag.SeverityError, tokenRef(held.Token), errors.New(held.Lost), "", ""))
+			diags.Append(runLeaseGone(held))
 			return nil, false
 		}
 		if leaseSlots(held.Token) != set.slots {

@@ -63,6 +63,11 @@ type echoedLease struct {
 	ExpiresAt     string            `json:"expires_at"`
 	AcquiredAt    string            `json:"acquired_at"`
 	Metadata      map[string]string `json:"metadata"`
+	Leases        []struct {
+		Name  string      `json:"name"`
+		Epoch json.Number `json:"epoch"`
+		Key   string      `json:"key"`
+	} `json:"leases"`
 }
 
 // checkEchoedLease is a state check on echo.lease's data.

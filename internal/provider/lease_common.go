@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,6 +107,14 @@ func loadToken(ctx context.Context, p privateGetter) (*s3lock.Token, diag.Diagno
 // is worth waiting for. A wait of 0 tries once. All of that is
 // s3lock.WithWait's policy; this only reports what the SDK reports.
 func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name string, wait time.Duration, opts ...s3lock.Option) (*s3lock.Lease, lockWait, error) {
+	rec, opts := waitOptions(ctx, f, wait, opts)
+	lease, err := c.Acquire(ctx, name, opts...)
+	return lease, rec.done(), err
+}
+
+// waitOptions are opts with the wait of an acquisition (s3lock.WithWait) and
+// the observer that reports it, and the recorder of what it saw.
+func waitOptions(ctx context.Context, f *clientFactory, wait time.Duration, opts []s3lock.Option) (*waitRecorder, []s3lock.Option) {
 	rec := newWaitRecorder(f.now)
 	observe := func(h *s3lock.HeldError) {
 		if rec.observe(h) {
@@ -133,8 +142,7 @@ func acquireLease(ctx context.Context, f *clientFactory, c *s3lock.Client, name 
 			f.hooks.onWait(h)
 		}
 	}
-	lease, err := c.Acquire(ctx, name, append(opts, s3lock.WithWait(max(wait, 0)), s3lock.WithWaitObserver(observe))...)
-	return lease, rec.done(), err
+	return rec, append(slices.Clip(opts), s3lock.WithWait(max(wait, 0)), s3lock.WithWaitObserver(observe))
 }
 
 // lockWait is what an acquisition saw while it waited for a held lock, for

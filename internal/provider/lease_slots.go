@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -39,9 +40,10 @@ const slotDescription = "Which of the lock's slots the lease holds, from `1` to 
 	"not across slots, so pass the slot with it to what the slots guard (slot 2, say, is the second runner)."
 
 // slotsValidators are the validators of the slots argument: the range
-// s3lock.Slots accepts.
+// s3lock.Slots accepts, and not with a lock set (`names`), which holds
+// mutexes only, as `s3lock run` refuses --slots with a lock set.
 func slotsValidators() []validator.Int64 {
-	return []validator.Int64{int64validator.Between(1, s3lock.MaxSlots)}
+	return []validator.Int64{int64validator.Between(1, s3lock.MaxSlots), int64validator.ConflictsWith(path.MatchRoot(namesAttr))}
 }
 
 // slotsOf reads a slots argument; null or unknown (before its default

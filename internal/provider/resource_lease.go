@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
@@ -47,6 +48,7 @@ type leaseResourceModelV0 struct {
 	ID            types.String   `tfsdk:"id"`
 	Bucket        types.String   `tfsdk:"bucket"`
 	Name          types.String   `tfsdk:"name"`
+	Names         types.List     `tfsdk:"names"`
 	LeaseDuration types.String   `tfsdk:"lease_duration"`
 	RenewBefore   types.String   `tfsdk:"renew_before"`
 	Metadata      types.Map      `tfsdk:"metadata"`
@@ -55,6 +57,7 @@ type leaseResourceModelV0 struct {
 	Slot          types.Int64    `tfsdk:"slot"`
 	Epoch         types.Int64    `tfsdk:"epoch"`
 	Key           types.String   `tfsdk:"key"`
+	Leases        types.List     `tfsdk:"leases"`
 	Holder        types.String   `tfsdk:"holder"`
 	AcquiredAt    types.String   `tfsdk:"acquired_at"`
 	ExpiresAt     types.String   `tfsdk:"expires_at"`
@@ -115,10 +118,24 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			},
 			"name": schema.StringAttribute{
 				MarkdownDescription: "Name of the lock: a key path inside the bucket, such as `deploy/prod`. " +
-					"Its epochs are the objects `<name>/lock-<epoch>.json`. Changing it replaces the lease.",
-				Required:      true,
-				Validators:    []validator.String{lockNameValidator{}},
+					"Its epochs are the objects `<name>/lock-<epoch>.json`. Changing it replaces the lease. Set " +
+					"exactly one of `name` and `names`.",
+				Optional:      true,
+				Validators:    nameValidators(),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			namesAttr: schema.ListAttribute{
+				MarkdownDescription: namesDescription("`timeouts.create`", " Changing the set of names replaces the "+
+					"lease; writing them in another order does not. The set's leases are renewed together (a plan "+
+					"within `renew_before` of `expires_at`, the earliest of them, renews them all) and released "+
+					"together. If one of them is lost, the next refresh warns, and the next plan replaces the "+
+					"resource (when the others are still held: it releases them and takes the set again) or "+
+					"acquires it anew. `id`, the identity, `epoch` and `key` are the first lease's; a lock set "+
+					"cannot be imported (import each lock's lease as a resource with `name`)."),
+				ElementType:   types.StringType,
+				Optional:      true,
+				Validators:    []validator.List{lockSetValidator{}},
+				PlanModifiers: []planmodifier.List{replaceIfSetChanged()},
 			},
 			"lease_duration": schema.StringAttribute{
 				MarkdownDescription: fmt.Sprintf("How long the lease stays valid after it is acquired or renewed, "+
@@ -191,6 +208,12 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
+			"leases": schema.ListAttribute{
+				MarkdownDescription: leasesDescription,
+				ElementType:         leaseSetElemType,
+				Computed:            true,
+				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+			},
 			"holder": schema.StringAttribute{
 				MarkdownDescription: "Identity written into the lease: the provider's `holder`, or, for an " +
 					"imported lease, whoever acquired it.",
@@ -249,6 +272,10 @@ func (r *leaseResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	var state, plan leaseResourceModelV0
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if !resp.Diagnostics.HasError() && setLost(ctx, state) {
+		replaceLostSet(ctx, resp)
+		return
+	}
 	if resp.Diagnostics.HasError() || plan.RenewBefore.IsNull() || plan.RenewBefore.IsUnknown() {
 		return
 	}
@@ -282,19 +309,12 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	bucket, name := plan.Bucket.ValueString(), plan.Name.ValueString()
+	names := setNames(ctx, plan.Names, &resp.Diagnostics)
+	if names != nil {
+		name = names[0] // the lock the settings' diagnostics name
+	}
 	lock := leaseRef{bucket: bucket, name: name}
-	wait, diags := plan.Timeouts.Create(ctx, defaultCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	meta, diags := metadataFrom(ctx, plan.Metadata)
-	resp.Diagnostics.Append(diags...)
-	dur, err := parseDuration("lease_duration", plan.LeaseDuration, mustDuration(defaultResourceLeaseDuration))
-	if err != nil {
-		resp.Diagnostics.Append(durationNotParsed(path.Root("lease_duration"), lock, err))
-	}
-	order, err := parseOrder(plan.Order)
-	if err != nil {
-		resp.Diagnostics.Append(invalidOrder(path.Root("order"), err))
-	}
+	acq := r.acquisition(ctx, plan, lock, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -302,12 +322,13 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if !ok {
 		return
 	}
-	opts := []s3lock.Option{s3lock.WithoutAutoRenew(), s3lock.WithLeaseDuration(dur), s3lock.WithOrder(order),
-		s3lock.WithSlots(slotsOf(plan.Slots))}
-	if meta != nil {
-		opts = append(opts, s3lock.WithMetadata(meta))
+	if names != nil {
+		// The set's leases renew themselves while it waits for its later
+		// locks; createSet detaches them once it holds them all.
+		r.createSet(ctx, client, &plan, names, acq, resp)
+		return
 	}
-	lease, waited, err := acquireLease(ctx, r.factory, client, name, wait, opts...)
+	lease, waited, err := acquireLease(ctx, r.factory, client, name, acq.wait, append(acq.opts, s3lock.WithoutAutoRenew())...)
 	if err != nil {
 		resp.Diagnostics.Append(acquisitionFailed(lock, err, "timeouts.create"))
 		return
@@ -327,12 +348,42 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	plan.Slot = types.Int64Value(int64(token.Slot))
 	plan.Epoch = types.Int64Value(int64(lease.Token().Epoch))
 	plan.Key = types.StringValue(token.Key())
+	plan.Leases = leasesValue([]s3lock.Token{token})
 	plan.Holder = types.StringValue(lease.State().Holder)
 	plan.AcquiredAt = timeValue(lease.State().AcquiredAt)
 	plan.ExpiresAt = timeValue(lease.State().ExpiresAt)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, ref)...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
+}
+
+// acquisition is how Create acquires: how long it waits, with which
+// options (automatic renewal aside).
+type acquisition struct {
+	wait time.Duration
+	opts []s3lock.Option
+}
+
+// acquisition reads Create's timeouts.create, lease_duration, order, slots
+// and metadata.
+func (r *leaseResource) acquisition(ctx context.Context, plan leaseResourceModelV0, lock leaseRef, diags *diag.Diagnostics) acquisition {
+	wait, d := plan.Timeouts.Create(ctx, defaultCreateTimeout)
+	diags.Append(d...)
+	meta, d := metadataFrom(ctx, plan.Metadata)
+	diags.Append(d...)
+	dur, err := parseDuration("lease_duration", plan.LeaseDuration, mustDuration(defaultResourceLeaseDuration))
+	if err != nil {
+		diags.Append(durationNotParsed(path.Root("lease_duration"), lock, err))
+	}
+	order, err := parseOrder(plan.Order)
+	if err != nil {
+		diags.Append(invalidOrder(path.Root("order"), err))
+	}
+	opts := []s3lock.Option{s3lock.WithLeaseDuration(dur), s3lock.WithOrder(order), s3lock.WithSlots(slotsOf(plan.Slots))}
+	if meta != nil {
+		opts = append(opts, s3lock.WithMetadata(meta))
+	}
+	return acquisition{wait: wait, opts: opts}
 }
 
 // Read checks that the lease is still held by this resource (same epoch,
@@ -350,6 +401,10 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, ref)...)
 	client, token, ok := r.open(ctx, state, req.Private, &resp.Diagnostics)
 	if !ok {
+		return
+	}
+	if !state.Names.IsNull() {
+		r.readSet(ctx, client, state, req.Private, resp)
 		return
 	}
 	rctx, cancel := readContext(ctx)
@@ -384,6 +439,10 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	}
 	if renewedSince(until, state.ExpiresAt) {
 		state.ExpiresAt = timeValue(until)
+	}
+	if state.Leases.IsNull() {
+		// State written before lock sets: the one lease.
+		state.Leases = leasesValue([]s3lock.Token{ref.token()})
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 }
@@ -440,6 +499,12 @@ func (r *leaseResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if !ok {
 		return
 	}
+	if !state.Names.IsNull() {
+		if r.updateSet(ctx, client, &plan, req.Private, &resp.Diagnostics) {
+			resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+		}
+		return
+	}
 	lease, err := resumeLease(ctx, client, token, ref)
 	if err == nil {
 		err = lease.Renew(ctx)
@@ -471,6 +536,16 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if !ok {
 		return
 	}
+	if !state.Names.IsNull() {
+		r.deleteSet(ctx, client, req.Private, &resp.Diagnostics)
+		return
+	}
+	releaseLease(ctx, client, token, ref, &resp.Diagnostics)
+}
+
+// releaseLease releases the lease of a token (of ref without one), for
+// Delete. A lease already over is not an error: nothing is left to release.
+func releaseLease(ctx context.Context, client *s3lock.Client, token *s3lock.Token, ref leaseRef, diags *diag.Diagnostics) {
 	lease, err := resumeLease(ctx, client, token, ref)
 	if err == nil {
 		err = lease.Release(ctx)
@@ -485,17 +560,26 @@ func (r *leaseResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 		// the CLI, say): nothing left to do, nothing was lost.
 		tflog.Info(ctx, "lease was already released, nothing lost", fields)
 	case errors.As(err, &lost):
-		resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, ref, err, "", lostBeforeRelease))
+		diags.Append(leaseLost(diag.SeverityWarning, ref, err, "", lostBeforeRelease))
 	case errors.Is(err, s3lock.ErrLeaseLost):
-		resp.Diagnostics.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
+		diags.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
 	default:
-		resp.Diagnostics.Append(notReleased(ref, err))
+		diags.Append(notReleased(ref, err))
 	}
 }
 
-// stateRef names the lease of a state.
+// stateRef names the lease of a state: of a lock set's, the first lease
+// (epoch is the first lease's).
 func stateRef(state leaseResourceModelV0) leaseRef {
-	return leaseRef{bucket: state.Bucket.ValueString(), name: state.Name.ValueString(),
+	name := state.Name.ValueString()
+	if state.Name.IsNull() && len(state.Leases.Elements()) > 0 {
+		if first, ok := state.Leases.Elements()[0].(types.Object); ok {
+			if n, ok := first.Attributes()["name"].(types.String); ok {
+				name = n.ValueString()
+			}
+		}
+	}
+	return leaseRef{bucket: state.Bucket.ValueString(), name: name,
 		epoch: uint64(state.Epoch.ValueInt64()), slot: int(state.Slot.ValueInt64())}
 }
 

@@ -843,6 +843,7 @@ func directLeaseState(t *testing.T, r *leaseResource, bucket, name string) tfsdk
 	now := time.Now()
 	diags := st.Set(t.Context(), &leaseResourceModelV0{
 		ID: types.StringValue(leaseID(bucket, name, 0, 1)), Bucket: types.StringValue(bucket), Name: types.StringValue(name),
+		Names: types.ListNull(types.StringType), Leases: types.ListNull(leaseSetElemType),
 		LeaseDuration: types.StringValue("1h"), RenewBefore: types.StringNull(), Metadata: types.MapNull(types.StringType),
 		Epoch: types.Int64Value(1), Key: types.StringValue(s3lock.Token{Name: name, Epoch: 1}.Key()), Holder: types.StringValue("terraform-test"),
 		AcquiredAt: timeValue(now), ExpiresAt: timeValue(now.Add(time.Hour)),

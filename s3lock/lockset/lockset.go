@@ -40,6 +40,11 @@ type Set struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	err    error // why the set ended; nil while every lease is held
+	// One goroutine a lease watches it until it ends or Detach closes
+	// detached; watching counts them.
+	detached chan struct{}
+	detach   sync.Once
+	watching sync.WaitGroup
 }
 
 // Acquire acquires the locks names with c, each as c.Acquire does with opts
@@ -62,7 +67,7 @@ type Set struct {
 // are refused before any request. Acquiring n free locks costs n
 // acquisitions (3n requests).
 func Acquire(ctx context.Context, c *s3lock.Client, names []string, opts ...s3lock.Option) (*Set, error) {
-	order, err := sorted(names)
+	order, err := Check(names)
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +90,12 @@ func Acquire(ctx context.Context, c *s3lock.Client, names []string, opts ...s3lo
 	return newSet(leases), nil
 }
 
-// sorted checks a lock set's names and returns them in the global order
-// every set takes its locks in.
-func sorted(names []string) ([]string, error) {
+// Check checks names as Acquire does, without a request, and returns them
+// in the global order every set takes its locks in (the order of Leases):
+// for a face that validates a configuration before it acquires, or that
+// shows a set's locks in its order. An error matches s3lock.ErrInvalidConfig
+// (no name, more than 64, a name twice) or is s3lock.ValidateName's.
+func Check(names []string) ([]string, error) {
 	switch {
 	case len(names) == 0:
 		return nil, fmt.Errorf("%w: a lock set needs at least one lock name", s3lock.ErrInvalidConfig)
@@ -133,12 +141,15 @@ func abandon(ctx context.Context, order []string, held []*s3lock.Lease, cause er
 // newSet returns the set of leases and starts, for each, a goroutine that
 // ends the set when the lease ends; each returns when its lease ends.
 func newSet(leases []*s3lock.Lease) *Set {
-	s := &Set{leases: leases, done: make(chan struct{})}
+	s := &Set{leases: leases, done: make(chan struct{}), detached: make(chan struct{})}
 	for _, l := range leases {
-		go func() {
-			<-l.Done()
-			s.end(l.Err())
-		}()
+		s.watching.Go(func() {
+			select {
+			case <-l.Done():
+				s.end(l.Err())
+			case <-s.detached:
+			}
+		})
 	}
 	return s
 }
@@ -191,4 +202,20 @@ func (s *Set) Release(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Detach stops the background renewal of every lease of the set, and the
+// set's watch over them, without releasing them: the leases stay held in
+// the store until they expire or someone resumes them with their Tokens
+// (returned in the set's order) and releases them, as s3lock's
+// Lease.Detach does for one lease. Use it to hand a set to another
+// process; do not use the set afterwards.
+func (s *Set) Detach() []s3lock.Token {
+	s.detach.Do(func() { close(s.detached) })
+	s.watching.Wait()
+	tokens := make([]s3lock.Token, 0, len(s.leases))
+	for _, l := range s.leases {
+		tokens = append(tokens, l.Detach())
+	}
+	return tokens
 }

@@ -249,3 +249,57 @@ func TestAcquire_CostsOneAcquisitionPerLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Check refuses what Acquire refuses, with the same errors, and returns a
+// set's names in the order its leases are taken.
+func TestCheck_IsAcquiresRuleAndOrder(t *testing.T) {
+	t.Parallel()
+	got, err := lockset.Check([]string{"net/prod", "db/prod", "app"})
+	if err != nil || strings.Join(got, " ") != "app db/prod net/prod" {
+		t.Errorf("Check(net/prod, db/prod, app) = %q, %v; want app db/prod net/prod", got, err)
+	}
+	many := make([]string, 65)
+	for i := range many {
+		many[i] = fmt.Sprintf("l%d", i)
+	}
+	for _, tc := range []struct {
+		names []string
+		want  error
+		says  string
+	}{
+		{nil, s3lock.ErrInvalidConfig, "at least one lock name"},
+		{[]string{"a", "a"}, s3lock.ErrInvalidConfig, "named twice"},
+		{[]string{"a", "bad//name"}, s3lock.ErrInvalidName, "bad//name"},
+		{many, s3lock.ErrInvalidConfig, "more than 64"},
+	} {
+		if _, err := lockset.Check(tc.names); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Check(%d names) = %v; want %v saying %q", len(tc.names), err, tc.want, tc.says)
+		}
+	}
+}
+
+// A detached set stops its goroutines (TestMain's leak check) and leaves
+// its leases held, in its order, for whoever resumes them by their tokens.
+func TestSet_DetachHandsTheLeasesOver(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	a, b := ns.Name("detach/a"), ns.Name("detach/b")
+	c := newLockClient(t, ns, "set", nil)
+	set, err := lockset.Acquire(t.Context(), c, []string{b, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := set.Detach()
+	if len(tokens) != 2 || tokens[0].Name != a || tokens[1].Name != b {
+		t.Fatalf("Detach = %+v; want the tokens of a, b in that order", tokens)
+	}
+	for _, tok := range tokens {
+		l, err := c.Resume(t.Context(), tok)
+		if err != nil {
+			t.Fatalf("Resume of %s after Detach: %v", tok.Name, err)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Errorf("Release of %s after Detach: %v", tok.Name, err)
+		}
+	}
+}
