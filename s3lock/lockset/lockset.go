@@ -61,7 +61,9 @@ type Set struct {
 // that take them one at a time, and taking no later one means a set holds
 // nothing longer than its own wait for the lock it lacks. The leases are
 // renewed as Acquire's are (WithoutAutoRenew leaves it to the caller, for
-// each lease).
+// each lease). A lease taken before a wait that ends during it (lost, or
+// not renewed) ends the wait at once: the set can no longer be held whole,
+// and Acquire returns that lease's error, the others released.
 //
 // names must hold 1 to 64 distinct, valid lock names; bad names and options
 // are refused before any request. Acquiring n free locks costs n
@@ -71,24 +73,50 @@ func Acquire(ctx context.Context, c *s3lock.Client, names []string, opts ...s3lo
 	if err != nil {
 		return nil, err
 	}
+	// The wait for a later lock ends as soon as a lease taken earlier
+	// ends (lost, or not renewed): the set can no longer be held whole.
+	wctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	leases := make([]*s3lock.Lease, 0, len(order))
 	for _, name := range order {
-		l, err := c.Acquire(ctx, name, opts...)
-		if err != nil {
+		l, err := c.Acquire(wctx, name, opts...)
+		var ended *memberEnded
+		switch {
+		case err != nil && errors.As(context.Cause(wctx), &ended):
+			return nil, abandon(ctx, order, leases, ended)
+		case err != nil:
 			return nil, abandon(ctx, order, leases, fmt.Errorf("lock %q: %w", name, err))
 		}
 		leases = append(leases, l)
+		go func() {
+			select {
+			case <-l.Done():
+				stop(&memberEnded{name: name, err: l.Err()})
+			case <-wctx.Done():
+			}
+		}()
 	}
-	// A lease taken early may have ended while the set waited for a later
-	// one (without automatic renewal, or lost): then the set is not held.
+	// The last lease taken, or another, may have ended just now.
 	for _, l := range leases {
 		if err := l.Err(); err != nil {
-			return nil, abandon(ctx, order, leases, fmt.Errorf("lock %q ended while the set waited for the others: %w",
-				l.Token().Name, err))
+			return nil, abandon(ctx, order, leases, &memberEnded{name: l.Token().Name, err: err})
 		}
 	}
 	return newSet(leases), nil
 }
+
+// memberEnded is why a set's acquisition stopped: a lease it had taken
+// ended while it waited for the others.
+type memberEnded struct {
+	name string
+	err  error
+}
+
+func (e *memberEnded) Error() string {
+	return fmt.Sprintf("lock %q ended while the set waited for the others: %v", e.name, e.err)
+}
+
+func (e *memberEnded) Unwrap() error { return e.err }
 
 // Check checks names as Acquire does, without a request, and returns them
 // in the global order every set takes its locks in (the order of Leases):

@@ -204,6 +204,50 @@ func TestAcquire_OneLostLeaseEndsTheSet(t *testing.T) {
 	}
 }
 
+// A lease the set took ends its wait for the others as soon as it is lost:
+// the set can no longer be held whole, so Acquire gives up at once, saying
+// which lock ended, instead of waiting on for the rest.
+func TestAcquire_ALeaseLostWhileWaitingEndsTheWait(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	a, b := ns.Name("early/a"), ns.Name("early/b")
+	ops := newLockClient(t, ns, "ops", nil)
+	held, err := ops.TryAcquire(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	sets := newLockClient(t, ns, "set", nil)
+	got := make(chan error, 1)
+	go func() {
+		set, err := lockset.Acquire(t.Context(), sets, []string{a, b}, s3lock.WithLeaseDuration(3*time.Second), s3lock.WithWait(time.Minute))
+		if err == nil {
+			_ = set.Release(context.Background())
+		}
+		got <- err
+	}()
+	var epoch uint64
+	testkit.Eventually(t, 20*time.Second, "the set to take a", func() bool {
+		st, err := ops.Current(t.Context(), a)
+		epoch = st.Epoch
+		return err == nil && st.Held && st.Holder == "set"
+	})
+	if err := ops.ForceRelease(t.Context(), s3lock.Token{Name: a, Epoch: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if r := lostFor(err); r != s3lock.LostForceReleased || !strings.Contains(err.Error(), a) {
+			t.Errorf("Acquire = %v; want the set given up, naming %s, lost by a force-release", err, a)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the set kept waiting for b after its lease of a was lost")
+	}
+	if st, err := ops.Current(t.Context(), b); err != nil || st.Holder != "ops" || !st.Held {
+		t.Errorf("b after the set gave up: %+v, %v; want still held by ops", st, err)
+	}
+}
+
 // Bad sets are refused before any request: no name, a name twice, an
 // invalid name, a client option.
 func TestAcquire_RefusesBadSetsBeforeAnyRequest(t *testing.T) {
