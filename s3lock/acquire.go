@@ -259,12 +259,17 @@ func (c *Client) create(ctx context.Context, name string, epoch uint64, a acquir
 		AcquiredAt: now.UTC(),
 		Metadata:   a.metadata,
 	}
+	var capAt time.Time // WithMaxHold: counted, as the validity, from before the create
+	if a.maxHold > 0 {
+		capAt = now.Add(a.maxHold)
+		p.MaxHoldUntil = capAt.UTC()
+	}
 	etag, err := c.createObject(ctx, name, epoch, p)
 	if err != nil {
 		return nil, err
 	}
 	// The lease's validity counts from before the first attempt.
-	h := holding{name: name, epoch: epoch, p: p, etag: etag, trust: trustFor(now, p.validity())}
+	h := holding{name: name, epoch: epoch, p: p, etag: etag, trust: trustFor(now, p.validity()), capAt: capAt}
 	return c.established(ctx, h, start, a)
 }
 
