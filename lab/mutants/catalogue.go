@@ -264,4 +264,18 @@ var catalogue = []mutant{
 		Tests: []string{"TestAcquire_OppositeOrdersNeverDeadlockNorOverlap"},
 		Bound: time.Minute, CI: true,
 	},
+	{
+		ID:   "X",
+		Rule: "renewals ignore the lease's cap (WithMaxHold): a renewal near it writes the whole lease, and its trust runs past the cap",
+		Sites: []site{
+			{File: "s3lock/lease.go",
+				Old: "validity := l.renewalValidity(now)",
+				New: "validity := l.validity // mutant X"},
+			{File: "s3lock/lease.go",
+				Old: "l.trust = capTrust(trustFor(sent, next.validity()), l.capAt, &next)",
+				New: "l.trust = trustFor(sent, next.validity()) // mutant X"},
+		},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestMaxHold_RenewalsEndAtTheCap$", Tests: []string{"TestMaxHold_RenewalsEndAtTheCap"},
+		Bound: time.Minute, CI: true,
+	},
 }
