@@ -277,11 +277,16 @@ func (c *Client) createHolding(ctx context.Context, name string, epoch uint64, a
 		AcquiredAt: now.UTC(),
 		Metadata:   a.metadata,
 	}
+	var capAt time.Time // WithMaxHold: counted, as the validity, from before the create
+	if a.maxHold > 0 {
+		capAt = now.Add(a.maxHold)
+		p.MaxHoldUntil = capAt.UTC()
+	}
 	etag, err := c.createObject(ctx, name, epoch, p)
 	if err != nil {
 		return holding{}, err
 	}
-	return holding{name: name, epoch: epoch, p: p, etag: etag, trust: trustFor(now, p.validity())}, nil
+	return holding{name: name, epoch: epoch, p: p, etag: etag, trust: trustFor(now, p.validity()), capAt: capAt}, nil
 }
 
 // createObject writes epoch of name with If-None-Match: * and body p, and

@@ -58,6 +58,9 @@ func newConfig(bucket string, opts []Option) (config, error) {
 	if err := apply(settings{client: &cfg, acquire: &cfg.acquire}, opts); err != nil {
 		return cfg, err
 	}
+	if err := cfg.acquire.checkMaxHold(); err != nil {
+		return cfg, err
+	}
 	if cfg.renewIntervalSet && cfg.renewInterval > cfg.acquire.leaseDuration/2 {
 		return cfg, invalid("renew interval %s is more than half the lease duration %s: "+
 			"a failed renewal would leave no time to retry", cfg.renewInterval, cfg.acquire.leaseDuration)

@@ -37,10 +37,14 @@ type State struct {
 	// which a handle that took the lease over now (Resume) would
 	// trust it: never later than its holder's own deadline. Zero unless
 	// Held and the store said what time it is.
-	TrustedUntil  time.Time
-	LeaseDuration time.Duration
-	Renewals      uint64
-	Metadata      map[string]string
+	TrustedUntil time.Time
+	// HeldUntilAtMost is the lease's cap (WithMaxHold): it is not renewed
+	// past it. By the acquirer's clock, as AcquiredAt (in a holder's own
+	// Lease.State, by this client's); zero when the lease has no cap.
+	HeldUntilAtMost time.Time
+	LeaseDuration   time.Duration
+	Renewals        uint64
+	Metadata        map[string]string
 	// Waiters is how many ordered waiters (OrderFIFO, OrderNewest) are in the
 	// lock's line, as Current and List count them (Watch leaves it 0); Line
 	// says who they are.
@@ -156,17 +160,18 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 
 func (c *Client) stateOf(name string, o *observed) State {
 	s := State{
-		Name:          name,
-		Key:           o.key,
-		Epoch:         o.epoch,
-		Released:      o.body.Released,
-		Holder:        o.body.Holder,
-		AcquiredAt:    o.body.AcquiredAt,
-		ReleasedAt:    o.body.ReleasedAt,
-		ReleasedBy:    o.body.ReleasedBy,
-		LeaseDuration: o.body.validity(),
-		Renewals:      o.body.Renewals,
-		Metadata:      o.body.Metadata,
+		Name:            name,
+		Key:             o.key,
+		Epoch:           o.epoch,
+		Released:        o.body.Released,
+		Holder:          o.body.Holder,
+		AcquiredAt:      o.body.AcquiredAt,
+		HeldUntilAtMost: o.body.MaxHoldUntil,
+		ReleasedAt:      o.body.ReleasedAt,
+		ReleasedBy:      o.body.ReleasedBy,
+		LeaseDuration:   o.body.validity(),
+		Renewals:        o.body.Renewals,
+		Metadata:        o.body.Metadata,
 	}
 	if o.body.marker() { // a slot lock: the caller reads its slots
 		s.Slots, s.Holder, s.LeaseDuration = o.body.Slots, "", 0

@@ -17,7 +17,8 @@ var (
 	ErrHeld = errors.New("s3lock: lock is held")
 
 	// ErrLeaseLost means a lease is over without this handle having
-	// released it: it lapsed before it could be renewed, was force-released
+	// released it: it lapsed before it could be renewed, reached its
+	// maximum hold (WithMaxHold), was force-released
 	// or released through another handle, was superseded by a newer epoch,
 	// or its epoch object was deleted. Renew, Release, Resume and
 	// Lookup all report it so; work done under the lease may not have been
@@ -253,6 +254,10 @@ const (
 	// LostDeleted: its epoch object does not exist (deleted, or never
 	// written).
 	LostDeleted LossReason = "deleted"
+	// LostMaxHold: it reached its maximum hold (WithMaxHold), past which
+	// it is not renewed. Its epoch object stays its holder's until it
+	// lapses, soon after; Release releases it at once.
+	LostMaxHold LossReason = "max hold"
 )
 
 // LeaseLostError reports why a lease ended without this handle releasing

@@ -29,8 +29,12 @@ type Lease struct {
 	holder     string
 	acquiredAt time.Time
 	validity   time.Duration
-	renewInt   time.Duration
-	auto       bool
+	// capAt is when the lease's trust ends for good (WithMaxHold: its
+	// acquisition plus maxHold); zero without a cap.
+	capAt    time.Time
+	maxHold  time.Duration
+	renewInt time.Duration
+	auto     bool
 	// unobserved is set for the store check's probe lease: its requests are
 	// reported, its lease events (released, lost, renewed) are not, since
 	// no acquisition of it was.
@@ -77,6 +81,9 @@ type holding struct {
 	p     payload
 	etag  string
 	trust trust
+	// capAt is the lease's cap by this client's clock (its acquisition's
+	// monotonic reading); zero to take the payload's.
+	capAt time.Time
 }
 
 // newLease returns an active lease of h, renewed every a.renewInterval (in
@@ -87,6 +94,10 @@ func (c *Client) newLease(h holding, a acquireConfig) *Lease {
 	lock := h.name
 	if ref.slot > 0 {
 		lock = ref.lock
+	}
+	capAt := h.capAt
+	if capAt.IsZero() {
+		capAt = h.p.MaxHoldUntil
 	}
 	l := &Lease{
 		c:          c,
@@ -100,6 +111,8 @@ func (c *Client) newLease(h holding, a acquireConfig) *Lease {
 		holder:     h.p.Holder,
 		acquiredAt: h.p.AcquiredAt,
 		validity:   h.p.validity(),
+		capAt:      capAt,
+		maxHold:    h.p.maxHold(),
 		renewInt:   a.renewInterval,
 		auto:       a.autoRenew,
 		unobserved: a.unobserved,
@@ -117,7 +130,8 @@ func (c *Client) newLease(h holding, a acquireConfig) *Lease {
 // lock, Slot and Slots say which slot), epoch object, holder, metadata (a
 // copy: WithMetadata, or for a resumed lease what its acquirer set),
 // AcquiredAt (the acquirer's clock), LeaseDuration (how long it stays valid
-// after each renewal) and Renewals. ExpiresAt and TrustedUntil are both when
+// after each renewal), HeldUntilAtMost (WithMaxHold's cap, by the client's
+// clock) and Renewals. ExpiresAt and TrustedUntil are both when
 // this handle stops trusting the lease unless it is renewed, by the client's
 // clock: earlier, by a safety margin, than the moment anyone else could judge
 // it lapsed. Held is true until the lease ends (Err says why); Released once
@@ -134,7 +148,7 @@ func (l *Lease) State() State {
 		Held: l.ended == nil, Released: errors.Is(l.ended, ErrReleased),
 		Holder: l.holder, AcquiredAt: l.acquiredAt, Metadata: metadata,
 		ExpiresAt: l.trust.until, TrustedUntil: l.trust.until,
-		LeaseDuration: l.validity, Renewals: l.p.Renewals,
+		LeaseDuration: l.validity, Renewals: l.p.Renewals, HeldUntilAtMost: l.capAt,
 	}
 }
 
@@ -232,7 +246,8 @@ func (l *Lease) lostError(reason LossReason, detail string, cause error) *LeaseL
 }
 
 // confirm records a write sent at sent that the store confirmed, so the
-// lease is trusted again until sent + duration - margin, unless the lease
+// lease is trusted again until sent + duration - margin (at most until its
+// cap, capTrust), unless the lease
 // ended meanwhile (its trust deadline passed while the write was in flight:
 // a late answer cannot revive it) or can no longer be trusted now. It returns
 // why the lease ended in those cases.
@@ -242,14 +257,14 @@ func (l *Lease) confirm(sent time.Time, etag string, next payload) error {
 		defer l.mu.Unlock()
 		return l.ended
 	}
-	if why := l.trust.untrusted(l.c.cfg.clock.Now()); why != "" {
-		err, _ := l.endLocked(l.lostError(LostLapsed, why+" before the renewal was confirmed", nil))
+	if reason, why := l.untrustedLocked(l.c.cfg.clock.Now()); reason != "" {
+		err, _ := l.endLocked(l.expiredError(reason, why, " before the renewal was confirmed", nil))
 		l.mu.Unlock()
 		l.logEnd(err)
 		return err
 	}
 	l.etag, l.p, l.writeErr = etag, next, nil
-	l.trust = trustFor(sent, l.validity)
+	l.trust = capTrust(trustFor(sent, next.validity()), l.capAt, &next)
 	l.mu.Unlock()
 	return nil
 }
@@ -274,16 +289,10 @@ func (l *Lease) failed(err error) {
 	l.writeErr = err
 }
 
-// untrusted returns why the lease may not be trusted at now (client clock),
-// or "" while it may be (trust.untrusted).
-func (l *Lease) untrusted(now time.Time) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.trust.untrusted(now)
-}
-
 // Renew extends the lease by its duration, counted from just before the
-// renewal was sent. It fails with a *LeaseLostError if the lease can no
+// renewal was sent; near its cap (WithMaxHold), only up to the cap, and once
+// the cap is reached it fails with a *LeaseLostError of Reason LostMaxHold.
+// It fails with a *LeaseLostError if the lease can no
 // longer be trusted (it lapsed, or its epoch object was changed by someone
 // else), and with other errors (which leave the lease active until it
 // expires) when the store could not be reached. Renew gives up when the
@@ -302,7 +311,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	next.RenewedAt = now.UTC()
+	validity := l.renewalValidity(now)
+	if validity < time.Millisecond {
+		return l.lost(LostMaxHold, maxHoldText(l.maxHold, l.acquiredAt), nil)
+	}
+	next.ValidityMs, next.RenewedAt = validity.Milliseconds(), now.UTC()
 	// A renewal only counts if it is confirmed while the lease is still
 	// trusted: after that, someone may already hold the next epoch.
 	wctx, cancel := context.WithTimeout(ctx, until.Sub(now))
@@ -312,8 +325,8 @@ func (l *Lease) Renew(ctx context.Context) error {
 		if ended := l.Err(); ended != nil && !errors.Is(err, ErrLeaseLost) {
 			return ended // the trust deadline passed while the renewal was failing
 		}
-		if why := l.untrusted(clk.Now()); why != "" && !errors.Is(err, ErrLeaseLost) {
-			return l.lost(LostLapsed, why+" while the renewal was failing", l.cause(err))
+		if reason, why := l.untrusted(clk.Now()); reason != "" && !errors.Is(err, ErrLeaseLost) {
+			return l.end(l.expiredError(reason, why, " while the renewal was failing", l.cause(err)))
 		}
 		return err
 	}
@@ -331,14 +344,21 @@ func (l *Lease) Renew(ctx context.Context) error {
 // the *LeaseLostError, so the caller learns that its work may not have been
 // exclusive; if the lease stops being trusted before the release is
 // confirmed, Release returns a *LeaseLostError too (the lease lapses anyway).
-// If ctx ends first, Release returns ctx's error and the lease lapses.
+// If ctx ends first, Release returns ctx's error and the lease lapses. A
+// lease that reached its cap (WithMaxHold, LostMaxHold) is still this
+// handle's in the store until it lapses: Release then releases it, so that
+// the next holder need not wait, and returns the *LeaseLostError all the
+// same (joined with why the release failed, if it did).
 func (l *Lease) Release(ctx context.Context) error {
 	l.stopRenewal()
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	if err := l.Err(); err != nil {
-		if errors.Is(err, ErrReleased) {
+		switch {
+		case errors.Is(err, ErrReleased):
 			return nil
+		case endedAtCap(err):
+			return l.releaseAtCap(ctx, err)
 		}
 		return err
 	}
@@ -355,8 +375,9 @@ func (l *Lease) Release(ctx context.Context) error {
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			return err
-		case l.untrusted(l.c.cfg.clock.Now()) != "" && ctx.Err() == nil:
-			return l.lost(LostLapsed, "it expired before the release was confirmed; it lapses on its own", l.cause(err))
+		}
+		if reason, why := l.untrusted(l.c.cfg.clock.Now()); reason != "" && ctx.Err() == nil {
+			return l.end(l.expiredError(reason, why, " before the release was confirmed; it lapses on its own", l.cause(err)))
 		}
 		return err
 	}
@@ -383,8 +404,8 @@ func (l *Lease) Release(ctx context.Context) error {
 // trust deadline; or, if the lease may not be trusted at now, ends it as
 // lost (before says what was about to be done) and returns why.
 func (l *Lease) nextWrite(now time.Time, before string) (next payload, etag string, until time.Time, err error) {
-	if why := l.untrusted(now); why != "" {
-		return payload{}, "", time.Time{}, l.lost(LostLapsed, why+" "+before, nil)
+	if reason, why := l.untrusted(now); reason != "" {
+		return payload{}, "", time.Time{}, l.end(l.expiredError(reason, why, " "+before, nil))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -539,18 +560,17 @@ func (l *Lease) watchDeadline(ctx context.Context) {
 		case <-clk.After(max(0, min(deadlineRecheck, l.trustedUntil().Sub(clk.Now())))):
 		}
 		l.mu.Lock()
-		why := l.trust.untrusted(clk.Now())
+		reason, why := l.untrustedLocked(clk.Now())
 		var lost error
-		if why != "" && l.ended == nil {
+		if reason != "" && l.ended == nil {
+			when := " before a renewal was confirmed"
 			switch {
 			case !l.auto:
-				why += " without being renewed"
+				when = " without being renewed"
 			case l.writeErr != nil:
-				why += " while renewals were failing"
-			default:
-				why += " before a renewal was confirmed"
+				when = " while renewals were failing"
 			}
-			lost, _ = l.endLocked(l.lostError(LostLapsed, why, l.writeErr))
+			lost, _ = l.endLocked(l.expiredError(reason, why, when, l.writeErr))
 		}
 		ended := l.ended != nil
 		l.mu.Unlock()

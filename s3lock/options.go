@@ -45,7 +45,7 @@ const (
 
 // Option configures a Client (New) or one acquisition (Acquire,
 // TryAcquire, Do). The options that say how a lease is taken and held
-// (WithLeaseDuration, WithMetadata, WithoutAutoRenew, WithWait,
+// (WithLeaseDuration, WithMaxHold, WithMetadata, WithoutAutoRenew, WithWait,
 // WithWaitObserver, WithOrder, WithSlots) may be given to New, as the
 // client's defaults for every acquisition, or to one acquisition, for it
 // alone, overriding the client's (Resume, which takes over a lease its
@@ -84,7 +84,7 @@ func leaseOption(name string, set func(*acquireConfig) error) Option {
 	return func(s *settings) error {
 		if s.takeover && name != "WithoutAutoRenew" {
 			return invalid("%s does not apply to Resume: a taken-over lease keeps what its acquisition set "+
-				"(duration, metadata, order, slots); Resume takes WithoutAutoRenew only", name)
+				"(duration, maximum hold, metadata, order, slots); Resume takes WithoutAutoRenew only", name)
 		}
 		return set(s.acquire)
 	}
@@ -170,6 +170,38 @@ func WithLeaseDuration(d time.Duration) Option {
 		a.leaseDuration = d
 		return nil
 	})
+}
+
+// WithMaxHold caps a lease's tenure: it is not renewed past d after it was
+// acquired (counted from when the acquiring write was sent). Renewals near
+// the cap write a validity that ends at it; when it is reached the lease
+// ends as lost, with Reason LostMaxHold: Done closes, and Renew fails. The
+// lease's epoch object then stays this handle's until it lapses (within
+// the safety margin and two seconds), and Release releases it at once, so
+// that whoever stops its work at Done and releases frees the lock for the
+// next holder without a wait. The cap is written into the lease (State's
+// HeldUntilAtMost shows it to everyone), and a Resume keeps it. d must be
+// longer than the lease duration. Given to New, for every acquisition of
+// the client; given to an acquisition, for its lease alone. Without it a
+// lease is renewed for as long as its holder runs (PROTOCOL.md §6).
+func WithMaxHold(d time.Duration) Option {
+	return leaseOption("WithMaxHold", func(a *acquireConfig) error {
+		if d <= 0 {
+			return invalid("maximum hold %s is not positive: leave WithMaxHold out for no cap", d)
+		}
+		a.maxHold = d
+		return nil
+	})
+}
+
+// checkMaxHold checks that a's cap, if any, is longer than its lease: a cap
+// within the first lease would end the lease before its first renewal.
+func (a *acquireConfig) checkMaxHold() error {
+	if a.maxHold > 0 && a.maxHold <= a.leaseDuration {
+		return invalid("maximum hold %s (WithMaxHold) must be longer than the lease duration %s (WithLeaseDuration): "+
+			"raise the maximum hold or shorten the lease", a.maxHold, a.leaseDuration)
+	}
+	return nil
 }
 
 func validateLeaseDuration(d time.Duration) error {
@@ -326,6 +358,8 @@ func validateBucket(bucket string) error {
 type acquireConfig struct {
 	metadata      map[string]string
 	leaseDuration time.Duration
+	// maxHold is WithMaxHold's cap on the lease's tenure; 0 for none.
+	maxHold       time.Duration
 	renewInterval time.Duration
 	autoRenew     bool
 	// wait is WithWait's bound (waitSet): fail fast, then wait up to it;
@@ -470,6 +504,9 @@ func (c *Client) acquireConfig(opts []Option) (acquireConfig, error) {
 	a := c.cfg.acquire
 	a.metadata = maps.Clone(a.metadata) // the client's defaults stay its own
 	if err := apply(settings{acquire: &a}, opts); err != nil {
+		return a, err
+	}
+	if err := a.checkMaxHold(); err != nil {
 		return a, err
 	}
 	a.renewInterval = c.renewIntervalFor(a.leaseDuration)

@@ -42,6 +42,12 @@ func TestNew_RejectsBadConfiguration(t *testing.T) {
 		{"bad owner", "ok-bucket", []s3lock.Option{s3lock.WithExpectedBucketOwner("abc")}, "12-digit"},
 		{"nil logger", "ok-bucket", []s3lock.Option{s3lock.WithLogger(nil)}, "logger is nil"},
 		{"nil option", "ok-bucket", []s3lock.Option{nil}, "nil Option"},
+		{"max hold zero", "ok-bucket", []s3lock.Option{s3lock.WithMaxHold(0)}, "maximum hold 0s is not positive"},
+		{"max hold negative", "ok-bucket", []s3lock.Option{s3lock.WithMaxHold(-time.Minute)}, "maximum hold -1m0s is not positive"},
+		{"max hold within the default lease", "ok-bucket", []s3lock.Option{s3lock.WithMaxHold(30 * time.Second)},
+			"maximum hold 30s (WithMaxHold) must be longer than the lease duration 1m0s (WithLeaseDuration)"},
+		{"max hold equal to the lease", "ok-bucket", []s3lock.Option{s3lock.WithMaxHold(10 * time.Second), s3lock.WithLeaseDuration(10 * time.Second)},
+			"maximum hold 10s (WithMaxHold) must be longer than the lease duration 10s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

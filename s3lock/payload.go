@@ -74,17 +74,21 @@ type payload struct {
 	owner
 	Released bool `json:"expired"`
 
-	Format     int               `json:"s3lock,omitempty"`
-	Epoch      uint64            `json:"epoch,omitempty"`
-	Nonce      string            `json:"nonce,omitempty"`
-	AcquiredAt time.Time         `json:"acquiredAt,omitzero"`
-	RenewedAt  time.Time         `json:"renewedAt,omitzero"`
-	Renewals   uint64            `json:"renewals"`
-	Write      string            `json:"write,omitempty"` // random per write: tells our write from anyone else's
-	ReleasedAt time.Time         `json:"releasedAt,omitzero"`
-	ReleasedBy string            `json:"releasedBy,omitempty"`
-	Reason     string            `json:"reason,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
+	Format     int       `json:"s3lock,omitempty"`
+	Epoch      uint64    `json:"epoch,omitempty"`
+	Nonce      string    `json:"nonce,omitempty"`
+	AcquiredAt time.Time `json:"acquiredAt,omitzero"`
+	// MaxHoldUntil is the lease's cap (WithMaxHold), by its acquirer's
+	// clock: AcquiredAt plus the maximum hold. Readers that predate it
+	// ignore it.
+	MaxHoldUntil time.Time         `json:"maxHoldUntil,omitzero"`
+	RenewedAt    time.Time         `json:"renewedAt,omitzero"`
+	Renewals     uint64            `json:"renewals"`
+	Write        string            `json:"write,omitempty"` // random per write: tells our write from anyone else's
+	ReleasedAt   time.Time         `json:"releasedAt,omitzero"`
+	ReleasedBy   string            `json:"releasedBy,omitempty"`
+	Reason       string            `json:"reason,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
 	// Slots is set in a slot lock's marker only: how many holders the lock
 	// admits.
 	Slots int `json:"slots,omitempty"`
@@ -107,6 +111,30 @@ func (p *payload) asRead() {
 		p.Holder, p.ReleasedBy, p.Reason, p.Metadata = t.holder, t.releasedBy, t.reason, t.metadata
 		p.read = nil
 	}
+}
+
+// maxHold is the lease's maximum hold (WithMaxHold), 0 for none.
+func (p *payload) maxHold() time.Duration {
+	if p.MaxHoldUntil.IsZero() {
+		return 0
+	}
+	return p.MaxHoldUntil.Sub(p.AcquiredAt)
+}
+
+// cutForCap reports whether p's validity was cut to end at its cap: counted
+// from when it was written (RenewedAt, else AcquiredAt; its writer's
+// clock, as the cap), its writer's trust ends less than a millisecond — the
+// validity's resolution — before the cap, or after it.
+func (p *payload) cutForCap() bool {
+	if p.MaxHoldUntil.IsZero() {
+		return false
+	}
+	at := p.RenewedAt
+	if at.IsZero() {
+		at = p.AcquiredAt
+	}
+	v := p.validity()
+	return at.Add(v - safetyMargin(v)).After(p.MaxHoldUntil.Add(-time.Millisecond))
 }
 
 // marker reports whether p is a slot lock's marker that is in force (not
@@ -160,6 +188,9 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 		return nil, corrupt("validityMs %d is longer than a year", p.ValidityMs)
 	case epoch != 0 && p.Epoch != 0 && p.Epoch != epoch:
 		return nil, corrupt("it claims epoch %d but its key is epoch %d", p.Epoch, epoch)
+	case !p.MaxHoldUntil.IsZero() && !p.MaxHoldUntil.After(p.AcquiredAt):
+		return nil, corrupt("maxHoldUntil %s is not after acquiredAt %s", p.MaxHoldUntil.Format(time.RFC3339Nano),
+			p.AcquiredAt.Format(time.RFC3339Nano))
 	case p.Format > readFormat:
 		return nil, corrupt("it was written by a newer s3lock (format %d; this one reads %d)", p.Format, readFormat)
 	case (p.Slots != 0 || p.Format >= oldMarkerFormat) && (p.Slots < 2 || p.Slots > MaxSlots || p.Format < oldMarkerFormat):

@@ -31,6 +31,9 @@ func TestParsePayload(t *testing.T) {
 		{"too many slots", `{"s3lock":2,"slots":65}`, 1, "not a marker"},
 		{"invalid utf8", "{\"leaderId\":\"\xff\"}", 1, "not valid UTF-8"},
 		{"overflowing number", `{"validityMs":1e400}`, 1, "not a lease JSON document"},
+		{"max hold", `{"leaderId":"a","validityMs":1000,"acquiredAt":"2026-01-02T03:04:05Z","maxHoldUntil":"2026-01-02T04:04:05Z"}`, 1, ""},
+		{"max hold not after its acquisition", `{"acquiredAt":"2026-01-02T03:04:05Z","maxHoldUntil":"2026-01-02T03:04:05Z"}`, 1,
+			"maxHoldUntil 2026-01-02T03:04:05Z is not after acquiredAt"},
 		{"oversized", `{"leaderId":"` + string(bytes.Repeat([]byte("x"), maxPayloadBytes)) + `"}`, 1, "larger than"},
 	}
 	for _, tc := range cases {

@@ -306,17 +306,32 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	case b.Nonce == "":
 		return heldLease{}, lost(LostNotThisLease, "its epoch object was not written by an s3lock acquisition")
 	}
-	tr, ok := trustWindow(obs)
-	if !ok {
-		return heldLease{}, &opError{Op: "GetObject", Bucket: c.bucket, Key: key,
-			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
-	}
-	if tr.over(c.cfg.clock.Now()) {
-		age, _ := obs.serverAge()
-		return heldLease{}, lost(LostLapsed, "it has lapsed (last written "+age.String()+" ago, lease "+
-			obs.body.validity().String()+")")
+	tr, err := c.heldTrust(obs, lost)
+	if err != nil {
+		return heldLease{}, err
 	}
 	return heldLease{obs: obs, trust: tr}, nil
+}
+
+// heldTrust is the window in which a new handle of the lease read in obs
+// may trust it (trustWindow, cut at its cap), or, through lost, why it may
+// not: it has lapsed, or reached its cap.
+func (c *Client) heldTrust(obs *observed, lost func(LossReason, string) error) (trust, error) {
+	tr, ok := trustWindow(obs)
+	if !ok {
+		return trust{}, &opError{Op: "GetObject", Bucket: c.bucket, Key: obs.key,
+			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
+	}
+	tr = capTrust(tr, obs.body.MaxHoldUntil, obs.body)
+	switch {
+	case tr.capped && tr.over(c.cfg.clock.Now()):
+		return trust{}, lost(LostMaxHold, maxHoldText(obs.body.maxHold(), obs.body.AcquiredAt))
+	case tr.over(c.cfg.clock.Now()):
+		age, _ := obs.serverAge()
+		return trust{}, lost(LostLapsed, "it has lapsed (last written "+age.String()+" ago, lease "+
+			obs.body.validity().String()+")")
+	}
+	return tr, nil
 }
 
 // trustWindow is how long a handle that did not write obs may trust the

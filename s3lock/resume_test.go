@@ -358,7 +358,7 @@ func TestResume_RefusesOptionsThatWouldNotApply(t *testing.T) {
 	tok := s3lock.Token{Name: ns.Name("resume-options"), Epoch: 1, Nonce: "n"}
 	for name, opt := range map[string]s3lock.Option{"WithLeaseDuration": s3lock.WithLeaseDuration(time.Minute),
 		"WithMetadata": s3lock.WithMetadata(map[string]string{"a": "b"}), "WithOrder": s3lock.WithOrder(s3lock.OrderFIFO),
-		"WithSlots": s3lock.WithSlots(3), "WithWait": s3lock.WithWait(time.Second)} {
+		"WithSlots": s3lock.WithSlots(3), "WithWait": s3lock.WithWait(time.Second), "WithMaxHold": s3lock.WithMaxHold(time.Hour)} {
 		_, err := c.Resume(t.Context(), tok, s3lock.WithoutAutoRenew(), opt)
 		if !errors.Is(err, s3lock.ErrInvalidConfig) || !strings.Contains(err.Error(), name+" does not apply to Resume") {
 			t.Errorf("Resume with %s = %v; want ErrInvalidConfig naming it", name, err)

@@ -195,12 +195,41 @@ func safetyMargin(validity time.Duration) time.Duration {
 type trust struct {
 	from, until time.Time
 	margin      time.Duration
+	// capped is set when the window ends at the lease's cap (WithMaxHold,
+	// capTrust): its end is the cap's, not a lapse.
+	capped bool
 }
 
 // trustFor is the trust a write of validity that was sent at sent gives.
 func trustFor(sent time.Time, validity time.Duration) trust {
 	m := safetyMargin(validity)
 	return trust{from: sent, until: sent.Add(validity - m), margin: m}
+}
+
+// validityBefore returns the longest validity, in whole milliseconds (a
+// payload's resolution) and at most lease, whose trust ends at most r after
+// its write is sent: v - safetyMargin(v) <= r, as trustFor counts it. A
+// renewal near a lease's cap writes it (WithMaxHold); 0 when r leaves none.
+func validityBefore(r, lease time.Duration) time.Duration {
+	span := func(v time.Duration) time.Duration { return v - safetyMargin(v) }
+	switch {
+	case span(lease) <= r:
+		return lease
+	case r <= 0:
+		return 0
+	}
+	// span grows with v (by at least 0.8999 of it), so bisect on
+	// milliseconds: span(lo) <= r < span(hi).
+	lo, hi := time.Duration(0), lease/time.Millisecond
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if span(mid*time.Millisecond) <= r {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo * time.Millisecond
 }
 
 // over reports whether the window has ended at now.

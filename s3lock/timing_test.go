@@ -145,3 +145,33 @@ func TestCleanupAge_OutlastsAnyUncheckedAttempt(t *testing.T) {
 		t.Errorf("cleanupAge = %s with attemptWindow %s; want attemptWindow + serverSlack + 1s = 5s", cleanupAge, attemptWindow)
 	}
 }
+
+// TestValidityBefore_TrustEndsByTheCap: near a lease's cap (WithMaxHold), a
+// renewal writes the longest validity, to the millisecond, whose trust
+// (validity - margin, as trustFor counts it) ends by the time left; the
+// lease's own validity when that fits, none when nothing does.
+func TestValidityBefore_TrustEndsByTheCap(t *testing.T) {
+	span := func(v time.Duration) time.Duration { return trustFor(time.Time{}, v).until.Sub(time.Time{}) }
+	for _, lease := range []time.Duration{MinLeaseDuration, 12 * time.Second, DefaultLeaseDuration, time.Hour, MaxLeaseDuration} {
+		for _, left := range []time.Duration{time.Millisecond, 999 * time.Microsecond, 1500 * time.Millisecond,
+			lease / 3, lease / 2, span(lease) - time.Nanosecond, span(lease), lease, 2 * lease} {
+			v := validityBefore(left, lease)
+			switch {
+			case v > lease || v%time.Millisecond != 0:
+				t.Errorf("lease %s, %s left: validity %s; want whole milliseconds, at most the lease", lease, left, v)
+			case span(v) > left:
+				t.Errorf("lease %s, %s left: validity %s is trusted for %s, past the cap", lease, left, v, span(v))
+			case v < lease && span(v+time.Millisecond) <= left:
+				t.Errorf("lease %s, %s left: validity %s is not the longest that fits (%s does)", lease, left, v, v+time.Millisecond)
+			}
+		}
+		if v := validityBefore(span(lease), lease); v != lease {
+			t.Errorf("lease %s with its whole trust left: validity %s; want the lease", lease, v)
+		}
+		for _, left := range []time.Duration{0, -time.Second} {
+			if v := validityBefore(left, lease); v != 0 {
+				t.Errorf("lease %s, %s left: validity %s; want none", lease, left, v)
+			}
+		}
+	}
+}

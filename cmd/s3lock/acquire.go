@@ -28,6 +28,7 @@ line.`
 type acquireFlags struct {
 	lock     lockConfig
 	wait     time.Duration
+	maxHold  time.Duration // --max-hold: the lease's cap (0: none)
 	quiet    bool
 	metadata map[string]string
 	order    s3lock.Order
@@ -39,12 +40,36 @@ func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration)
 	fs.StringVar(&af.lock.holder, "holder", "", "identity written into the lease, shown to whoever finds the lock held (env "+envHolder+"; default user@host:pid plus a random suffix)")
 	durationFlag(fs, &af.lock.lease, "lease", defaultLease, "how long the lease lasts unless renewed", leaseSpec)
 	durationFlag(fs, &af.wait, "wait", defaultWait, "how long to wait for a held lock", durationSpec{zero: "0 tries once"})
+	durationFlag(fs, &af.maxHold, "max-hold", 0, "hold the lease at most this long after acquiring it: it is not renewed past it, "+
+		"and is lost there as at any lost lease (longer than --lease)", durationSpec{zero: "0: no limit"})
 	fs.StringToStringVar(&af.metadata, "metadata", nil, "KEY=VALUE pairs stored with the lease, shown by status --output json and to waiters (repeatable)")
 	fs.Lookup("metadata").DefValue = "" // not "[]" in --help
 	fs.BoolVarP(&af.quiet, "quiet", "q", false, "print no progress or acquisition messages")
 	af.order = s3lock.OrderFIFO
 	fs.Var(orderFlag{&af.order}, "order", "in which order waiters get the lock: fifo (first come, first served), newest (a newer waiter with --order newest makes older ones give up with exit code 5) or none (race for it when it is released)")
 	registerSlots(fs, &af.slots)
+}
+
+// leaseOptions are the options of af's lease besides its order, slots and
+// wait: its metadata and its cap.
+func (af *acquireFlags) leaseOptions() []s3lock.Option {
+	var opts []s3lock.Option
+	if len(af.metadata) > 0 {
+		opts = append(opts, s3lock.WithMetadata(af.metadata))
+	}
+	if af.maxHold > 0 {
+		opts = append(opts, s3lock.WithMaxHold(af.maxHold))
+	}
+	return opts
+}
+
+// checkMaxHold refuses a --max-hold that does not outlast --lease, before
+// anything is acquired (the SDK would refuse it at the acquisition).
+func (af *acquireFlags) checkMaxHold() error {
+	if af.maxHold > 0 && af.maxHold <= af.lock.lease {
+		return usagef("--max-hold %s must be longer than --lease %s: a lease is held at least one lease long", af.maxHold, af.lock.lease)
+	}
+	return nil
 }
 
 // orderFlag is the value of --order, checked by s3lock.ParseOrder.
@@ -78,9 +103,7 @@ func (o orderFlag) Type() string { return "fifo|newest|none" }
 // outcome.
 func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acquireFlags, extra ...s3lock.Option) (*s3lock.Lease, error) {
 	opts := append([]s3lock.Option{s3lock.WithOrder(af.order), s3lock.WithSlots(af.slots)}, extra...)
-	if len(af.metadata) > 0 {
-		opts = append(opts, s3lock.WithMetadata(af.metadata))
-	}
+	opts = append(opts, af.leaseOptions()...)
 	// The SDK calls the wait observer only while it waits, never with
 	// --wait 0; a quiet reporter keeps it so whatever it calls.
 	p := newProgress(a.stderr, name, af.wait, af.quiet || af.wait == 0, af.slots)
@@ -171,10 +194,7 @@ func (a *app) acquireForRun(ctx context.Context, c *s3lock.Client, names []strin
 		}
 		return holdingLease(lease), nil
 	}
-	opts := []s3lock.Option{s3lock.WithOrder(af.order), s3lock.WithWait(af.wait)}
-	if len(af.metadata) > 0 {
-		opts = append(opts, s3lock.WithMetadata(af.metadata))
-	}
+	opts := append([]s3lock.Option{s3lock.WithOrder(af.order), s3lock.WithWait(af.wait)}, af.leaseOptions()...)
 	p := newProgress(a.stderr, strings.Join(names, " "), af.wait, af.quiet || af.wait == 0, 1)
 	set, err := lockset.Acquire(ctx, c, names, append(opts, s3lock.WithWaitObserver(p.observe))...)
 	p.stop()

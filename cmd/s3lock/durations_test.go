@@ -57,9 +57,11 @@ type durationFlagCase struct {
 var durationFlags = []durationFlagCase{
 	{"acquire", "lease", ""},
 	{"acquire", "wait", "0 tries once"},
+	{"acquire", "max-hold", "0: no limit"},
 	{"run", "lease", ""},
 	{"run", "wait", "0 tries once"},
 	{"run", "grace-period", ""},
+	{"run", "max-hold", "0: no limit"},
 	{"status", "timeout", "0: never"},
 	{"backend run", "lease", ""},
 	{"backend run", "wait", "0 tries once (Terraform's -lock-timeout then retries)"},

@@ -51,6 +51,18 @@ func (h *holding) soonest() *s3lock.Lease {
 	return first
 }
 
+// capped returns the soonest cap (--max-hold) of the holding's leases and
+// that lease's maximum hold; zero without one.
+func (h *holding) capped() (at time.Time, maxHold time.Duration) {
+	for _, l := range h.leases {
+		st := l.State()
+		if c := st.HeldUntilAtMost; !c.IsZero() && (at.IsZero() || c.Before(at)) {
+			at, maxHold = c, c.Sub(st.AcquiredAt)
+		}
+	}
+	return at, maxHold
+}
+
 // expiresAt is when the holding stops being trusted unless renewed.
 func (h *holding) expiresAt() time.Time { return h.soonest().State().ExpiresAt }
 

@@ -50,6 +50,11 @@ at most 10s), and SIGKILL the moment it runs out, whether or not the store
 answers; if someone force-releases the lease, CMD gets SIGKILL at once
 (someone else may already hold the lock). s3lock then exits with code 4.
 
+With --max-hold D, the lease is not renewed past D after it was acquired: CMD
+gets SIGTERM when --grace-period is left before that, SIGKILL when it comes,
+and s3lock releases the lock and exits with code 4, as at any lost lease.
+'s3lock status' shows the cap ("held at most until").
+
 Outside the foreground of a terminal (Linux), CMD runs in a process group of
 its own next to a watchdog process that s3lock tells each renewed deadline. The
 watchdog kills CMD and everything it started if s3lock dies, or if the deadline
@@ -143,6 +148,9 @@ func (a *app) prepareRun(names, argv []string, af acquireFlags, grace time.Durat
 	if err != nil {
 		return 0, err
 	}
+	if err := af.checkMaxHold(); err != nil {
+		return 0, err
+	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return 0, exitWith(cannotRunCode(err), fmt.Errorf("cannot run %s: %w", argv[0], err))
 	}
@@ -168,7 +176,10 @@ type runner struct {
 	exited   chan struct{} // closed when the command (or its watchdog) has exited
 	waitErr  error         // the command's Wait error, once reaped
 	lost     error         // why the lease was lost while the command ran
-	killed   bool          // s3lock sent the command's group SIGKILL
+	// capStop is the maximum hold (--max-hold) the command was stopped for
+	// (SIGTERM before its cap); 0 if it was not.
+	capStop time.Duration
+	killed  bool // s3lock sent the command's group SIGKILL
 }
 
 // startCommand starts the command (under a watchdog outside a terminal) with
@@ -267,8 +278,7 @@ func (r *runner) supervise(grace time.Duration) {
 			_ = r.watchdog.tell(r.held.expiresAt()) // a watchdog that is gone shows in how it exits
 			if left := time.Until(r.held.expiresAt()); !termSent && r.held.Err() == nil && left <= grace {
 				termSent = true
-				fmt.Fprintf(r.a.stderr, "s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)\n",
-					left.Round(100*time.Millisecond))
+				fmt.Fprintln(r.a.stderr, r.stopping(left))
 				_ = signalChild(r.child.Process, syscall.SIGTERM, !r.fg)
 			}
 		case <-leaseDone:
@@ -277,7 +287,7 @@ func (r *runner) supervise(grace time.Duration) {
 				continue
 			}
 			r.lost = r.held.Err()
-			fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", strings.TrimPrefix(oneLine(r.lost.Error()), "s3lock: "))
+			fmt.Fprintln(r.a.stderr, killingText(r.lost))
 			r.killed = true
 			_ = signalChild(r.child.Process, syscall.SIGKILL, !r.fg)
 		}
@@ -295,7 +305,7 @@ func (r *runner) finish() error {
 	watchdogDied := report == "" && !r.killed
 	if report == "deadline" && r.lost == nil {
 		r.lost = r.held.lapsedUnseen()
-		fmt.Fprintf(r.a.stderr, "s3lock: %s; killing the command (someone else may hold the lock now)\n", strings.TrimPrefix(oneLine(r.lost.Error()), "s3lock: "))
+		fmt.Fprintln(r.a.stderr, killingText(r.lost))
 	}
 	// Whatever the command left in its process group must not outlive the
 	// lease either: kill it while the watchdog's zombie still holds the group.
@@ -322,8 +332,14 @@ func (r *runner) conclude(code int, watchdogDied bool) error {
 		r.lost = relErr
 	}
 	switch {
+	case r.lost != nil && endedAtCap(r.lost):
+		return exitWith(exitLost, fmt.Errorf("%w (raise --max-hold if the command needs longer; the command was stopped at the cap "+
+			"and exited with status %d)", r.lost, code))
 	case r.lost != nil:
 		return exitWith(exitLost, fmt.Errorf("%w (the command exited with status %d; its work may not have been exclusive)", r.lost, code))
+	case r.capStop > 0: // stopped before the cap, as at a lost lease
+		return exitWith(exitLost, errors.Join(fmt.Errorf("the lease was about to reach its maximum hold of %s (--max-hold): the command "+
+			"was stopped and exited with status %d; raise --max-hold if the command needs longer", r.capStop, code), relErr))
 	case watchdogDied:
 		err := fmt.Errorf("the watchdog process of the command (pid %d) died without reporting how the command ended (was it killed?); "+
 			"s3lock killed the command's process group before releasing the lease", r.child.Process.Pid)
@@ -336,6 +352,33 @@ func (r *runner) conclude(code int, watchdogDied bool) error {
 		return exitWith(code, nil)
 	}
 	return nil
+}
+
+// stopping says why the command gets SIGTERM with left to go: the lease's
+// cap (--max-hold) comes (recorded in capStop), or renewals are failing.
+func (r *runner) stopping(left time.Duration) string {
+	if at, d := r.held.capped(); !at.IsZero() && !r.held.expiresAt().Before(at.Add(-time.Millisecond)) {
+		r.capStop = d
+		return fmt.Sprintf("s3lock: the lease reaches its maximum hold of %s (--max-hold) in %s; stopping the command (SIGTERM now, SIGKILL when it does)",
+			d, left.Round(100*time.Millisecond))
+	}
+	return fmt.Sprintf("s3lock: renewals are failing and the lease runs out in %s; stopping the command (SIGTERM now, SIGKILL when the lease runs out)",
+		left.Round(100*time.Millisecond))
+}
+
+// killingText says that the command gets SIGKILL because the lease was lost
+// (lost): at its cap, or otherwise, when someone else may hold the lock.
+func killingText(lost error) string {
+	if endedAtCap(lost) {
+		return "s3lock: " + strings.TrimPrefix(oneLine(lost.Error()), "s3lock: ") + "; killing the command (--max-hold)"
+	}
+	return "s3lock: " + strings.TrimPrefix(oneLine(lost.Error()), "s3lock: ") + "; killing the command (someone else may hold the lock now)"
+}
+
+// endedAtCap reports whether err is a lease's end at its cap (--max-hold).
+func endedAtCap(err error) bool {
+	var lost *s3lock.LeaseLostError
+	return errors.As(err, &lost) && lost.Reason == s3lock.LostMaxHold
 }
 
 // release releases lease with a context of its own: the command's context

@@ -104,6 +104,7 @@ type holderStatus struct {
 	AcquiredAt       time.Time         `json:"acquired_at,omitzero"`
 	ExpiresAt        time.Time         `json:"expires_at,omitzero"`
 	ExpiresInSeconds *float64          `json:"expires_in_seconds,omitempty"`
+	HeldUntilAtMost  time.Time         `json:"held_until_at_most,omitzero"`
 	LeaseDuration    string            `json:"lease_duration,omitempty"`
 	Renewals         uint64            `json:"renewals"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
@@ -120,7 +121,7 @@ func holdersOf(s s3lock.State, now time.Time) []holderStatus {
 	for _, h := range s.Holders {
 		hs := holderStatus{
 			Slot: h.Slot, Epoch: h.Epoch, Key: h.Key, Holder: h.Holder, AcquiredAt: h.AcquiredAt.UTC(),
-			Renewals: h.Renewals, Metadata: h.Metadata,
+			Renewals: h.Renewals, Metadata: h.Metadata, HeldUntilAtMost: h.HeldUntilAtMost.UTC(),
 		}
 		hs.ExpiresAt, hs.ExpiresInSeconds = expiry(h, now)
 		if h.LeaseDuration > 0 {

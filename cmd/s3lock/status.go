@@ -21,20 +21,23 @@ type lockStatus struct {
 	Name string `json:"name"`
 	// State is "held", "released", "lapsed" (neither released nor renewed
 	// in time), "free" (never acquired) or "unreadable" (see Error).
-	State            string            `json:"state"`
-	Epoch            uint64            `json:"epoch"`
-	Key              string            `json:"key,omitempty"`
-	Held             bool              `json:"held"`
-	Holder           string            `json:"holder,omitempty"`
-	AcquiredAt       time.Time         `json:"acquired_at,omitzero"`
-	ExpiresAt        time.Time         `json:"expires_at,omitzero"`
-	ExpiresInSeconds *float64          `json:"expires_in_seconds,omitempty"`
-	ReleasedAt       time.Time         `json:"released_at,omitzero"`
-	ReleasedBy       string            `json:"released_by,omitempty"`
-	LeaseDuration    string            `json:"lease_duration,omitempty"`
-	Renewals         uint64            `json:"renewals"`
-	Metadata         map[string]string `json:"metadata,omitempty"`
-	Error            string            `json:"error,omitempty"`
+	State            string    `json:"state"`
+	Epoch            uint64    `json:"epoch"`
+	Key              string    `json:"key,omitempty"`
+	Held             bool      `json:"held"`
+	Holder           string    `json:"holder,omitempty"`
+	AcquiredAt       time.Time `json:"acquired_at,omitzero"`
+	ExpiresAt        time.Time `json:"expires_at,omitzero"`
+	ExpiresInSeconds *float64  `json:"expires_in_seconds,omitempty"`
+	// HeldUntilAtMost is the lease's cap (--max-hold, the holder's clock):
+	// it is not renewed past it. Left out without one.
+	HeldUntilAtMost time.Time         `json:"held_until_at_most,omitzero"`
+	ReleasedAt      time.Time         `json:"released_at,omitzero"`
+	ReleasedBy      string            `json:"released_by,omitempty"`
+	LeaseDuration   string            `json:"lease_duration,omitempty"`
+	Renewals        uint64            `json:"renewals"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	Error           string            `json:"error,omitempty"`
 	// Waiters counts the ordered waiters in the lock's line.
 	Waiters int `json:"waiters"`
 	// Waiting is the lock's line, in the order its waiters will be served
@@ -51,7 +54,8 @@ func statusOf(s s3lock.State, now time.Time) lockStatus {
 	ls := lockStatus{
 		Name: s.Name, State: string(s.Phase()), Epoch: s.Epoch, Key: s.Key, Held: s.Held, Holder: s.Holder,
 		AcquiredAt: s.AcquiredAt.UTC(), ReleasedAt: s.ReleasedAt.UTC(), ReleasedBy: s.ReleasedBy,
-		Renewals: s.Renewals, Metadata: s.Metadata, Waiters: s.Waiters,
+		HeldUntilAtMost: s.HeldUntilAtMost.UTC(),
+		Renewals:        s.Renewals, Metadata: s.Metadata, Waiters: s.Waiters,
 		Slots: s.Slots, Holders: holdersOf(s, now),
 	}
 	if s.Err != nil {
@@ -89,6 +93,8 @@ PREFIX (all locks in the bucket without either), as a table or as JSON.
 
 States: held (by HOLDER, lapses in EXPIRES unless renewed), released, lapsed
 (its holder neither released nor renewed it in time), free (never acquired).
+A lease taken with --max-hold shows as "held at most until TIME" (its holder's
+clock): it is not renewed past TIME.
 
 ` + expiryHelp + `
 
@@ -105,8 +111,8 @@ waiting with --order none are not in the line.
 
 --output json prints one object for NAME and an array for a prefix, with the
 fields name, state, epoch, key, held, holder, acquired_at, expires_at,
-expires_in_seconds, released_at, released_by, lease_duration, renewals,
-metadata and, for NAME when anyone waits, waiting: an array of position,
+expires_in_seconds, held_until_at_most (with --max-hold), released_at,
+released_by, lease_duration, renewals, metadata and, for NAME when anyone waits, waiting: an array of position,
 holder, order, joined_at, ticket, key and metadata (times in RFC 3339, UTC;
 empty fields left out). A slot lock also has slots (N) and holders: an array,
 by slot, of slot, epoch, key, holder, acquired_at, expires_at,
@@ -239,6 +245,8 @@ func printLocks(w io.Writer, out []lockStatus) error {
 			state = slotsState(s)
 		case s.ReleasedBy != "":
 			state += " (forced by " + s.ReleasedBy + ")"
+		case s.Held && !s.HeldUntilAtMost.IsZero():
+			state += " at most until " + s.HeldUntilAtMost.Format(time.RFC3339)
 		}
 		holder := s.Holder
 		if s.Error != "" {

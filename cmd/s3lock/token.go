@@ -32,15 +32,18 @@ type tokenOutput struct {
 	Holder        string    `json:"holder"`
 	ExpiresAt     time.Time `json:"expires_at"`
 	LeaseDuration string    `json:"lease_duration"`
+	// HeldUntilAtMost is the lease's cap (--max-hold), left out without one.
+	HeldUntilAtMost time.Time `json:"held_until_at_most,omitzero"`
 }
 
 func tokenOf(l *s3lock.Lease) tokenOutput {
 	return tokenOutput{
-		Token:         l.Token(),
-		Key:           l.Token().Key(),
-		Holder:        l.State().Holder,
-		ExpiresAt:     l.State().ExpiresAt.UTC().Truncate(time.Millisecond),
-		LeaseDuration: l.State().LeaseDuration.String(),
+		Token:           l.Token(),
+		Key:             l.Token().Key(),
+		Holder:          l.State().Holder,
+		ExpiresAt:       l.State().ExpiresAt.UTC().Truncate(time.Millisecond),
+		LeaseDuration:   l.State().LeaseDuration.String(),
+		HeldUntilAtMost: l.State().HeldUntilAtMost.UTC(),
 	}
 }
 
@@ -66,7 +69,11 @@ unless a later step runs 's3lock renew'. A later step releases it with
 The token's fields: bucket, name, epoch, nonce (what release and renew need;
 with --slots N > 1 also slot and slots: the slot held, whose epoch it is, and
 N), key, holder, expires_at (RFC 3339, when this lease stops being trusted
-unless renewed) and lease_duration.
+unless renewed), lease_duration and, with --max-hold, held_until_at_most.
+
+With --max-hold D, 's3lock renew' does not extend the lease past D after it
+was acquired; once that time has come, renew fails with exit code 4 and the
+lease lapses within seconds.
 
 ` + expiryHelp + `
 
@@ -90,6 +97,9 @@ once) and reports who holds it on stderr.
 				return err
 			}
 			if err := s3lock.ValidateName(args[0]); err != nil {
+				return err
+			}
+			if err := af.checkMaxHold(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()

@@ -202,7 +202,11 @@ func changeText(st s3lock.State, now time.Time) string {
 	case s3lock.PhaseFree:
 		return "free (never acquired)"
 	case s3lock.PhaseHeld:
-		return fmt.Sprintf("held by %s (epoch %d), lapses in %s unless renewed", holderText(st.Holder), st.Epoch, roundUp(st.ExpiresAt.Sub(now)))
+		held := fmt.Sprintf("held by %s (epoch %d), lapses in %s unless renewed", holderText(st.Holder), st.Epoch, roundUp(st.ExpiresAt.Sub(now)))
+		if !st.HeldUntilAtMost.IsZero() {
+			held += ", held at most until " + st.HeldUntilAtMost.UTC().Format(time.RFC3339)
+		}
+		return held
 	case s3lock.PhaseReleased:
 		if st.ReleasedBy != "" {
 			return fmt.Sprintf("released (epoch %d of %s, forced by %s)", st.Epoch, holderText(st.Holder), holderText(st.ReleasedBy))
