@@ -110,6 +110,14 @@ type mutex struct {
 	// create the next one without listing first (attemptDirect): a lock's
 	// mutex, not a slot's.
 	direct bool
+	// contended is set when a direct create lost to another's: others
+	// poll this lock too, and the attempts list first from then on.
+	contended bool
+	// polled is set when the wait that just ended read the newest epoch
+	// released (known.released): only the next attempt may create
+	// directly, before anything (a turn in line, a look at the line) can
+	// have made that read old.
+	polled bool
 	// For stores that send no Date header: when this client first saw the
 	// holder's current ETag, by its own clock (deadline).
 	seenEtag string
@@ -137,7 +145,9 @@ type known struct {
 // attempt is made by the head of the lock's line: it takes a free lock
 // although the line is not empty (its own ticket is in it).
 func (m *mutex) attempt(ctx context.Context, head bool) (*Lease, error) {
-	if r := m.polledFree(head); r != nil {
+	r := m.polledFree(head)
+	m.polled = false
+	if r != nil {
 		return m.attemptDirect(ctx, r)
 	}
 	l := listing{start: m.c.cfg.clock.Now()}

@@ -1,8 +1,11 @@
 package s3lock
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
-// The direct create (PROTOCOL.md §5, "Waiting"): a waiter whose poll read
+// The direct create (PROTOCOL.md §5, "The direct create"): a waiter whose poll read
 // the epoch it watched released creates the next epoch at once, and sends
 // the LIST that an attempt makes first (step 2) together with the create.
 // The handoff then costs the poll's GET and one round trip (the slower of
@@ -18,15 +21,19 @@ import "context"
 // shows the newer epochs (the newest is never deleted), and the epoch
 // created is abandoned (TestDirectCreate_AfterAPauseNeverReusesADeletedEpoch).
 
-// polledFree returns the epoch object that this mutex's last poll read
-// released, if the next attempt may create its successor directly: a lock's
+// polledFree returns the epoch object that the wait that just ended read
+// released (polled), if this attempt may create its successor directly: a lock's
 // mutex (not a slot's), an unordered waiter or the head of the line (the
 // others leave a free lock to the line: leaveToLine), and an epoch that
-// may have a successor. Else nil: the attempt lists first.
+// may have a successor; and a waiter whose direct create has not yet lost
+// to another's (contended: then others poll the same epoch, and each of them
+// that creates at once pays a create and a read-back to lose; listing first,
+// it sees the winner's epoch and does not try). Else nil: the attempt lists
+// first.
 func (m *mutex) polledFree(head bool) *observed {
 	r := m.known.released
 	switch {
-	case r == nil || !m.direct || r.body.marker() || r.epoch >= MaxEpoch:
+	case r == nil || !m.polled || !m.direct || m.contended || r.body.marker() || r.epoch >= MaxEpoch:
 		return nil
 	case m.a.order.ordered() && !head:
 		return nil
@@ -56,11 +63,8 @@ func (m *mutex) attemptDirect(ctx context.Context, r *observed) (*Lease, error) 
 	}()
 	h, err := c.createHolding(ctx, m.name, next, m.a)
 	lr := <-listed
-	if herr := m.createFoundEpoch(ctx, next, err); herr != nil {
-		return nil, herr
-	}
 	if err != nil {
-		return nil, err
+		return nil, m.directLost(ctx, next, lr, err)
 	}
 	if err := m.directListed(ctx, h, r.epoch, lr); err != nil {
 		return nil, err
@@ -73,6 +77,28 @@ func (m *mutex) attemptDirect(ctx context.Context, r *observed) (*Lease, error) 
 	lease.startBackground()
 	c.startCleanup(c.cleanupFor(m.name, next, lr.l.page))
 	return lease, nil
+}
+
+// directLost is the error of a direct create of next that did not land
+// (err): another waiter's create won (the mutex is contended from now on),
+// or the create failed as any attempt's can. A *HeldError of next that the
+// LIST sent with the create already shows needs no LIST of its own
+// (createFoundEpoch's check that the listing does not hide it).
+func (m *mutex) directLost(ctx context.Context, next uint64, lr listResult, err error) error {
+	var held *HeldError
+	switch {
+	case errors.As(err, &held) && held.Epoch == next:
+		m.contended = true
+		if lr.err == nil && lr.l.found && lr.l.newest.epoch >= next {
+			return err
+		}
+	case errors.Is(err, errRetry):
+		m.contended = true
+	}
+	if herr := m.createFoundEpoch(ctx, next, err); herr != nil {
+		return herr
+	}
+	return err
 }
 
 // directListed checks the LIST sent with the direct create of h (the epoch

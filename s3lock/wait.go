@@ -333,7 +333,7 @@ func (m *mutex) wait(ctx context.Context, w *waiter, held *HeldError) error {
 		o, err := m.c.getEpoch(ctx, obs.key, obs.epoch, obs.etag)
 		switch f := classify(err); {
 		case err == nil && o.body.Released:
-			m.known.released = o
+			m.known.released, m.polled = o, true
 			return nil // released
 		case err == nil:
 			obs = o // renewed

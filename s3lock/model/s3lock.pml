@@ -61,8 +61,9 @@
  *                             poll and its create while others took n+1,
  *                             n+2, ... and cleanup deleted n+1, it re-creates
  *                             n+1 beside the real holder (checked with
- *                             -DNE=4: the deletion needs two epochs above
- *                             n)                                      -> (a)
+ *                             -DNC=2 -DNE=4: the deletion needs two epochs
+ *                             above n, so the model, whose default is NE=3,
+ *                             also runs at -DNC=2 -DNE=5)             -> (a)
  *
  * Time (§6, §7). The store's clock advances in ticks (process Ticker). Every
  * rule of the protocol compares two readings of one clock: the store's age
@@ -92,7 +93,9 @@
 
 /* ---------------------------------------------------------------- sizes */
 
-#define NC 3            /* clients, ids 1..3 (0: none) */
+#ifndef NC
+#define NC 3            /* clients, ids 1..NC (0: none); 2 or 3 */
+#endif
 #ifndef NE
 #define NE 3            /* MaxEpoch (§2): epochs 1..NE; keeps the model finite */
 #endif
@@ -159,6 +162,11 @@
 #define AGECAP (LAPSE > CLEAN -> LAPSE : CLEAN)
 
 #define TRUSTED(c) (lease[c] != 0 && ss[c] < TRUST)
+#if NC == 3
+#define TRUSTED3 TRUSTED(3)
+#else
+#define TRUSTED3 0
+#endif
 
 /* ------------------------------------------------------------ the store */
 /* Epoch object e (key <name>/lock-e, §2) is absent when own[e] == 0. Its
@@ -297,10 +305,14 @@ active proctype MutualExclusion() {
   byte trusted_leases;
 end:
   atomic {
-    (TRUSTED(1) + TRUSTED(2) + TRUSTED(3) > 1) ->
-    trusted_leases = TRUSTED(1) + TRUSTED(2) + TRUSTED(3);
+    (TRUSTED(1) + TRUSTED(2) + TRUSTED3 > 1) ->
+    trusted_leases = TRUSTED(1) + TRUSTED(2) + TRUSTED3;
+#if NC == 3
     printf("TWO TRUSTED LEASES: c1 lock-%d, c2 lock-%d, c3 lock-%d (0: none or untrusted)\n",
-           (TRUSTED(1) -> lease[1] : 0), (TRUSTED(2) -> lease[2] : 0), (TRUSTED(3) -> lease[3] : 0));
+           (TRUSTED(1) -> lease[1] : 0), (TRUSTED(2) -> lease[2] : 0), (TRUSTED3 -> lease[NC] : 0));
+#else
+    printf("TWO TRUSTED LEASES: c1 lock-%d, c2 lock-%d\n", lease[1], lease[2]);
+#endif
     assert(trusted_leases <= 1)
   }
 }
@@ -376,12 +388,15 @@ inline end_lease() {
 
 /* Steps 5 and 6, on the create's 200 or a read-back of our nonce. */
 inline established() {
-  /* A direct create (§5 "Waiting"): the LIST sent with the create must show
-   * lock-(e-1), the epoch the poll read released, as the newest (dl is that
-   * listing's newest + 1). Anything newer means the epoch just created may be
-   * a deleted one re-created: abandon it and start over. (The SDK's LIST may
-   * also be answered after the create; it then shows the create's own epoch
-   * too, and more of whatever is newer: the same rule, on more.) */
+  /* A direct create (§5 "The direct create"): the LIST sent with the create
+   * must show lock-(e-1), the epoch the poll read released, as the newest
+   * (dl is that listing's newest + 1). Anything newer means the epoch just
+   * created may be a deleted one re-created: abandon it and start over. (The
+   * SDK's LIST may also be answered after the create, and then it accepts the
+   * create's own epoch as the newest. Every listing the SDK accepts implies
+   * that no epoch above e-1 existed at `start` (one that did, or a newer one,
+   * would still exist — the newest epoch is never deleted — and be listed):
+   * so this LIST, made at `start`, accepts whenever the SDK's does.) */
 #ifndef MUTANT_DIRECT_NO_LIST
   if
   :: dl != 0 && dl != e ->
@@ -687,6 +702,9 @@ init {
     :: else -> break
     od;
     i = 0;
-    run Client(1); run Client(2); run Client(3)
+    run Client(1); run Client(2);
+#if NC == 3
+    run Client(3)
+#endif
   }
 }
