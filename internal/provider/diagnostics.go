@@ -284,11 +284,13 @@ func inheritedSetPartly(bucket string, held, missing []string) diag.Diagnostic {
 // two parts, not all or none in its order.
 func runSetPartlyHeld(bucket string, held, missing []string) diag.Diagnostic {
 	return diag.NewAttributeErrorDiagnostic(path.Root("names"), "Lock set partly held by this run", fmt.Sprintf(
-		"This run holds %s in bucket %q already, through another ephemeral s3lock_lease block, but not %s. "+
+		"This run holds %s in bucket %q already, through another ephemeral s3lock_lease block (of this or "+
+			"another provider configuration), but not %s. "+
 			"The blocks of a run share its leases, and a lock set is taken all or none in one order: taking the "+
 			"others now, beside the run's own, could wait forever for a job that holds one of them and waits for "+
 			"a lock this run holds.\n\nTake all of these locks in one block (`names`), or make every block that "+
-			"takes some of them take the same set.", quotedList(held), bucket, quotedList(missing)))
+			"takes some of them take the same set, or order the blocks with depends_on, the larger set first.",
+		quotedList(held), bucket, quotedList(missing)))
 }
 
 // runSlotsMismatch is an ephemeral lease that asks for want slots of a lock

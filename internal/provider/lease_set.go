@@ -53,7 +53,8 @@ func namesDescription(wait, more string) string {
 const leasesDescription = "The leases held, one per lock, in the set's order (the names sorted): each lock's " +
 	"`name`, `epoch` (the fencing token of that lock's writes: pass each to what its lock guards) and `key` (the " +
 	"lease's epoch object). With `name`, the one lease. With `names`, `epoch` and `key` are those of the first " +
-	"lease of this list, as `s3lock run` of a lock set gives its command the first lock's in `S3LOCK_EPOCH`."
+	"lease of this list, as `s3lock run` of a lock set gives its command the first lock's in `S3LOCK_EPOCH`. " +
+	"On the resource, a lease a refresh found lost has `epoch` 0 and no `key` until the next apply replaces it."
 
 // leaseSetElemType is the type of an element of leases.
 var leaseSetElemType = types.ObjectType{AttrTypes: map[string]attr.Type{
@@ -126,8 +127,12 @@ func setNames(ctx context.Context, v types.List, diags *diag.Diagnostics) []stri
 func leasesValue(tokens []s3lock.Token) types.List {
 	elems := make([]attr.Value, 0, len(tokens))
 	for _, t := range tokens {
+		key := types.StringValue(t.Key())
+		if t.Epoch == lostEpoch {
+			key = types.StringNull() // not an epoch object's key (lock-0000000000 is none)
+		}
 		elems = append(elems, types.ObjectValueMust(leaseSetElemType.AttrTypes, map[string]attr.Value{
-			"name": types.StringValue(t.Name), "epoch": types.Int64Value(int64(t.Epoch)), "key": types.StringValue(t.Key()),
+			"name": types.StringValue(t.Name), "epoch": types.Int64Value(int64(t.Epoch)), "key": key,
 		}))
 	}
 	return types.ListValueMust(leaseSetElemType, elems)

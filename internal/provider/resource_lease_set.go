@@ -145,9 +145,9 @@ func (r *leaseResource) readSet(ctx context.Context, client *s3lock.Client, stat
 
 // setLeaseModel is an element of leases.
 type setLeaseModel struct {
-	Name  string `tfsdk:"name"`
-	Epoch int64  `tfsdk:"epoch"`
-	Key   string `tfsdk:"key"`
+	Name  string       `tfsdk:"name"`
+	Epoch int64        `tfsdk:"epoch"`
+	Key   types.String `tfsdk:"key"`
 }
 
 // setLost reports whether a set's state marks a lease of it lost (readSet).

@@ -191,11 +191,22 @@ func TestAccLeaseResource_SetLostIsReplaced(t *testing.T) {
 		Steps: []tfresource.TestStep{
 			{Config: config, Check: checkSetMatchesStore(t, e, addr, a, b)},
 			{
+				// The refresh marks the lost lease: epoch 0, no key (no
+				// epoch object's); the other stays as it was.
 				PreConfig: func() {
 					if err := e.sdk(t, "operator").ForceRelease(t.Context(), s3lock.Token{Name: b, Epoch: 1}); err != nil {
 						t.Fatal(err)
 					}
 				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					tfresource.TestCheckResourceAttr(addr, "leases.0.epoch", "1"),
+					tfresource.TestCheckResourceAttr(addr, "leases.1.epoch", "0"),
+					tfresource.TestCheckNoResourceAttr(addr, "leases.1.key"),
+				),
+			},
+			{
 				Config: config,
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionReplace),

@@ -237,7 +237,8 @@ func (s *Set) Release(ctx context.Context) error {
 // the store until they expire or someone resumes them with their Tokens
 // (returned in the set's order) and releases them, as s3lock's
 // Lease.Detach does for one lease. Use it to hand a set to another
-// process; do not use the set afterwards.
+// process; do not use the set afterwards. A lease lost before Detach is
+// detached too, its Token returned like the others': check Err first.
 func (s *Set) Detach() []s3lock.Token {
 	s.detach.Do(func() { close(s.detached) })
 	s.watching.Wait()
