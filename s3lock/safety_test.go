@@ -95,6 +95,24 @@ func (s *staleScene) take() *s3lock.Lease {
 	return l
 }
 
+// takeUpTo4 has bob take and release epochs 2 and 3, then take epoch 4,
+// whose cleanup deletes epochs 1 and 2 (cleanupAge after each), and
+// returns bob's lease of epoch 4, held.
+func (s *staleScene) takeUpTo4(ns *s3test.Namespace) *s3lock.Lease {
+	t := s.t
+	t.Helper()
+	s.release(s.take()) // epoch 2
+	time.Sleep(cleanupWait())
+	s.release(s.take()) // epoch 3
+	time.Sleep(cleanupWait())
+	l4 := s.take() // epoch 4: its cleanup deletes epochs 1 and 2
+	mustRelease(t, l4)
+	if epochObjectExists(t, ns, s3lock.Token{Name: s.name, Epoch: 2}.Key()) {
+		t.Fatal("cleanup did not delete epoch 2: the test did not set up the hazard")
+	}
+	return l4
+}
+
 func (s *staleScene) release(l *s3lock.Lease) {
 	s.t.Helper()
 	if err := l.Release(s.t.Context()); err != nil {
@@ -136,15 +154,7 @@ func TestStaleContender_RecreatesDeletedEpoch(t *testing.T) {
 	ns := s3test.New(t)
 	name := ns.Name("stale")
 	s := newStaleScene(t, ns, name)
-	s.release(s.take()) // epoch 2
-	time.Sleep(cleanupWait())
-	s.release(s.take()) // epoch 3
-	time.Sleep(cleanupWait())
-	l4 := s.take() // epoch 4: its cleanup deletes epochs 1 and 2
-	mustRelease(t, l4)
-	if epochObjectExists(t, ns, s3lock.Token{Name: name, Epoch: 2}.Key()) {
-		t.Fatal("cleanup did not delete epoch 2: the test did not set up the hazard")
-	}
+	l4 := s.takeUpTo4(ns)
 	s.contenderRefused(l4) // a's create of epoch 2 lands on a free key
 }
 
