@@ -201,6 +201,7 @@ func TestDirectCreate_AfterAPauseNeverReusesADeletedEpoch(t *testing.T) {
 }
 
 func pausedWaiterMeetsEpoch4(t *testing.T, failList bool) {
+	t.Helper()
 	ns := s3test.New(t)
 	name := ns.Name("direct-stale")
 	wit := witnessed(t, ns)
