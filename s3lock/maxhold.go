@@ -73,8 +73,8 @@ func (l *Lease) expiredError(reason LossReason, why, when string, cause error) *
 
 // maxHoldText says that a lease acquired at acquiredAt reached its cap d.
 func maxHoldText(d time.Duration, acquiredAt time.Time) string {
-	return fmt.Sprintf("it reached its maximum hold of %s (WithMaxHold; acquired at %s), past which it is not renewed: "+
-		"give it a longer maximum hold if the work takes longer", d, acquiredAt.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("it reached its maximum hold of %s (acquired at %s), past which it is not renewed",
+		d, acquiredAt.UTC().Format(time.RFC3339))
 }
 
 // endedAtCap reports whether err is the end of a lease at its cap.

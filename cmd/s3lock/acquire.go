@@ -205,6 +205,11 @@ func (a *app) acquireForRun(ctx context.Context, c *s3lock.Client, names []strin
 		return holdingSet(set), nil
 	case errors.As(err, &held) && ctx.Err() == nil:
 		return nil, exitWith(exitHeld, err) // held after --wait (or at once with --wait 0): nothing is held
+	case errors.Is(err, s3lock.ErrLeaseLost):
+		// A lock the set had taken ended while it waited for the others
+		// (--max-hold reached, say): no command ran, so it is not exit 4's
+		// "the work may not have been exclusive".
+		return nil, exitWith(exitError, err)
 	}
 	return nil, err
 }

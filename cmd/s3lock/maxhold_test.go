@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -107,5 +108,27 @@ func TestStatus_ShowsTheCap(t *testing.T) {
 	env := append(c.env, envToken+"="+strings.TrimSpace(r.stdout))
 	if rel := c.runWith(env, "", "release"); rel.code != 0 {
 		t.Errorf("release of the capped lease: %s", rel)
+	}
+}
+
+// TestRun_ASetWhoseFirstLockReachesItsCapWhileWaiting: each lock of a set
+// is capped from its own acquisition, so the first may reach --max-hold
+// while the set waits for another; the set is then given up, what it took
+// released, and the exit is not 4 (no command ran under it).
+func TestRun_ASetWhoseFirstLockReachesItsCapWhileWaiting(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	a, b := c.name("capset/a"), c.name("capset/b")
+	held, err := c.sdk.TryAcquire(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+	r := c.run("run", "--lease", "2s", "--max-hold", "3s", "--wait", "1m", a, b, "--", "true")
+	if r.code == exitLost || r.code == 0 || !strings.Contains(r.stderr, "maximum hold of 3s") {
+		t.Errorf("s3lock run of a set whose first lock reached its cap while waiting: %s; want it given up, naming the cap, not exit %d", r, exitLost)
+	}
+	if st := c.current(a); st.Held {
+		t.Errorf("%s after the set was given up: %+v; want not held", a, st)
 	}
 }

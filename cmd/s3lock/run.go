@@ -72,7 +72,7 @@ func (a *app) runCommand() *cobra.Command {
 	var grace time.Duration
 	cmd := &cobra.Command{
 		Use:   "run [flags] NAME [NAME...] -- CMD [ARGS...]",
-		Short: "Run a command while holding a lock",
+		Short: "Run a command while holding a lock, or several (all or none)",
 		Long:  runLong,
 		Example: `  s3lock run --bucket my-locks migrations -- ./migrate.sh up
   S3LOCK_BUCKET=my-locks s3lock run deploy/prod --wait 15m -- terraform apply -auto-approve

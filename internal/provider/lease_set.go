@@ -40,9 +40,9 @@ func namesDescription(wait, more string) string {
 		"`name` takes (set exactly one of `name` and `names`): 1 to 64 distinct lock names, such as "+
 		"`[\"net/prod\", \"db/prod\"]`. Every lock set takes its locks in one order, the names sorted, whatever "+
 		"order they are written in, so two runs that take `[\"a\", \"b\"]` and `[\"b\", \"a\"]` never wait for each "+
-		"other in a cycle: the second to take the first lock waits for the first run's set to end. While it "+
+		"other in a cycle: the second to take the first lock waits until the first set is released. While it "+
 		"waits for a held lock, the set holds the locks before it in that order and none after; %s bounds the "+
-		"wait for each lock, and when a wait ends without the lock, what the set had taken is released. Each "+
+		"wait for each lock (not the set's: a set of n locks may wait up to n times as long), and when a wait ends without the lock, what the set had taken is released. Each "+
 		"lease of the set is held, renewed and released as the lease of one lock is, and losing any of them is "+
 		"losing the set. `leases` gives each lock's epoch, the fencing token of that lock's writes. Runs of "+
 		"`s3lock run a b -- ...` of the s3lock CLI and programs using the SDK's lock sets take the same "+
@@ -53,8 +53,11 @@ func namesDescription(wait, more string) string {
 const leasesDescription = "The leases held, one per lock, in the set's order (the names sorted): each lock's " +
 	"`name`, `epoch` (the fencing token of that lock's writes: pass each to what its lock guards) and `key` (the " +
 	"lease's epoch object). With `name`, the one lease. With `names`, `epoch` and `key` are those of the first " +
-	"lease of this list, as `s3lock run` of a lock set gives its command the first lock's in `S3LOCK_EPOCH`. " +
-	"On the resource, a lease a refresh found lost has `epoch` 0 and no `key` until the next apply replaces it."
+	"lease of this list, as `s3lock run` of a lock set gives its command the first lock's in `S3LOCK_EPOCH`."
+
+// leasesLostDescription ends the resource's leases description.
+const leasesLostDescription = " A lease a refresh found lost has `epoch` 0 and no `key` until the next apply " +
+	"replaces the resource."
 
 // leaseSetElemType is the type of an element of leases.
 var leaseSetElemType = types.ObjectType{AttrTypes: map[string]attr.Type{

@@ -209,7 +209,7 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"leases": schema.ListAttribute{
-				MarkdownDescription: leasesDescription,
+				MarkdownDescription: leasesDescription + leasesLostDescription,
 				ElementType:         leaseSetElemType,
 				Computed:            true,
 				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},

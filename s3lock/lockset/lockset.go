@@ -85,7 +85,7 @@ func Acquire(ctx context.Context, c *s3lock.Client, names []string, opts ...s3lo
 		case err != nil && errors.As(context.Cause(wctx), &ended):
 			return nil, abandon(ctx, order, leases, ended)
 		case err != nil:
-			return nil, abandon(ctx, order, leases, fmt.Errorf("lock %q: %w", name, err))
+			return nil, abandon(ctx, order, leases, inner{err}) // it names the lock
 		}
 		leases = append(leases, l)
 		go func() {
@@ -113,10 +113,18 @@ type memberEnded struct {
 }
 
 func (e *memberEnded) Error() string {
-	return fmt.Sprintf("lock %q ended while the set waited for the others: %v", e.name, e.err)
+	return fmt.Sprintf("lock %q ended while the set waited for the others: %v", e.name, inner{e.err})
 }
 
 func (e *memberEnded) Unwrap() error { return e.err }
+
+// inner is an s3lock error inside a lock set's: its text without the
+// package's prefix, which the set's own message already starts with.
+type inner struct{ err error }
+
+func (e inner) Error() string { return strings.TrimPrefix(e.err.Error(), "s3lock: ") }
+
+func (e inner) Unwrap() error { return e.err }
 
 // Check checks names as Acquire does, without a request, and returns them
 // in the global order every set takes its locks in (the order of Leases):
