@@ -21,7 +21,8 @@
  *       Process Exclusion: assert(overlap == 0).
  *   (y) no starvation by new readers: once a writer's pending epoch exists
  *       (not released), no reader *starts* to trust a share under an epoch
- *       below it. At a reader's trust step: assert(passed == 0).
+ *       below it: the writer waits only for shares that were there before
+ *       it came. At a reader's trust step: assert(passed == 0).
  *
  * Mutants (spin -a -DMUTANT_X), each one rule removed; check.sh requires a
  * counterexample to the property named, checked alone (-DPROPERTY=1: (x),
@@ -136,8 +137,8 @@ byte sh_age[NR + 1]; /* Date - Last-Modified                                  */
 bit  sh_id[NR + 1];  /* which of the reader's shares it is (its key's id: a
                         new share has a new key; one bit tells two in a row
                         apart)                                                */
-/* A released share is dropped at once: released is final, and a writer
- * judges a released share and an absent one alike (ended). */
+/* A share is released by deleting it (D§4 step 6); a writer judges an
+ * absent share ended. */
 
 /* ---------------------------------------------------------- the clients */
 bit  rtrust[NR + 1]; /* reader r trusts its share (the check passed)          */
@@ -348,11 +349,11 @@ check:
 #endif
     if
     :: above ->
-       printf("r%d LIST after lock-%d: a newer epoch: withdraw (release the share)\n", me, s);
+       printf("r%d LIST after lock-%d: a newer epoch: withdraw (DELETE the share)\n", me, s);
        sh_e[me] = 0; sh_age[me] = 0; ss[me] = TRUST; above = 0; s = 0;
        goto attempt
     :: !above && ss[me] >= TRUST ->
-       printf("r%d LIST after lock-%d: nothing newer, but past its deadline: release\n", me, s);
+       printf("r%d LIST after lock-%d: nothing newer, but past its deadline: DELETE the share\n", me, s);
        sh_e[me] = 0; sh_age[me] = 0; s = 0;
        goto attempt
     :: !above && ss[me] < TRUST ->
@@ -385,7 +386,7 @@ check:
   :: atomic {
        if
        :: ss[me] < TRUST ->
-          printf("r%d release its share of lock-%d -> 200\n", me, s);
+          printf("r%d release: DELETE its share of lock-%d -> 204\n", me, s);
           sh_e[me] = 0; sh_age[me] = 0
        :: else ->
           printf("r%d release its share of lock-%d: past its deadline, writes nothing\n", me, s)
