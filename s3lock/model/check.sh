@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check.sh: model-check the s3lock protocol with Spin (`make model`).
 #
-# Three models: s3lock.pml (the lock, §5-§7), line.pml (ordered waiting,
-# §13) and slots.pml (slot locks, §14). Each must verify with no errors over its whole state space; every
+# Four models: s3lock.pml (the lock, §5-§7), line.pml (ordered waiting,
+# §13), slots.pml (slot locks, §14) and shared.pml (shared and exclusive
+# leases, a design not yet in the SDK: SHARED-DESIGN.md). Each must verify with no errors over its whole state space; every
 # mutant (the same file with one -D define removing one mechanism) and every
 # boundary run (one timing constant a tick short) must yield a counterexample
 # to the property it breaks, checked alone; every variant of line.pml (a
@@ -68,7 +69,7 @@ fi
 
 # model | name | expected: pass, or the property whose assertion must fail
 # (a, b, c of s3lock.pml; f, h, and the claim one-head of line.pml; s1, s2
-# of slots.pml) | gcc
+# of slots.pml; x, y of shared.pml) | gcc
 # defines for pan | pan options | spin -D defines
 #
 # s3lock.pml's mutants search depth-first and then for shorter and shorter
@@ -77,7 +78,11 @@ fi
 # to build than to run. line.pml's runs are capped at 2 GB (-DMEMLIM; a run
 # that hits the cap reports "out of memory"). Its variants check the smaller
 # configuration of one ordered Acquire per waiter (-DACQUIRES=1).
+# shared.pml's runs are capped at 6 GB; its mutants search breadth-first.
+# It verifies twice: two readers and a writer over four epochs, and two
+# readers and two writers over three (README.md lists the larger runs).
 lm='-DMEMLIM=2048'
+sm='-DMEMLIM=6000'
 runs="s3lock|model|pass|||
 s3lock|model NC=2 NE=5|pass|||-DNC=2 -DNE=5
 line|model|pass|-DNOBOUNDCHECK $lm|-m3000000 -w25|
@@ -108,7 +113,20 @@ line|boundary MARGIN=0|f|-DBFS -O0 $lm|-w23|-DMARGIN=0 -DPROPERTY=1
 line|CLAIM_ONE_HEAD|one-head|-DBFS -O0 $lm|-w23|-DCLAIM_ONE_HEAD
 line|VARIANT_LIVE_NUMBER|pass|$lm|-m3000000 -w24|-DVARIANT_LIVE_NUMBER -DACQUIRES=1
 line|VARIANT_NO_TIE_BREAK|pass|$lm|-m3000000 -w24|-DVARIANT_NO_TIE_BREAK -DACQUIRES=1
-line|VARIANT_NO_LAPSE_DELETE|pass|$lm|-m3000000 -w24|-DVARIANT_NO_LAPSE_DELETE -DACQUIRES=1"
+line|VARIANT_NO_LAPSE_DELETE|pass|$lm|-m3000000 -w24|-DVARIANT_NO_LAPSE_DELETE -DACQUIRES=1
+shared|model|pass|$sm||
+shared|model NW=2 NE=3|pass|$sm||-DNW=2 -DNE=3
+shared|MUTANT_NO_RECHECK|x|-DBFS $sm||-DMUTANT_NO_RECHECK -DPROPERTY=1
+shared|MUTANT_NO_RECHECK|y|-DBFS $sm||-DMUTANT_NO_RECHECK -DPROPERTY=2
+shared|MUTANT_CHECK_BESIDE_CREATE|x|-DBFS $sm||-DMUTANT_CHECK_BESIDE_CREATE -DPROPERTY=1
+shared|MUTANT_NO_SHARE_WAIT|x|-DBFS $sm||-DMUTANT_NO_SHARE_WAIT -DPROPERTY=1
+shared|MUTANT_EARLY_SHARE_LAPSE|x|-DBFS $sm||-DMUTANT_EARLY_SHARE_LAPSE -DPROPERTY=1
+shared|MUTANT_READERS_PASS_PENDING|y|-DBFS $sm||-DMUTANT_READERS_PASS_PENDING -DPROPERTY=2
+shared|MUTANT_FREE_AS_TODAY|x|-DBFS $sm||-DMUTANT_FREE_AS_TODAY -DPROPERTY=1
+shared|MUTANT_SHARES_OF_N_ONLY|x|-DBFS $sm||-DMUTANT_SHARES_OF_N_ONLY -DPROPERTY=1
+shared|MUTANT_MARK_EARLY|x|-DBFS $sm||-DMUTANT_MARK_EARLY -DPROPERTY=1
+shared|MUTANT_DELETE_LIVE_SHARES|x|-DBFS $sm||-DMUTANT_DELETE_LIVE_SHARES -DPROPERTY=1
+shared|boundary MARGIN=0|x|-DBFS $sm||-DMARGIN=0 -DPROPERTY=1"
 
 # The assertion text pan reports for each property.
 assertion() {
@@ -121,6 +139,8 @@ assertion() {
 	one-head) echo 'heads<=1' ;;
 	s1) echo 'mixed==0' ;;
 	s2) echo 'overfull==0' ;;
+	x) echo 'overlap==0' ;;
+	y) echo 'passed==0' ;;
 	esac
 }
 
@@ -250,7 +270,7 @@ report() {
 report >"$work/report"
 cat "$work/report"
 if [ "$status" = 0 ]; then
-	echo "check.sh: as expected: the three models and the variants verify; every mutant, boundary run and claim has its counterexample" | tee -a "$work/report"
+	echo "check.sh: as expected: the four models and the variants verify; every mutant, boundary run and claim has its counterexample" | tee -a "$work/report"
 	# Kept for the next check of the same inputs (see the top), through a
 	# file of this run's own: two checks at once never mix their reports.
 	if [ -n "$key" ] && mkdir -p "$(dirname "$kept")" && tmp=$(mktemp "$(dirname "$kept")/.report.XXXXXX") &&
