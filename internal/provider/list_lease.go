@@ -185,5 +185,9 @@ func setListedState(ctx context.Context, res *tfsdk.Resource, ref leaseRef, slot
 	set("holder", types.StringValue(st.Holder))
 	set("acquired_at", timeValue(st.AcquiredAt))
 	set("expires_at", timeValue(st.TrustedUntil))
+	set("held_until_at_most", timeValue(st.HeldUntilAtMost))
+	if d := maxHoldOf(st); d > 0 {
+		set(maxHoldAttr, types.StringValue(formatDuration(d)))
+	}
 	return diags
 }
