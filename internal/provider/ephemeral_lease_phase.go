@@ -90,12 +90,13 @@ func (l phaseLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Tim
 
 // releaseAtCap releases a lease this process holds that reached its cap
 // (lost: its error), for the next holder; the loss is reported already.
+// The lease stays open until Close, whose Release reports the cap again
+// without a request.
 func (l phaseLife) releaseAtCap(ctx context.Context, lease *s3lock.Lease, lost error) {
 	if !endedAtCap(lost) {
 		return
 	}
 	err := lease.Release(ctx)
-	l.e.factory.leases.remove(l.token)
 	tflog.Info(ctx, "released the lease at its max_hold", map[string]any{"bucket": l.token.Bucket,
 		"lock": l.token.Name, "epoch": l.token.Epoch, "release": fmt.Sprint(err)})
 }
