@@ -37,6 +37,7 @@ func TestDurations_ZeroIsRefusedOrDoesWhatTheDocsSay(t *testing.T) {
 		"ephemeral s3lock_lease.max_hold":                 "",
 		"state_store s3lock_s3.lease_duration":            "",
 		"state_store s3lock_s3.wait_timeout":              "fails at once",
+		"state_store s3lock_s3.max_hold":                  "",
 	}
 	inputs := durationInputs(t)
 	var found []string
