@@ -118,9 +118,9 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				},
 			},
 			maxHoldAttr: schema.StringAttribute{
-				MarkdownDescription: maxHoldDescription(" With `scope = \"run\"` the provider interrupts the run " +
-					"at the cap as at any lost lease (it starts no further changes) and says that the cap was " +
-					"reached; when two blocks of one run take the same lock, the first block's `max_hold` counts. " +
+				MarkdownDescription: maxHoldDescription(" The provider releases the lock at the cap, so that the " +
+					"next run need not wait for it to lapse. With `scope = \"run\"` it interrupts the run at the cap " +
+					"as at any lost lease (it starts no further changes) and says that the cap was reached; when two blocks of one run take the same lock, the first block's `max_hold` counts. " +
 					"Under `s3lock run` of the same lock, the lease is the CLI's, and so is its cap (`--max-hold`)."),
 				Optional:   true,
 				Validators: []validator.String{maxHoldValidator},

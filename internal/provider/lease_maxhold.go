@@ -26,9 +26,8 @@ const maxHoldAttr = "max_hold"
 func maxHoldDescription(more string) string {
 	return fmt.Sprintf("The longest the lease is held: it is not renewed past `max_hold` after it was acquired, "+
 		"however long the work under it takes, so that work that hangs cannot keep the lock for ever. A duration "+
-		"longer than `lease_duration`, such as `\"4h\"` (at most %s). When the cap comes, the lease is lost as any "+
-		"lost lease is, with an error that says it reached its `max_hold`, and it is released, so that the next "+
-		"holder need not wait for it to lapse. Unset (the default): no cap. Everyone who reads the lock sees the "+
+		"longer than `lease_duration`, such as `\"4h\"` (at most %s, a year). When the cap comes, the lease is lost as any "+
+		"lost lease is, with an error that says it reached its `max_hold`. Unset (the default): no cap. Everyone who reads the lock sees the "+
 		"cap (`held_until_at_most`, the `s3lock_lease` data source, `s3lock status`).%s", formatDuration(maxMaxHold), more)
 }
 

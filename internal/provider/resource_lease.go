@@ -154,7 +154,7 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			},
 			maxHoldAttr: schema.StringAttribute{
 				MarkdownDescription: maxHoldDescription(" A renewal (a plan within `renew_before` of " +
-					"`expires_at`) never extends the lease past the cap; once it has passed, the next refresh " +
+					"`expires_at`) never extends the lease past the cap, where it lapses; once it has passed, the next refresh " +
 					"says that the lease reached its `max_hold`, removes it from state, and the next apply " +
 					"acquires the lock again, with a new `epoch` and a new cap. Changing it replaces the lease."),
 				Optional:      true,
