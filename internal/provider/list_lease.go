@@ -182,6 +182,7 @@ func setListedState(ctx context.Context, res *tfsdk.Resource, ref leaseRef, slot
 	set("slot", types.Int64Value(int64(ref.slot)))
 	set("epoch", types.Int64Value(int64(ref.epoch)))
 	set("key", types.StringValue(st.Key))
+	set("leases", leasesValue([]s3lock.Token{ref.token()})) // the one lease, as a refresh gives it
 	set("holder", types.StringValue(st.Holder))
 	set("acquired_at", timeValue(st.AcquiredAt))
 	set("expires_at", timeValue(st.TrustedUntil))
