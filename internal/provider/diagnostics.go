@@ -24,7 +24,8 @@ import (
 // leaseLost(...)), as terraform-provider-random's internal/diagnostics
 // does. A constructor only words what it is given and makes no request;
 // only acquisitionFailed chooses among diagnostics, by what an acquisition
-// answered. A diagnostic about a lock names the lock, its bucket and keys,
+// answered, and leaseLost between its two wordings, by the loss's reason
+// (a lease's end at its cap is leaseAtMaxHold). A diagnostic about a lock names the lock, its bucket and keys,
 // the cause (the SDK's error) and what to do about it. The wording they
 // share (where a lock's objects are, what an error means and what to do
 // about it, who holds a lock now, whom a wait waited for) is in
