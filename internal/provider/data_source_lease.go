@@ -100,6 +100,7 @@ type lockStateModelV0 struct {
 	Holder        types.String `tfsdk:"holder"`
 	AcquiredAt    types.String `tfsdk:"acquired_at"`
 	ExpiresAt     types.String `tfsdk:"expires_at"`
+	HeldUntil     types.String `tfsdk:"held_until_at_most"`
 	ReleasedAt    types.String `tfsdk:"released_at"`
 	ReleasedBy    types.String `tfsdk:"released_by"`
 	LeaseDuration types.String `tfsdk:"lease_duration"`
@@ -116,6 +117,7 @@ type holderModelV0 struct {
 	Holder        types.String `tfsdk:"holder"`
 	AcquiredAt    types.String `tfsdk:"acquired_at"`
 	ExpiresAt     types.String `tfsdk:"expires_at"`
+	HeldUntil     types.String `tfsdk:"held_until_at_most"`
 	LeaseDuration types.String `tfsdk:"lease_duration"`
 	Metadata      types.Map    `tfsdk:"metadata"`
 }
@@ -129,6 +131,7 @@ func holderFrom(h s3lock.State) holderModelV0 {
 		Holder:        stringOrNull(h.Holder),
 		AcquiredAt:    timeValue(h.AcquiredAt),
 		ExpiresAt:     timeValue(h.ExpiresAt),
+		HeldUntil:     timeValue(h.HeldUntilAtMost),
 		LeaseDuration: types.StringValue(formatDuration(h.LeaseDuration)),
 		Metadata:      metadataValue(h.Metadata),
 	}
@@ -165,6 +168,10 @@ func holderObject() schema.NestedAttributeObject {
 				"from the store's clock).",
 			Computed: true,
 		},
+		"held_until_at_most": schema.StringAttribute{
+			MarkdownDescription: heldUntilAtMostDescription("the slot's lease"),
+			Computed:            true,
+		},
 		"lease_duration": schema.StringAttribute{
 			MarkdownDescription: "Duration of the slot's lease, e.g. `\"1h\"`.",
 			Computed:            true,
@@ -189,6 +196,7 @@ func lockStateFrom(ctx context.Context, s s3lock.State) (lockStateModelV0, diag.
 		Holder:        stringOrNull(s.Holder),
 		AcquiredAt:    timeValue(s.AcquiredAt),
 		ExpiresAt:     timeValue(s.ExpiresAt),
+		HeldUntil:     timeValue(s.HeldUntilAtMost),
 		ReleasedAt:    timeValue(s.ReleasedAt),
 		ReleasedBy:    stringOrNull(s.ReleasedBy),
 		LeaseDuration: types.StringNull(),
@@ -244,6 +252,11 @@ func lockStateAttributes() map[string]schema.Attribute {
 		"expires_at": schema.StringAttribute{
 			MarkdownDescription: "While the lease is held: when it lapses unless its holder renews it (RFC 3339, " +
 				"derived from the store's clock). Null otherwise.",
+			Computed: true,
+		},
+		"held_until_at_most": schema.StringAttribute{
+			MarkdownDescription: heldUntilAtMostDescription("the newest lease") + " Shown whether or not " +
+				"it is still held; null for a lock that admits several holders (see `holders`).",
 			Computed: true,
 		},
 		"released_at": schema.StringAttribute{

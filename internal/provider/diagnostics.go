@@ -24,7 +24,8 @@ import (
 // leaseLost(...)), as terraform-provider-random's internal/diagnostics
 // does. A constructor only words what it is given and makes no request;
 // only acquisitionFailed chooses among diagnostics, by what an acquisition
-// answered. A diagnostic about a lock names the lock, its bucket and keys,
+// answered, and leaseLost between its two wordings, by the loss's reason
+// (a lease's end at its cap is leaseAtMaxHold). A diagnostic about a lock names the lock, its bucket and keys,
 // the cause (the SDK's error) and what to do about it. The wording they
 // share (where a lock's objects are, what an error means and what to do
 // about it, who holds a lock now, whom a wait waited for) is in
@@ -36,16 +37,42 @@ import (
 // provider releasing it (errors.Is(cause, s3lock.ErrLeaseLost), or what the
 // run's guard reported): which lease, why, who holds the lock now when known
 // (current, from describeCurrent, may be ""), that the work done under it
-// may not have been exclusive, and what happens next (next, may be "").
+// may not have been exclusive, and what happens next (next, may be ""). A
+// lease that ended at its cap (endedAtCap) is worded as leaseAtMaxHold.
 func leaseLost(severity diag.Severity, l leaseRef, cause error, current, next string) diag.Diagnostic {
+	if endedAtCap(cause) {
+		return leaseAtMaxHold(severity, l, cause, current, next)
+	}
 	detail := lockErrorDetail(l, cause) + current + "\n\n" + notExclusive
 	if next != "" {
 		detail += " " + next
 	}
-	if severity == diag.SeverityWarning {
-		return diag.NewWarningDiagnostic("Lease lost", detail)
+	return severityDiagnostic(severity, "Lease lost", detail)
+}
+
+// leaseAtMaxHold is leaseLost of a lease that reached its cap (max_hold,
+// l.maxHold when known): it was not renewed past it, so the work under it
+// must have stopped by then; raise max_hold if it needs longer.
+func leaseAtMaxHold(severity diag.Severity, l leaseRef, cause error, current, next string) diag.Diagnostic {
+	of := ""
+	if l.maxHold > 0 {
+		of = " of " + formatDuration(l.maxHold)
 	}
-	return diag.NewErrorDiagnostic("Lease lost", detail)
+	detail := lockErrorDetail(l, cause) + current + "\n\n" + fmt.Sprintf("The lease reached its max_hold%s: it is "+
+		"not renewed past max_hold after its acquisition, and others may take the lock from then on, so the work "+
+		"under it must have stopped by then. If the work needs longer, raise max_hold.", of)
+	if next != "" {
+		detail += " " + next
+	}
+	return severityDiagnostic(severity, "Lease reached its max_hold", detail)
+}
+
+// severityDiagnostic is a diagnostic of severity: a warning, else an error.
+func severityDiagnostic(severity diag.Severity, summary, detail string) diag.Diagnostic {
+	if severity == diag.SeverityWarning {
+		return diag.NewWarningDiagnostic(summary, detail)
+	}
+	return diag.NewErrorDiagnostic(summary, detail)
 }
 
 // leaseReleasedElsewhere is the warning of a refresh that found the
@@ -405,6 +432,16 @@ func importRefused(l leaseRef, err error, current string) diag.Diagnostic {
 			importSlotIDFormat, leaseID(l.bucket, l.name, 2, 7))
 	}
 	return diag.NewErrorDiagnostic("Cannot import lease", detail)
+}
+
+// maxHoldNotLonger is a max_hold that does not outlast lease_duration (raw
+// values as written; lease the default when it is not): a lease is held at
+// least one lease_duration, so the SDK refuses such a cap (WithMaxHold).
+func maxHoldNotLonger(maxHold, lease, lock string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root(maxHoldAttr), "max_hold not longer than lease_duration",
+		fmt.Sprintf("max_hold = %q must be longer than lease_duration = %q%s: a lease is held at least one "+
+			"lease_duration, so a shorter cap could never be kept. Raise max_hold or shorten lease_duration.",
+			maxHold, lease, lock))
 }
 
 // invalidImportID is an import ID that does not parse.

@@ -30,11 +30,14 @@ func TestDurations_ZeroIsRefusedOrDoesWhatTheDocsSay(t *testing.T) {
 		"provider.assume_role_with_web_identity.duration": "",
 		"s3lock_lease.lease_duration":                     "",
 		"s3lock_lease.renew_before":                       "",
+		"s3lock_lease.max_hold":                           "",
 		"s3lock_lease.timeouts.create":                    "fails at once",
 		"ephemeral s3lock_lease.lease_duration":           "",
 		"ephemeral s3lock_lease.wait_timeout":             "fails at once",
+		"ephemeral s3lock_lease.max_hold":                 "",
 		"state_store s3lock_s3.lease_duration":            "",
 		"state_store s3lock_s3.wait_timeout":              "fails at once",
+		"state_store s3lock_s3.max_hold":                  "",
 	}
 	inputs := durationInputs(t)
 	var found []string

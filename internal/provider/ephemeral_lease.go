@@ -20,10 +20,11 @@ import (
 )
 
 var (
-	_ ephemeral.EphemeralResource              = (*leaseEphemeralResource)(nil)
-	_ ephemeral.EphemeralResourceWithConfigure = (*leaseEphemeralResource)(nil)
-	_ ephemeral.EphemeralResourceWithRenew     = (*leaseEphemeralResource)(nil)
-	_ ephemeral.EphemeralResourceWithClose     = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResource                   = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithConfigure      = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithRenew          = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithClose          = (*leaseEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithValidateConfig = (*leaseEphemeralResource)(nil)
 )
 
 // NewLeaseEphemeralResource returns the s3lock_lease ephemeral resource.
@@ -41,6 +42,7 @@ type leaseEphemeralModelV0 struct {
 	Name          types.String `tfsdk:"name"`
 	Names         types.List   `tfsdk:"names"`
 	LeaseDuration types.String `tfsdk:"lease_duration"`
+	MaxHold       types.String `tfsdk:"max_hold"`
 	WaitTimeout   types.String `tfsdk:"wait_timeout"`
 	Metadata      types.Map    `tfsdk:"metadata"`
 	Order         types.String `tfsdk:"order"`
@@ -53,6 +55,7 @@ type leaseEphemeralModelV0 struct {
 	Holder        types.String `tfsdk:"holder"`
 	AcquiredAt    types.String `tfsdk:"acquired_at"`
 	ExpiresAt     types.String `tfsdk:"expires_at"`
+	HeldUntil     types.String `tfsdk:"held_until_at_most"`
 }
 
 func (e *leaseEphemeralResource) Metadata(_ context.Context, req ephemeral.MetadataRequest, resp *ephemeral.MetadataResponse) {
@@ -113,6 +116,14 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Validators: []validator.String{
 					durationValidator{min: s3lock.MinLeaseDuration, max: s3lock.MaxLeaseDuration},
 				},
+			},
+			maxHoldAttr: schema.StringAttribute{
+				MarkdownDescription: maxHoldDescription(" The provider releases the lock at the cap, so that the " +
+					"next run need not wait for it to lapse. With `scope = \"run\"` it interrupts the run at the cap " +
+					"as at any lost lease (it starts no further changes) and says that the cap was reached; when two blocks of one run take the same lock, the first block's `max_hold` counts. " +
+					"Under `s3lock run` of the same lock, the lease is the CLI's, and so is its cap (`--max-hold`)."),
+				Optional:   true,
+				Validators: []validator.String{maxHoldValidator},
 			},
 			"wait_timeout": schema.StringAttribute{
 				MarkdownDescription: fmt.Sprintf("How long to wait for the lock while someone else holds it, as a "+
@@ -183,6 +194,11 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 					"`names`, the earliest of the set's leases (a set ends when any of its leases ends).",
 				Computed: true,
 			},
+			"held_until_at_most": schema.StringAttribute{
+				MarkdownDescription: heldUntilAtMostDescription("the lease") + " With `names`, the earliest of the " +
+					"set's caps.",
+				Computed: true,
+			},
 		},
 	}
 }
@@ -194,6 +210,18 @@ func (e *leaseEphemeralResource) Configure(_ context.Context, req ephemeral.Conf
 		return
 	}
 	e.factory = f
+}
+
+// ValidateConfig refuses a max_hold that does not outlast lease_duration.
+func (e *leaseEphemeralResource) ValidateConfig(ctx context.Context, req ephemeral.ValidateConfigRequest, resp *ephemeral.ValidateConfigResponse) {
+	var cfg leaseEphemeralModelV0
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if d := checkMaxHold(cfg.MaxHold, cfg.LeaseDuration, defaultEphemeralLeaseDuration, describeLock(cfg.Bucket, cfg.Name)); d != nil {
+		resp.Diagnostics.Append(d)
+	}
 }
 
 // Open reads the configuration and opens the lease in the one lifecycle
@@ -348,6 +376,7 @@ const waitTimeoutAttr = "wait_timeout"
 // openSettings are the settings of an Open, defaults applied.
 type openSettings struct {
 	dur, wait time.Duration
+	maxHold   time.Duration // 0: no cap
 	meta      map[string]string
 	order     s3lock.Order
 	scope     string
@@ -361,6 +390,7 @@ type openedLease struct {
 	slot              int
 	key, holder       string
 	acquired, expires time.Time
+	heldUntilAtMost   time.Time // the cap; zero without one
 }
 
 // applied is cfg with the settings' defaults filled in, for Open's result.
@@ -381,11 +411,11 @@ func (set openSettings) acquireOptions() []s3lock.Option {
 	if set.meta != nil {
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}
-	return opts
+	return append(opts, maxHoldOptions(set.maxHold)...)
 }
 
 // settings reads Open's lease_duration, wait_timeout, order, scope (with
-// their defaults) and metadata.
+// their defaults), max_hold and metadata.
 func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemeralModelV0, lock leaseRef, diags *diag.Diagnostics) openSettings {
 	var set openSettings
 	var err error
@@ -394,6 +424,9 @@ func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemera
 	}
 	if set.wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultWaitTimeout)); err != nil {
 		diags.Append(durationNotParsed(path.Root("wait_timeout"), lock, err))
+	}
+	if set.maxHold, err = parseDuration(maxHoldAttr, cfg.MaxHold, 0); err != nil {
+		diags.Append(durationNotParsed(path.Root(maxHoldAttr), lock, err))
 	}
 	if set.order, err = parseOrder(cfg.Order); err != nil {
 		diags.Append(invalidOrder(path.Root("order"), err))
@@ -412,10 +445,11 @@ func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemera
 // result sets Open's result: the configuration with the computed
 // attributes of the leases got (one, or a set's in its order: the first
 // gives epoch and key; the set is held from its last acquisition to its
-// earliest expiry), and when Terraform should renew them.
+// earliest expiry, and at most until its earliest cap), and when Terraform
+// should renew them.
 func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.OpenResponse, cfg leaseEphemeralModelV0, got []openedLease) {
 	first := got[0]
-	acquired, expires := first.acquired, first.expires
+	acquired, expires, capAt := first.acquired, first.expires, time.Time{}
 	tokens := make([]s3lock.Token, 0, len(got))
 	for _, l := range got {
 		if l.acquired.After(acquired) {
@@ -424,6 +458,7 @@ func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.Ope
 		if l.expires.Before(expires) {
 			expires = l.expires
 		}
+		capAt = earliest(capAt, l.heldUntilAtMost)
 		tokens = append(tokens, s3lock.Token{Bucket: cfg.Bucket.ValueString(), Name: l.name, Slot: l.slot, Epoch: l.epoch})
 	}
 	cfg.Slot = types.Int64Value(int64(first.slot))
@@ -433,6 +468,7 @@ func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.Ope
 	cfg.Holder = types.StringValue(first.holder)
 	cfg.AcquiredAt = timeValue(acquired)
 	cfg.ExpiresAt = timeValue(expires)
+	cfg.HeldUntil = timeValue(capAt)
 	resp.Diagnostics.Append(resp.Result.Set(ctx, cfg)...)
 	resp.RenewAt = renewAt(e.factory.now(), expires)
 }

@@ -127,7 +127,7 @@ func (e *leaseEphemeralResource) openInherited(ctx context.Context, client *s3lo
 		return nil, openedLease{}, false
 	}
 	return inheritedLife{e: e, in: in}, openedLease{name: in.Name, epoch: in.Epoch, slot: in.Slot, key: st.Key, holder: st.Holder,
-		acquired: st.AcquiredAt, expires: st.ExpiresAt}, true
+		acquired: st.AcquiredAt, expires: st.ExpiresAt, heldUntilAtMost: st.HeldUntilAtMost}, true
 }
 
 func (l inheritedLife) kind() string { return lifeInherited }

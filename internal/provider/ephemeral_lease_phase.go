@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -44,7 +45,7 @@ func (e *leaseEphemeralResource) openPhase(ctx context.Context, client *s3lock.C
 func phaseOpened(lease *s3lock.Lease) openedLease {
 	token, st := lease.Token(), lease.State()
 	return openedLease{name: token.Name, epoch: st.Epoch, slot: token.Slot, key: token.Key(),
-		holder: st.Holder, acquired: st.AcquiredAt, expires: st.ExpiresAt}
+		holder: st.Holder, acquired: st.AcquiredAt, expires: st.ExpiresAt, heldUntilAtMost: st.HeldUntilAtMost}
 }
 
 func (l phaseLife) kind() string { return lifePhase }
@@ -54,12 +55,15 @@ func (l phaseLife) store(ctx context.Context, p privateSetter) diag.Diagnostics 
 }
 
 // renew checks the lease this process holds, or renews, once, one that
-// another instance of the provider opened.
+// another instance of the provider opened. A lease this process holds that
+// reached its cap is released at once (Release at the cap frees the lock).
 func (l phaseLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Time, bool) {
 	now, ref := l.e.factory.now, tokenRef(l.token)
 	if lease, ok := l.e.factory.leases.get(l.token); ok {
 		if err := lease.Err(); err != nil {
+			ref.maxHold = maxHoldOf(lease.State())
 			diags.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
+			l.releaseAtCap(ctx, lease, err)
 			return time.Time{}, false
 		}
 		return renewAt(now(), lease.State().ExpiresAt), true
@@ -84,9 +88,23 @@ func (l phaseLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Tim
 	return renewAt(now(), lease.State().ExpiresAt), true
 }
 
+// releaseAtCap releases a lease this process holds that reached its cap
+// (lost: its error), for the next holder; the loss is reported already.
+// The lease stays open until Close, whose Release reports the cap again
+// without a request.
+func (l phaseLife) releaseAtCap(ctx context.Context, lease *s3lock.Lease, lost error) {
+	if !endedAtCap(lost) {
+		return
+	}
+	err := lease.Release(ctx)
+	tflog.Info(ctx, "released the lease at its max_hold", map[string]any{"bucket": l.token.Bucket,
+		"lock": l.token.Name, "epoch": l.token.Epoch, "release": fmt.Sprint(err)})
+}
+
 // close releases the lock.
 func (l phaseLife) close(ctx context.Context, diags *diag.Diagnostics) {
 	lease, live := l.e.factory.leases.get(l.token)
+	ref := tokenRef(l.token)
 	var err error
 	if !live {
 		var ok bool
@@ -95,13 +113,14 @@ func (l phaseLife) close(ctx context.Context, diags *diag.Diagnostics) {
 		}
 	}
 	if err == nil {
+		ref.maxHold = maxHoldOf(lease.State())
 		if err = lease.Release(ctx); err == nil || errors.Is(err, s3lock.ErrLeaseLost) {
 			l.e.factory.leases.remove(l.token)
 		}
 	}
 	switch {
 	case errors.Is(err, s3lock.ErrLeaseLost):
-		diags.Append(leaseLost(diag.SeverityError, tokenRef(l.token), err, "", ""))
+		diags.Append(leaseLost(diag.SeverityError, ref, err, "", ""))
 	case err != nil:
 		diags.Append(notReleased(tokenRef(l.token), err))
 	default:

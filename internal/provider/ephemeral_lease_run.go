@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -64,7 +63,7 @@ func (e *leaseEphemeralResource) openRun(ctx context.Context, client *s3lock.Cli
 // runOpened is what Open got of a lease the run's guard holds.
 func runOpened(held *runguard.Lease) openedLease {
 	return openedLease{name: held.Token.Name, epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
-		holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt}
+		holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt, heldUntilAtMost: held.HeldUntilAtMost}
 }
 
 // errWaitingForBlock is why a block's claim of a lock ended while another
@@ -76,7 +75,7 @@ func errWaitingForBlock(err error) error {
 // runLeaseGone is the diagnostic of a run's lease that the guard reports
 // lost.
 func runLeaseGone(held *runguard.Lease) diag.Diagnostic {
-	return leaseLost(diag.SeverityError, tokenRef(held.Token), errors.New(held.Lost), "", "")
+	return leaseLost(diag.SeverityError, runRef(held), runLoss(held), "", "")
 }
 
 func (l runLife) kind() string { return lifeRun }
@@ -229,7 +228,7 @@ func (e *leaseEphemeralResource) checkRunLease(ctx context.Context, token s3lock
 		return nil, false
 	}
 	if held.Lost != "" {
-		diags.Append(leaseLost(diag.SeverityError, tokenRef(token), errors.New(held.Lost), "", ""))
+		diags.Append(runLeaseGone(held))
 		return nil, false
 	}
 	return held, true

@@ -57,11 +57,14 @@ type privateSetter interface {
 // leaseRef names a lease, or a lock when epoch is 0: for the diagnostics,
 // which name every lease they speak of by one, and for the SDK (token). slot
 // is the slot a lease of a slot lock holds (its epoch is the slot's); 0 for
-// a mutex's lease.
+// a mutex's lease. maxHold is the lease's cap (max_hold), for the
+// diagnostic of a lease that ends at it; 0 when it has none or it is not
+// known.
 type leaseRef struct {
 	bucket, name string
 	epoch        uint64
 	slot         int
+	maxHold      time.Duration
 }
 
 // tokenRef is the leaseRef of a token.

@@ -182,8 +182,13 @@ func setListedState(ctx context.Context, res *tfsdk.Resource, ref leaseRef, slot
 	set("slot", types.Int64Value(int64(ref.slot)))
 	set("epoch", types.Int64Value(int64(ref.epoch)))
 	set("key", types.StringValue(st.Key))
+	set("leases", leasesValue([]s3lock.Token{ref.token()})) // the one lease, as a refresh gives it
 	set("holder", types.StringValue(st.Holder))
 	set("acquired_at", timeValue(st.AcquiredAt))
 	set("expires_at", timeValue(st.TrustedUntil))
+	set("held_until_at_most", timeValue(st.HeldUntilAtMost))
+	if d := maxHoldOf(st); d > 0 {
+		set(maxHoldAttr, types.StringValue(formatDuration(d)))
+	}
 	return diags
 }

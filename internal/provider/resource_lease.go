@@ -50,6 +50,7 @@ type leaseResourceModelV0 struct {
 	Name          types.String   `tfsdk:"name"`
 	Names         types.List     `tfsdk:"names"`
 	LeaseDuration types.String   `tfsdk:"lease_duration"`
+	MaxHold       types.String   `tfsdk:"max_hold"`
 	RenewBefore   types.String   `tfsdk:"renew_before"`
 	Metadata      types.Map      `tfsdk:"metadata"`
 	Order         types.String   `tfsdk:"order"`
@@ -61,6 +62,7 @@ type leaseResourceModelV0 struct {
 	Holder        types.String   `tfsdk:"holder"`
 	AcquiredAt    types.String   `tfsdk:"acquired_at"`
 	ExpiresAt     types.String   `tfsdk:"expires_at"`
+	HeldUntil     types.String   `tfsdk:"held_until_at_most"`
 	Timeouts      timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -94,7 +96,7 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"in-place renewal. If the lease is lost meanwhile (it lapsed, or an operator force-released it), " +
 			"the next refresh removes it from state with a warning and the next apply acquires the lock again, " +
 			"with a new `epoch`.\n\n" +
-			"Changing `lease_duration`, `metadata` or `slots` replaces the lease: it is released and acquired " +
+			"Changing `lease_duration`, `max_hold`, `metadata` or `slots` replaces the lease: it is released and acquired " +
 			"again with a new epoch. Changing `order`, `renew_before` or `timeouts` only changes state.\n\n" +
 			"With `slots` = n > 1 the lock admits n holders at once, and the lease holds one of its slots " +
 			"(`slot`); `epoch` is then that slot's fencing token.\n\n" +
@@ -148,6 +150,15 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Validators: []validator.String{
 					durationValidator{min: s3lock.MinLeaseDuration, max: s3lock.MaxLeaseDuration},
 				},
+				PlanModifiers: []planmodifier.String{replaceIfDurationChanged()},
+			},
+			maxHoldAttr: schema.StringAttribute{
+				MarkdownDescription: maxHoldDescription(" A renewal (a plan within `renew_before` of " +
+					"`expires_at`) never extends the lease past the cap, where it lapses; once it has passed, the next refresh " +
+					"says that the lease reached its `max_hold`, removes it from state, and the next apply " +
+					"acquires the lock again, with a new `epoch` and a new cap. Changing it replaces the lease."),
+				Optional:      true,
+				Validators:    []validator.String{maxHoldValidator},
 				PlanModifiers: []planmodifier.String{replaceIfDurationChanged()},
 			},
 			"renew_before": schema.StringAttribute{
@@ -231,6 +242,12 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
+			"held_until_at_most": schema.StringAttribute{
+				MarkdownDescription: heldUntilAtMostDescription("the lease") + " With `names`, the earliest of " +
+					"the set's caps.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
 		},
 		Blocks: map[string]schema.Block{"timeouts": tb},
 	}
@@ -245,10 +262,18 @@ func (r *leaseResource) Configure(_ context.Context, req resource.ConfigureReque
 	r.factory = f
 }
 
+// ValidateConfig refuses a max_hold that does not outlast lease_duration,
+// and a renew_before that every plan would find due.
 func (r *leaseResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var cfg leaseResourceModelV0
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() || cfg.RenewBefore.IsNull() || cfg.RenewBefore.IsUnknown() || cfg.LeaseDuration.IsUnknown() {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if d := checkMaxHold(cfg.MaxHold, cfg.LeaseDuration, defaultResourceLeaseDuration, describeLock(cfg.Bucket, cfg.Name)); d != nil {
+		resp.Diagnostics.Append(d)
+	}
+	if cfg.RenewBefore.IsNull() || cfg.RenewBefore.IsUnknown() || cfg.LeaseDuration.IsUnknown() {
 		return
 	}
 	before, err1 := time.ParseDuration(cfg.RenewBefore.ValueString())
@@ -352,6 +377,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 	plan.Holder = types.StringValue(lease.State().Holder)
 	plan.AcquiredAt = timeValue(lease.State().AcquiredAt)
 	plan.ExpiresAt = timeValue(lease.State().ExpiresAt)
+	plan.HeldUntil = timeValue(lease.State().HeldUntilAtMost)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, ref)...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
@@ -364,8 +390,8 @@ type acquisition struct {
 	opts []s3lock.Option
 }
 
-// acquisition reads Create's timeouts.create, lease_duration, order, slots
-// and metadata.
+// acquisition reads Create's timeouts.create, lease_duration, max_hold,
+// order, slots and metadata.
 func (r *leaseResource) acquisition(ctx context.Context, plan leaseResourceModelV0, lock leaseRef, diags *diag.Diagnostics) acquisition {
 	wait, d := plan.Timeouts.Create(ctx, defaultCreateTimeout)
 	diags.Append(d...)
@@ -375,11 +401,16 @@ func (r *leaseResource) acquisition(ctx context.Context, plan leaseResourceModel
 	if err != nil {
 		diags.Append(durationNotParsed(path.Root("lease_duration"), lock, err))
 	}
+	maxHold, err := parseDuration(maxHoldAttr, plan.MaxHold, 0)
+	if err != nil {
+		diags.Append(durationNotParsed(path.Root(maxHoldAttr), lock, err))
+	}
 	order, err := parseOrder(plan.Order)
 	if err != nil {
 		diags.Append(invalidOrder(path.Root("order"), err))
 	}
 	opts := []s3lock.Option{s3lock.WithLeaseDuration(dur), s3lock.WithOrder(order), s3lock.WithSlots(slotsOf(plan.Slots))}
+	opts = append(opts, maxHoldOptions(maxHold)...)
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
@@ -409,7 +440,7 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	}
 	rctx, cancel := readContext(ctx)
 	defer cancel()
-	holder, until, err := lookupLease(rctx, client, token, ref)
+	st, err := lookupLease(rctx, client, token, ref)
 	err = readFailure(rctx, err)
 	if leaseReleased(err) {
 		resp.Diagnostics.Append(leaseReleasedElsewhere(ref, err))
@@ -426,7 +457,8 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		resp.Diagnostics.Append(notRead(ref, err))
 		return
 	}
-	state.Holder = types.StringValue(holder)
+	state.Holder = types.StringValue(st.Holder)
+	state.HeldUntil = timeValue(st.HeldUntilAtMost)
 	if state.Order.IsNull() {
 		// State written before order existed: it waited without order, but
 		// order only matters while waiting, so it gets the default that
@@ -437,8 +469,8 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		// State written before slots existed: a mutex's lease.
 		state.Slots, state.Slot = types.Int64Value(defaultSlots), types.Int64Value(0)
 	}
-	if renewedSince(until, state.ExpiresAt) {
-		state.ExpiresAt = timeValue(until)
+	if renewedSince(st.TrustedUntil, state.ExpiresAt) {
+		state.ExpiresAt = timeValue(st.TrustedUntil)
 	}
 	if state.Leases.IsNull() {
 		// State written before lock sets: the one lease.
@@ -448,18 +480,18 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 }
 
 // lookupLease reads the lease of the state without disturbing its holder
-// (it writes nothing): who holds it and until when it is trusted. It looks
+// (it writes nothing): who holds it, until when it is trusted
+// (TrustedUntil) and its cap (HeldUntilAtMost). It looks
 // up the lease's token; without one (state written by hand, or by a
 // provider that did not keep tokens) the token of the state's epoch (of its
 // slot, for the lease of a slot), which accepts whoever holds that epoch, as
 // an import does.
-func lookupLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l leaseRef) (string, time.Time, error) {
+func lookupLease(ctx context.Context, c *s3lock.Client, token *s3lock.Token, l leaseRef) (s3lock.State, error) {
 	t := l.token()
 	if token != nil {
 		t = *token
 	}
-	st, err := c.Lookup(ctx, t)
-	return st.Holder, st.TrustedUntil, err
+	return c.Lookup(ctx, t)
 }
 
 // renewedSince reports whether until, the time the lease is trusted until as
@@ -580,7 +612,20 @@ func stateRef(state leaseResourceModelV0) leaseRef {
 		}
 	}
 	return leaseRef{bucket: state.Bucket.ValueString(), name: name,
-		epoch: uint64(state.Epoch.ValueInt64()), slot: int(state.Slot.ValueInt64())}
+		epoch: uint64(state.Epoch.ValueInt64()), slot: int(state.Slot.ValueInt64()), maxHold: stateMaxHold(state)}
+}
+
+// stateMaxHold is the cap of a state's lease (max_hold); 0 without one, or
+// when it does not parse (its validator says so).
+func stateMaxHold(state leaseResourceModelV0) time.Duration {
+	d, _ := parseDuration(maxHoldAttr, state.MaxHold, 0)
+	return d
+}
+
+// capRef is ref with the cap of a state's lease, for the diagnostics.
+func capRef(ref leaseRef, state leaseResourceModelV0) leaseRef {
+	ref.maxHold = stateMaxHold(state)
+	return ref
 }
 
 // open returns the client for the state's bucket and the lease token kept in

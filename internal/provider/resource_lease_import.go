@@ -91,6 +91,10 @@ func (r *leaseResource) ImportState(ctx context.Context, req resource.ImportStat
 	set("holder", types.StringValue(lease.State().Holder))
 	set("acquired_at", timeValue(lease.State().AcquiredAt))
 	set("expires_at", timeValue(lease.State().ExpiresAt))
+	set("held_until_at_most", timeValue(lease.State().HeldUntilAtMost))
+	if d := maxHoldOf(lease.State()); d > 0 {
+		set(maxHoldAttr, types.StringValue(formatDuration(d)))
+	}
 	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, target)...)
 	resp.Diagnostics.Append(storeToken(ctx, resp.Private, token)...)
 }

@@ -79,10 +79,11 @@ func (r *leaseResource) createSet(ctx context.Context, client *s3lock.Client, pl
 		return
 	}
 	first := set.Leases()[0].State()
-	acquired, expires := first.AcquiredAt, first.ExpiresAt
+	acquired, expires, capAt := first.AcquiredAt, first.ExpiresAt, time.Time{}
 	for _, l := range set.Leases() {
 		st := l.State()
 		acquired, expires = latest(acquired, st.AcquiredAt), earliest(expires, st.ExpiresAt)
+		capAt = earliest(capAt, st.HeldUntilAtMost)
 	}
 	tokens := set.Detach()
 	if waited.waited() {
@@ -95,6 +96,7 @@ func (r *leaseResource) createSet(ctx context.Context, client *s3lock.Client, pl
 	plan.Leases = leasesValue(tokens)
 	plan.Holder = types.StringValue(first.Holder)
 	plan.AcquiredAt, plan.ExpiresAt = timeValue(acquired), timeValue(expires)
+	plan.HeldUntil = timeValue(capAt)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
 	resp.Diagnostics.Append(setLeaseIdentity(ctx, resp.Identity, tokenRef(tokens[0]))...)
 	resp.Diagnostics.Append(storeTokens(ctx, resp.Private, tokens)...)
@@ -114,19 +116,19 @@ func (r *leaseResource) readSet(ctx context.Context, client *s3lock.Client, stat
 	var lost int
 	until := time.Time{}
 	for i, t := range tokens {
-		_, u, err := lookupLease(rctx, client, &t, tokenRef(t))
+		st, err := lookupLease(rctx, client, &t, tokenRef(t))
 		err = readFailure(rctx, err)
 		switch {
 		case leaseReleased(err):
 			resp.Diagnostics.Append(leaseReleasedElsewhere(tokenRef(t), err))
 		case errors.Is(err, s3lock.ErrLeaseLost):
-			st, curErr := client.Current(rctx, t.Name)
-			resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, tokenRef(t), err, describeCurrent(t.Bucket, st, curErr), lostFromSet))
+			cur, curErr := client.Current(rctx, t.Name)
+			resp.Diagnostics.Append(leaseLost(diag.SeverityWarning, capRef(tokenRef(t), state), err, describeCurrent(t.Bucket, cur, curErr), lostFromSet))
 		case err != nil:
 			resp.Diagnostics.Append(notRead(tokenRef(t), err))
 			return
 		default:
-			until = earliest(until, u)
+			until = earliest(until, st.TrustedUntil)
 			continue
 		}
 		marked[i].Epoch = lostEpoch
@@ -181,7 +183,7 @@ func (r *leaseResource) updateSet(ctx context.Context, client *s3lock.Client, pl
 		}
 		switch {
 		case errors.Is(err, s3lock.ErrLeaseLost):
-			diags.Append(leaseLost(diag.SeverityError, tokenRef(t), err, "", lostBeforeRenewal))
+			diags.Append(leaseLost(diag.SeverityError, capRef(tokenRef(t), *plan), err, "", lostBeforeRenewal))
 			return false
 		case err != nil:
 			diags.Append(notRenewed(tokenRef(t), err))

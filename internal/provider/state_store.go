@@ -98,7 +98,8 @@ func (w *stateWaits) end() lockWait {
 }
 
 var (
-	_ statestore.StateStoreWithConfigure = (*stateStore)(nil)
+	_ statestore.StateStoreWithConfigure      = (*stateStore)(nil)
+	_ statestore.StateStoreWithValidateConfig = (*stateStore)(nil)
 )
 
 type stateStoreModel struct {
@@ -106,6 +107,7 @@ type stateStoreModel struct {
 	Key                types.String `tfsdk:"key"`
 	WorkspaceKeyPrefix types.String `tfsdk:"workspace_key_prefix"`
 	LeaseDuration      types.String `tfsdk:"lease_duration"`
+	MaxHold            types.String `tfsdk:"max_hold"`
 	WaitTimeout        types.String `tfsdk:"wait_timeout"`
 	Order              types.String `tfsdk:"order"`
 }
@@ -153,6 +155,16 @@ func (s *stateStore) Schema(_ context.Context, _ statestore.SchemaRequest, resp 
 				Optional:   true,
 				Validators: []validator.String{durationValidator{min: s3lock.MinLeaseDuration, max: s3lock.MaxLeaseDuration}},
 			},
+			maxHoldAttr: schema.StringAttribute{
+				MarkdownDescription: fmt.Sprintf("The longest a state lock is held: its lease is not renewed past "+
+					"`max_hold` after the lock was taken, however long the run takes, so that a run that hangs "+
+					"cannot keep the state for ever. A duration longer than `lease_duration`, such as `\"4h\"` "+
+					"(at most %s, a year). A run that holds the lock longer loses it mid-run and fails closed: its later "+
+					"state writes and its unlock are refused, while another run may take the state. Give it well "+
+					"over the longest `apply` you run. Unset (the default): no cap.", formatDuration(maxMaxHold)),
+				Optional:   true,
+				Validators: []validator.String{maxHoldValidator},
+			},
 			"wait_timeout": schema.StringAttribute{
 				MarkdownDescription: fmt.Sprintf("How long one lock attempt waits while another run holds the state, as a "+
 					"duration such as `\"10m\"`; `\"0s\"` fails at once, as Terraform's own locks do. This is the "+
@@ -167,6 +179,18 @@ func (s *stateStore) Schema(_ context.Context, _ statestore.SchemaRequest, resp 
 				Validators:          []validator.String{orderValidator()},
 			},
 		},
+	}
+}
+
+// ValidateConfig refuses a max_hold that does not outlast lease_duration.
+func (s *stateStore) ValidateConfig(ctx context.Context, req statestore.ValidateConfigRequest, resp *statestore.ValidateConfigResponse) {
+	var cfg stateStoreModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if d := checkMaxHold(cfg.MaxHold, cfg.LeaseDuration, defaultStateLeaseDuration, ""); d != nil {
+		resp.Diagnostics.Append(d)
 	}
 }
 
@@ -192,6 +216,9 @@ func (s *stateStore) Initialize(ctx context.Context, req statestore.InitializeRe
 	tc.WaitObserver = waits.observe
 	if tc.Lease, err = parseDuration("lease_duration", cfg.LeaseDuration, mustDuration(defaultStateLeaseDuration)); err == nil {
 		tc.Wait, err = parseDuration("wait_timeout", cfg.WaitTimeout, mustDuration(defaultStateWaitTimeout))
+	}
+	if err == nil {
+		tc.MaxHold, err = parseDuration(maxHoldAttr, cfg.MaxHold, 0)
 	}
 	if err == nil {
 		tc.Order, err = parseOrder(cfg.Order)

@@ -234,3 +234,38 @@ func TestStateStore_LockNamesWhomItWaitedFor(t *testing.T) {
 	}
 	_ = ours.store.Unlock(t.Context(), tfstate.DefaultWorkspace, resp.LockID)
 }
+
+// TestAccStateStore_MaxHoldCapsTheStateLock: the state store's max_hold caps
+// each state lock's lease (s3lock.WithMaxHold: the lock shows it), and one
+// that does not outlast lease_duration is refused naming both.
+func TestAccStateStore_MaxHoldCapsTheStateLock(t *testing.T) {
+	e := newAccEnv(t)
+	requireStateStores(t)
+	e.credentialsFromEnv(t)
+	h, err := tfharness.New(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := func(extra string) string {
+		return strings.Replace(e.stateStoreConfig(extra), providerSource(), h.CLI.ProviderSource(), 1) +
+			"resource \"terraform_data\" \"x\" {}\n"
+	}
+	dir := t.TempDir()
+	writeWorkFile(t, dir, "main.tf", config(`max_hold = "1m"`))
+	if out, err := h.Init(t.Context(), dir); err == nil || !matchError("max_hold not longer than lease_duration",
+		`max_hold = "1m" must be longer than lease_duration = "2m"`).MatchString(out) {
+		t.Errorf("init with a max_hold shorter than the lease: %v; want it refused naming both\n%s", err, out)
+	}
+	writeWorkFile(t, dir, "main.tf", config(`max_hold = "1h"`))
+	if out, err := h.Run(t.Context(), dir, "init", "-reconfigure", "-input=false", "-no-color"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := h.Run(t.Context(), dir, "apply", "-auto-approve", "-input=false", "-no-color"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	st := e.current(t, e.name("stacks/app/terraform.tfstate")+tfstate.LockSuffix)
+	if st.Epoch == 0 || st.HeldUntilAtMost.Sub(st.AcquiredAt) != time.Hour {
+		t.Errorf("the state's lock: epoch %d, held until at most %v after it was taken; want a lock capped at 1h",
+			st.Epoch, st.HeldUntilAtMost.Sub(st.AcquiredAt))
+	}
+}

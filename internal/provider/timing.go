@@ -44,6 +44,10 @@ const (
 	// than a store that answers needs, and a store that does not (or whose
 	// listing would not end) fails the plan instead of holding it.
 	readTimeout = 2 * time.Minute
+	// maxMaxHold bounds max_hold, a lease's cap on its tenure: a year is
+	// longer than any run, pipeline or change window a cap is meant to
+	// bound; a longer one is a typo for something shorter, or no cap.
+	maxMaxHold = 366 * 24 * time.Hour
 	// renewAtDivisor places Terraform's Renew of an ephemeral lease a third
 	// of the way to its expiry, leaving two thirds of the lease to retry in.
 	renewAtDivisor = 3

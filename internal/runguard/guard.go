@@ -419,7 +419,7 @@ func (g *guard) adopt(c net.Conn, token s3lock.Token, cfg ClientConfig) (Lease, 
 	}
 	st := lease.State()
 	info := Lease{Token: token, Key: st.Key, Holder: st.Holder, AcquiredAt: st.AcquiredAt, ExpiresAt: st.ExpiresAt,
-		Duration: st.LeaseDuration}
+		Duration: st.LeaseDuration, HeldUntilAtMost: st.HeldUntilAtMost}
 	g.mu.Lock()
 	g.leases[key] = &held{lease: lease, info: info}
 	g.record()
@@ -459,24 +459,42 @@ func (g *guard) resume(ctx context.Context, token s3lock.Token, cfg ClientConfig
 }
 
 // watch waits for a lease to end; a lease lost during the run interrupts
-// terraform.
+// terraform. A lease that reached its cap (s3lock.LostMaxHold) is released
+// at once, so that the next holder need not wait for it to lapse.
 func (g *guard) watch(key string, lease *s3lock.Lease) {
 	<-lease.Done()
 	err := lease.Err()
 	if !errors.Is(err, s3lock.ErrLeaseLost) {
 		return
 	}
+	var reason s3lock.LossReason
+	if lost := (*s3lock.LeaseLostError)(nil); errors.As(err, &lost) {
+		reason = lost.Reason
+	}
 	g.mu.Lock()
 	if h, ok := g.leases[key]; ok {
-		h.info.Lost = err.Error()
+		h.info.Lost, h.info.LostReason = err.Error(), reason
 	}
 	first := !g.interrupted
 	g.interrupted = true
 	g.mu.Unlock()
 	g.log.Printf("lease lost: %v", err)
 	if first && g.run.Alive() {
-		g.interrupt(lease, err)
+		g.interrupt(lease, err, reason)
 	}
+	if reason == s3lock.LostMaxHold {
+		g.releaseAtCap(lease)
+	}
+}
+
+// releaseAtCap releases a lease that reached its cap: Release at the cap
+// frees the lock at once and returns the cap's error all the same, joined
+// with why the release failed if it did (the lease then lapses soon after).
+func (g *guard) releaseAtCap(lease *s3lock.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	t := lease.Token()
+	g.log.Printf("releasing lock %q in bucket %s (epoch %d) at its maximum hold: %v", t.Name, t.Bucket, t.Epoch, lease.Release(ctx))
 }
 
 func (g *guard) lost() bool {
@@ -488,10 +506,19 @@ func (g *guard) lost() bool {
 // interrupt tells terraform that the run's lease was lost, on its standard
 // error, and interrupts it as Ctrl-C does, so that it starts no further
 // changes.
-func (g *guard) interrupt(lease *s3lock.Lease, err error) {
+func (g *guard) interrupt(lease *s3lock.Lease, err error, reason s3lock.LossReason) {
+	t := lease.Token()
 	msg := fmt.Sprintf("\ns3lock: the lease on lock %q in bucket %s (epoch %d) was lost during this run: %v\n"+
 		"s3lock: interrupting terraform (as Ctrl-C does) so that it starts no further changes; "+
-		"the changes this run made may not have been exclusive.\n\n", lease.Token().Name, lease.Token().Bucket, lease.Token().Epoch, err)
+		"the changes this run made may not have been exclusive.\n\n", t.Name, t.Bucket, t.Epoch, err)
+	if reason == s3lock.LostMaxHold {
+		st := lease.State()
+		msg = fmt.Sprintf("\ns3lock: the lease on lock %q in bucket %s (epoch %d) reached its max_hold of %s during this "+
+			"run (held at most until %s), past which it is not renewed: %v\n"+
+			"s3lock: interrupting terraform (as Ctrl-C does) so that it starts no further changes, and releasing the "+
+			"lock; raise max_hold if the run needs longer.\n\n", t.Name, t.Bucket, t.Epoch, st.HeldUntilAtMost.Sub(st.AcquiredAt),
+			st.HeldUntilAtMost.UTC().Format(time.RFC3339), err)
+	}
 	if err := tellProcess(g.run.PID, msg); err != nil {
 		g.log.Printf("could not tell terraform why (its standard error: %v): %s", err, strings.TrimSpace(msg))
 	}

@@ -35,8 +35,14 @@ type Lease struct {
 	AcquiredAt time.Time     `json:"acquired_at"`
 	ExpiresAt  time.Time     `json:"expires_at"`
 	Duration   time.Duration `json:"duration"`
+	// HeldUntilAtMost is the lease's cap (s3lock.WithMaxHold); zero
+	// without one.
+	HeldUntilAtMost time.Time `json:"held_until_at_most,omitzero"`
 	// Lost says why the lease was lost during the run; empty while held.
 	Lost string `json:"lost,omitempty"`
+	// LostReason is the SDK's reason for it (s3lock.LostMaxHold: it
+	// reached its cap); empty while held, and when the guard died.
+	LostReason s3lock.LossReason `json:"lost_reason,omitempty"`
 }
 
 // The requests a provider process sends, one JSON object a line, each

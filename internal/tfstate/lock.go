@@ -84,6 +84,9 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 	if s.cfg.Lease > 0 {
 		opts = append(opts, s3lock.WithLeaseDuration(s.cfg.Lease))
 	}
+	if s.cfg.MaxHold > 0 {
+		opts = append(opts, s3lock.WithMaxHold(s.cfg.MaxHold))
+	}
 	if s.cfg.WaitObserver != nil {
 		opts = append(opts, s3lock.WithWaitObserver(func(h *s3lock.HeldError) { s.cfg.WaitObserver(h) }))
 	}

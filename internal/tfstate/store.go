@@ -31,6 +31,10 @@ type Config struct {
 	// Lease is the lease of a lock (0: the client's default); it renews
 	// while the store's process runs and lapses if it dies.
 	Lease time.Duration
+	// MaxHold caps a lock's tenure (s3lock.WithMaxHold; 0: none, else
+	// longer than Lease): a run that holds it longer loses it, and its
+	// later writes and unlock are refused.
+	MaxHold time.Duration
 	// Wait is how long Lock waits for a held lock (0: it fails at once),
 	// in Order.
 	Wait  time.Duration

@@ -7,6 +7,9 @@ ephemeral "s3lock_lease" "network" {
   name           = "shared/network"
   lease_duration = "2m"
   wait_timeout   = "15m"
+  # No run holds it longer than an hour, even one that hangs: at the cap the
+  # run is stopped as at a lost lease, and the lock is released.
+  max_hold = "1h"
   # Runs that wait take the lock in the order they queued (the default).
   order = "fifo"
 
