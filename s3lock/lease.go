@@ -31,10 +31,13 @@ type Lease struct {
 	validity   time.Duration
 	// capAt is when the lease's trust ends for good (WithMaxHold: its
 	// acquisition plus maxHold); zero without a cap.
-	capAt    time.Time
-	maxHold  time.Duration
-	renewInt time.Duration
-	auto     bool
+	capAt   time.Time
+	maxHold time.Duration
+	// cutsWrites is set on the handle that acquired a capped lease: only
+	// it shortens its renewals' validity for the cap (renewalValidity).
+	cutsWrites bool
+	renewInt   time.Duration
+	auto       bool
 	// unobserved is set for the store check's probe lease: its requests are
 	// reported, its lease events (released, lost, renewed) are not, since
 	// no acquisition of it was.
@@ -95,9 +98,9 @@ func (c *Client) newLease(h holding, a acquireConfig) *Lease {
 	if ref.slot > 0 {
 		lock = ref.lock
 	}
-	capAt := h.capAt
+	capAt, cuts := h.capAt, !h.capAt.IsZero() // the acquirer's: on this clock already
 	if capAt.IsZero() {
-		capAt = h.p.MaxHoldUntil
+		capAt = capOnThisClock(c.cfg.clock, h.p.MaxHoldUntil) // a resumed lease's
 	}
 	l := &Lease{
 		c:          c,
@@ -112,6 +115,7 @@ func (c *Client) newLease(h holding, a acquireConfig) *Lease {
 		acquiredAt: h.p.AcquiredAt,
 		validity:   h.p.validity(),
 		capAt:      capAt,
+		cutsWrites: cuts,
 		maxHold:    h.p.maxHold(),
 		renewInt:   a.renewInterval,
 		auto:       a.autoRenew,
@@ -148,7 +152,7 @@ func (l *Lease) State() State {
 		Held: l.ended == nil, Released: errors.Is(l.ended, ErrReleased),
 		Holder: l.holder, AcquiredAt: l.acquiredAt, Metadata: metadata,
 		ExpiresAt: l.trust.until, TrustedUntil: l.trust.until,
-		LeaseDuration: l.validity, Renewals: l.p.Renewals, HeldUntilAtMost: l.capAt,
+		LeaseDuration: l.validity, Renewals: l.p.Renewals, HeldUntilAtMost: l.capAt.Round(0),
 	}
 }
 
@@ -364,6 +368,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	now := l.c.cfg.clock.Now()
 	next, etag, until, err := l.nextWrite(now, "before it was released")
+	if endedAtCap(err) {
+		return l.releaseAtCap(ctx, err) // the cap passed before its timer ended the lease
+	}
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,19 @@ import (
 // window a confirmed write gives is cut at it. The cap only ever shortens
 // what a write claims, so it changes nothing that keeps two holders apart.
 
+// capOnThisClock returns the cap written in a lease (wall, a time read
+// from the payload: it carries no monotonic reading) as a time on this
+// client's clock, read once now: trust windows are judged on the monotonic
+// clock, and a window cut at a wall-only time would be judged on the wall
+// clock, which a clock step moves (PROTOCOL.md A5). Zero stays zero.
+func capOnThisClock(clk Clock, wall time.Time) time.Time {
+	if wall.IsZero() {
+		return wall
+	}
+	now := clk.Now()
+	return now.Add(wall.Sub(now))
+}
+
 // capTrust returns t, the window a confirmed write of body p gives, cut at
 // the cap (zero: none): a window that reaches the cap, or whose write's
 // validity was cut for it (p.cutForCap), ends at the cap at the latest and
@@ -32,8 +45,17 @@ func capTrust(t trust, capAt time.Time, p *payload) trust {
 // renewalValidity is the validity a renewal written at now carries: the
 // lease's, or near the cap the longest whose trust ends by it
 // (validityBefore); under a millisecond when the cap leaves no renewal.
+//
+// Only the handle that acquired the lease shortens its writes: a resumed
+// handle (Resume) writes the whole lease, its trust still cut at the cap.
+// Another handle of the lease may still trust the window of the last write
+// it made; a write that made the object lapse sooner than that window ends
+// (the resumer's view of the cap is the acquirer's wall clock read on
+// another machine) could let a third client in while it does. A whole
+// validity written at or after that write lapses later than any window it
+// gave, as every write did before there were caps.
 func (l *Lease) renewalValidity(now time.Time) time.Duration {
-	if l.capAt.IsZero() {
+	if l.capAt.IsZero() || !l.cutsWrites {
 		return l.validity
 	}
 	return validityBefore(l.capAt.Sub(now), l.validity)

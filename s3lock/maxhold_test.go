@@ -143,7 +143,8 @@ func TestMaxHold_ResumeKeepsTheCap(t *testing.T) {
 	// Date's staleness (2 s): a 5 s lease leaves the resumer time to renew.
 	opts := []s3lock.Option{s3lock.WithLeaseDuration(5 * time.Second), s3lock.WithRenewInterval(200 * time.Millisecond)}
 	first := newLockClient(t, ns, "step-1", opts)
-	second := newLockClient(t, ns, "step-2", opts)
+	rec := &bodyRecorder{}
+	second := newLockClient(t, ns, "step-2", opts, s3test.WithTransport(rec.wrap))
 	l, err := first.TryAcquire(t.Context(), name, s3lock.WithMaxHold(5500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +167,22 @@ func TestMaxHold_ResumeKeepsTheCap(t *testing.T) {
 	_, err = second.Resume(t.Context(), tok)
 	wantLost(t, "Resume past the cap", err, s3lock.LostMaxHold)
 	wantLost(t, "Release of the resumed lease", r.Release(t.Context()), s3lock.LostMaxHold)
+	// A resumed handle writes the whole lease (its trust is cut at the cap
+	// all the same): a shorter write could make the object lapse before the
+	// window another handle of the lease still trusts ends.
+	renewals := 0
+	for _, b := range rec.leaseBodies(t) {
+		if b.Released {
+			continue
+		}
+		renewals++
+		if b.ValidityMs != 5000 {
+			t.Errorf("the resumed handle wrote a validity of %d ms; want the whole lease, 5000", b.ValidityMs)
+		}
+	}
+	if renewals == 0 {
+		t.Error("the resumed handle renewed nothing: the test proves nothing")
+	}
 }
 
 // bodyRecorder records the bodies of the PUTs a client sends.

@@ -199,7 +199,9 @@ func (c *Client) lookup(ctx context.Context, name string, epoch uint64, nonce st
 	if err != nil {
 		return State{}, err
 	}
-	return c.stateOf(name, h.obs), nil
+	st := c.stateOf(name, h.obs)
+	st.TrustedUntil = h.trust.until // as Resume's: cut at the cap
+	return st, nil
 }
 
 // checkToken checks that t can name a lease of this client's bucket.
@@ -322,7 +324,7 @@ func (c *Client) heldTrust(obs *observed, lost func(LossReason, string) error) (
 		return trust{}, &opError{Op: "GetObject", Bucket: c.bucket, Key: obs.key,
 			Err: errors.New("the store sent no Date or Last-Modified, so the lease's age is unknown")}
 	}
-	tr = capTrust(tr, obs.body.MaxHoldUntil, obs.body)
+	tr = capTrust(tr, capOnThisClock(c.cfg.clock, obs.body.MaxHoldUntil), obs.body)
 	switch {
 	case tr.capped && tr.over(c.cfg.clock.Now()):
 		return trust{}, lost(LostMaxHold, maxHoldText(obs.body.maxHold(), obs.body.AcquiredAt))
