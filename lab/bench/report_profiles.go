@@ -236,9 +236,10 @@ func writeGoal(d *doc, res *results) {
 	d.p("How a handoff is spent: a waiting `Acquire` sends its conditional GETs one poll interval apart at most, " +
 		"start to start (200 ms, each up to 10 %% early so that waiters do not poll in step), whatever the store's " +
 		"latency; the first GET the store answers after the release reads it released, and the waiter then sends the " +
-		"LIST and the conditional PUT that take the lock. A release that lands just after a poll therefore waits up to " +
-		"200 ms plus that GET's own time before it is seen, and the LIST's and the PUT's times come on top; the p99 is " +
-		"made of those worst cases (a round trip's p99, not its median, under the profiles with delays).")
+		"conditional PUT that takes the lock and, beside it, the LIST that checks it (the direct create, " +
+		"s3lock/PROTOCOL.md §5). A release that lands just after a poll therefore waits up to 200 ms plus that GET's " +
+		"own time before it is seen, and the slower of the PUT and the LIST comes on top; the p99 is made of those " +
+		"worst cases (a round trip's p99, not its median, under the profiles with delays).")
 }
 
 func writeProfileHandoffs(d *doc, cfg config, res *results) {

@@ -81,7 +81,8 @@ func writeScale(d *doc, cfg config, res *results) {
 		"requests/s per handle", "requests per handoff", "losing creates per handoff"}, rows)
 	d.p("Without order, more waiters hand over sooner: each polls on its own jittered schedule, so one of them " +
 		"looks soon after the release; the price is a request rate that grows by about five polls a second per " +
-		"waiter, and every waiter that sees the release tries the next epoch, one of them wins. In a line only " +
+		"waiter, and every waiter that sees the release tries the next epoch at once, one of them wins; one that lost " +
+		"lists before it tries from then on, so each loses at most once in an Acquire. In a line only " +
 		"the head polls the holder's epoch object and only the head tries: no losing creates, and the waiters " +
 		"behind it list the line once a second (the second in line five times a second), so the request rate " +
 		"grows by about 1.5 a second per waiter. A handoff to the head is one poll interval at most, as for one " +
