@@ -177,10 +177,14 @@ func WithLeaseDuration(d time.Duration) Option {
 // the cap write a validity that ends at it; when it is reached the lease
 // ends as lost, with Reason LostMaxHold: Done closes, and Renew fails. The
 // lease's epoch object then stays this handle's until it lapses (within
-// the safety margin and two seconds), and Release releases it at once, so
-// that whoever stops its work at Done and releases frees the lock for the
-// next holder without a wait. The cap is written into the lease (State's
-// HeldUntilAtMost shows it to everyone), and a Resume keeps it. d must be
+// the safety margin and a few seconds of the store's clock), and Release
+// releases it at once, so that whoever stops its work at Done and releases
+// frees the lock for the next holder without a wait. The cap is written
+// into the lease (State's HeldUntilAtMost shows it to everyone), and a
+// Resume keeps it (its trust cut there; it renews with the whole lease).
+// Each lease of a lock set (package lockset) is capped from its own
+// acquisition: the first lock's cap runs while the set waits for the
+// others, so give it the wait as well as the work. d must be
 // longer than the lease duration. Given to New, for every acquisition of
 // the client; given to an acquisition, for its lease alone. Without it a
 // lease is renewed for as long as its holder runs (PROTOCOL.md §6).

@@ -160,7 +160,8 @@ func (s *stateStore) Schema(_ context.Context, _ statestore.SchemaRequest, resp 
 					"`max_hold` after the lock was taken, however long the run takes, so that a run that hangs "+
 					"cannot keep the state for ever. A duration longer than `lease_duration`, such as `\"4h\"` "+
 					"(at most %s, a year). A run that holds the lock longer loses it mid-run and fails closed: its later "+
-					"state writes and its unlock are refused, while another run may take the state. Give it well "+
+					"state writes are refused and its unlock reports the loss (the lock is released, so the next run "+
+					"need not wait for it to lapse), while another run may take the state. Give it well "+
 					"over the longest `apply` you run. Unset (the default): no cap.", formatDuration(maxMaxHold)),
 				Optional:   true,
 				Validators: []validator.String{maxHoldValidator},
