@@ -66,7 +66,11 @@ func (l phaseLife) renew(ctx context.Context, diags *diag.Diagnostics) (time.Tim
 			l.releaseAtCap(ctx, lease, err)
 			return time.Time{}, false
 		}
-		return renewAt(now(), lease.State().ExpiresAt), true
+		st := lease.State()
+		if c := st.HeldUntilAtMost; !c.IsZero() && !st.ExpiresAt.Before(c) {
+			return c, true // nothing renews it past the cap: look again there, not ever more often
+		}
+		return renewAt(now(), st.ExpiresAt), true
 	}
 	lease, ok, err := l.resume(ctx, diags)
 	if !ok {
