@@ -258,3 +258,46 @@ func TestMaxHold_CheckedAgainstEachAcquisitionsLease(t *testing.T) {
 		t.Errorf("refused acquisitions made %d requests; want none", n)
 	}
 }
+
+// TestMaxHold_NobodyElseTakesTheLockWhileItIsTrusted: a contender tries
+// the lock through the capped holder's shortened renewals and its cap; it
+// gets the lock only once the holder has stopped trusting its lease (the
+// holder does not release here: the lock lapses), and the store's record of
+// every write (the witness) keeps the protocol's rules.
+func TestMaxHold_NobodyElseTakesTheLockWhileItIsTrusted(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("capped-contended")
+	wit := witnessed(t, ns)
+	holder := newLockClient(t, ns, "holder", capOptions(), through(wit, nil))
+	other := newLockClient(t, ns, "other", nil, through(wit, nil))
+	l, err := holder.TryAcquire(t.Context(), name, s3lock.WithMaxHold(capMaxHold))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(capMaxHold + 2*waitLimit)
+	attempts := 0
+	for {
+		got, err := other.TryAcquire(t.Context(), name)
+		attempts++
+		if err == nil {
+			stillTrusted := l.Err() == nil
+			mustRelease(t, got)
+			if stillTrusted {
+				t.Fatalf("the contender got epoch %d while the capped holder still trusted its lease", got.Token().Epoch)
+			}
+			break
+		}
+		if !errors.Is(err, s3lock.ErrHeld) {
+			t.Fatalf("TryAcquire while the capped lease is held: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the contender never got the lock after the cap")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantLost(t, "the holder's lease", l.Err(), s3lock.LostMaxHold)
+	if attempts < 10 {
+		t.Errorf("the contender tried %d times; want it refused through the renewals first", attempts)
+	}
+}
