@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock/lockset"
 )
@@ -53,7 +54,7 @@ func namesDescription(wait, more string) string {
 const leasesDescription = "The leases held, one per lock, in the set's order (the names sorted): each lock's " +
 	"`name`, `epoch` (the fencing token of that lock's writes: pass each to what its lock guards) and `key` (the " +
 	"lease's epoch object). With `name`, the one lease. With `names`, `epoch` and `key` are those of the first " +
-	"lease of this list, as `s3lock run` of a lock set gives its command the first lock's in `S3LOCK_EPOCH`."
+	"lease of this list, as `s3lock run` of a lock set gives its command the first lock's in `" + runenv.Epoch + "`."
 
 // leasesLostDescription ends the resource's leases description.
 const leasesLostDescription = " A lease a refresh found lost has `epoch` 0 and no `key` until the next apply " +
