@@ -75,6 +75,13 @@ With --max-hold D, 's3lock renew' does not extend the lease past D after it
 was acquired; once that time has come, renew fails with exit code 4 and the
 lease lapses within seconds.
 
+Renew (and release) well before expires_at: a later step reads the lease back
+from the store and counts its age by the store's clock, allowing 2s for how
+far that clock's Date may lag and a second for its resolution, so from 2-3s
+before expires_at renew and release fail with exit code 4 ("it has lapsed")
+although status still shows the lock held, and the lease lapses on its own.
+Renew at half the lease, say.
+
 ` + expiryHelp + `
 
   token="$(s3lock acquire --lease 30m deploy/prod)"   # on its own line, so a failure stops the script
