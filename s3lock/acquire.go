@@ -53,6 +53,7 @@ func (c *Client) observeAcquire(name string, lease *Lease, err error, wait time.
 
 // tryAcquire is TryAcquire for a name already checked.
 func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (*Lease, error) {
+	a.try = true
 	lock := newLockMode(c, name, a)
 	head := false // set when every ticket in the line has lapsed (lineHeld)
 	for i := 0; ; i++ {
@@ -183,44 +184,62 @@ func (m *mutex) attemptListed(ctx context.Context, head bool, l listing) (*Lease
 		return nil, err
 	}
 	next := uint64(1)
+	a := m.a
 	if l.found {
-		var prev *observed
-		var err error
-		switch r := m.known.released; {
-		case r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag:
-			prev = r // unchanged since it was read released (the LIST shows its ETag)
-		case l.free && newest.etag != "":
-			prev = &observed{key: newest.key, epoch: newest.epoch, etag: newest.etag, body: &payload{Released: true}} // free by its size code
-		default:
-			prev, err = c.getEpoch(ctx, newest.key, newest.epoch, "")
-		}
+		prev, err := m.readNewest(ctx, l)
 		switch {
-		case classify(err) == failNotFound:
-			return nil, errRetry // deleted since the LIST: look again
 		case err != nil:
 			return nil, err
 		case prev.body.marker():
 			return nil, c.slotsError(name, prev, 1) // a slot lock (§14)
+		case prev.body.sharedEpoch() && newest.epoch >= MaxEpoch:
+			return nil, m.exhausted(newest.epoch)
+		case !prev.body.sharedEpoch():
+			if err := m.busy(prev, newest, page); err != nil {
+				return nil, err
+			}
 		}
-		if err := m.busy(prev, newest, page); err != nil {
-			return nil, err
-		}
+		a.pending = pendingOver(prev) // shares below may be held (§16)
 		next = newest.epoch + 1
 	}
 	if err := m.leaveToLine(ctx, head, page); err != nil {
 		return nil, err
 	}
-	lease, err := c.create(ctx, name, next, m.a, l.start)
+	lease, err := c.create(ctx, name, next, a, l.start)
 	if herr := m.createFoundEpoch(ctx, next, err); herr != nil {
 		return nil, herr
 	}
 	if err != nil {
 		return nil, err
 	}
-	c.cfg.logger.Info("s3lock: acquired", "bucket", c.bucket, "key", lease.key, "epoch", next, "holder", c.cfg.holder)
 	lease.startBackground()
+	if a.pending {
+		if err := m.awaitShares(ctx, lease); err != nil {
+			return nil, err
+		}
+	}
+	c.cfg.logger.Info("s3lock: acquired", "bucket", c.bucket, "key", lease.key, "epoch", next, "holder", c.cfg.holder)
 	c.startCleanup(c.cleanupFor(name, next, page))
 	return lease, nil
+}
+
+// readNewest reads the lock's newest epoch as the listing l showed it: the
+// object a wait read released, while the LIST shows its ETag unchanged; a
+// released object, when the listing judged it free from its size code; else
+// one GET (errRetry if it was deleted since the LIST).
+func (m *mutex) readNewest(ctx context.Context, l listing) (*observed, error) {
+	newest := l.newest
+	switch r := m.known.released; {
+	case r != nil && r.key == newest.key && r.etag != "" && r.etag == newest.etag:
+		return r, nil // unchanged since it was read released (the LIST shows its ETag)
+	case l.free && newest.etag != "":
+		return &observed{key: newest.key, epoch: newest.epoch, etag: newest.etag, body: &payload{Released: true}}, nil // free by its size code
+	}
+	prev, err := m.c.getEpoch(ctx, newest.key, newest.epoch, "")
+	if classify(err) == failNotFound {
+		return nil, errRetry // deleted since the LIST: look again
+	}
+	return prev, err
 }
 
 // busy is what an attempt makes of the lock's newest epoch, read in prev
@@ -236,10 +255,15 @@ func (m *mutex) busy(prev *observed, newest listedEpoch, page *listed) error {
 		he.line = page.line
 		return he
 	case newest.epoch >= MaxEpoch:
-		return fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
-			ErrEpochExhausted, m.name, m.c.bucket, newest.epoch)
+		return m.exhausted(newest.epoch)
 	}
 	return nil
+}
+
+// exhausted is the error of an attempt that found epoch, the last one.
+func (m *mutex) exhausted(epoch uint64) error {
+	return fmt.Errorf("%w: lock %q in bucket %s reached epoch %d; use another lock name",
+		ErrEpochExhausted, m.name, m.c.bucket, epoch)
 }
 
 // leaveToLine is an attempt's last check before it takes a free lock: an
@@ -286,6 +310,9 @@ func (c *Client) createHolding(ctx context.Context, name string, epoch uint64, a
 		Write:      randomHex(8),
 		AcquiredAt: now.UTC(),
 		Metadata:   a.metadata,
+	}
+	if a.pending {
+		p.Pending, p.Format = true, sharedFormat // §16: shares below may still be held
 	}
 	var capAt time.Time // WithMaxHold: counted, as the validity, from before the create
 	if a.maxHold > 0 {
@@ -347,7 +374,7 @@ func (c *Client) createdByOther(name string, obs *observed, p payload) (string, 
 		return obs.etag, nil
 	case obs.body.Nonce == p.Nonce:
 		return "", errRetry // ours, but already released (force-released)
-	case free(obs) || obs.body.marker():
+	case free(obs) || obs.body.marker() || obs.body.sharedEpoch():
 		return "", errRetry
 	}
 	return "", c.heldError(name, obs)

@@ -53,8 +53,16 @@ type State struct {
 	// its marker: Holders then lists the slots that are held (each State
 	// with its Slot, sorted by slot), Held says whether any is, and
 	// Holder, ExpiresAt and LeaseDuration are empty. 0 for a mutex.
-	Slots   int
-	Holders []State
+	Slots int
+	// Shared is set when the newest epoch is a shared epoch (WithShared):
+	// Holders then lists its live shares (each State with its share's Key,
+	// Holder and ExpiresAt), Held says whether any is, and Holder,
+	// ExpiresAt and LeaseDuration are empty. Pending is set when the
+	// newest epoch is an exclusive acquirer's that waits for the shared
+	// holders before it (Holders lists them): no new shared holder joins
+	// meanwhile.
+	Shared, Pending bool
+	Holders         []State
 	// Slot is set in an entry of Holders (and by Lookup of a slot lease's
 	// token): the slot, from 1 to Slots; Key and Epoch are the slot's.
 	Slot int
@@ -138,11 +146,22 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 		return State{}, err
 	}
 	s := c.stateOf(name, obs)
-	if s.Slots > 1 {
+	switch {
+	case s.Slots > 1:
 		if s.Holders, err = c.slotHolders(ctx, name, nil); err != nil {
 			return State{}, err
 		}
 		s.Held = len(s.Holders) > 0
+	case s.Shared || obs.body.Pending:
+		if s.Holders, err = c.shareHolders(ctx, name, newest.epoch, s.Shared, nil); err != nil {
+			return State{}, err
+		}
+		if !s.Held && len(s.Holders) > 0 {
+			// A writer gave up waiting for them: the lock is still held
+			// by its shared holders.
+			s.Shared, s.Held, s.Holder = true, true, ""
+		}
+		s.Held = s.Held || len(s.Holders) > 0
 	}
 	if page.line || page.truncated { // someone waits: count the line (one LIST)
 		v, err := c.listLine(ctx, name)
@@ -177,12 +196,17 @@ func (c *Client) stateOf(name string, o *observed) State {
 		s.Slots, s.Holder, s.LeaseDuration = o.body.Slots, "", 0
 		return s
 	}
+	if o.body.sharedEpoch() { // held by its shares: the caller reads them
+		s.Shared, s.Holder = true, ""
+		return s
+	}
 	if !o.body.Released {
 		left, ok := remaining(o)
 		if !ok {
 			left = o.body.validity() + serverSlack
 		}
 		s.Held = left > 0
+		s.Pending = s.Held && o.body.Pending
 		if s.Held {
 			s.ExpiresAt = o.received.Add(left)
 			if tr, ok := trustWindow(o); ok {

@@ -33,7 +33,7 @@ import (
 func (m *mutex) polledFree(head bool) *observed {
 	r := m.known.released
 	switch {
-	case r == nil || !m.polled || !m.direct || m.contended || r.body.marker() || r.epoch >= MaxEpoch:
+	case r == nil || !m.polled || !m.direct || m.contended || r.body.marker() || pendingOver(r) || r.epoch >= MaxEpoch:
 		return nil
 	case m.a.order.ordered() && !head:
 		return nil

@@ -128,6 +128,11 @@ type HeldError struct {
 	// ahead kept the caller from it (Ahead says how many; Holder is empty
 	// and Epoch 0).
 	Queued bool
+	// Shared is set when the lock is held by shared holders (WithShared)
+	// and an exclusive TryAcquire found them: Holder, Key and ExpiresIn are
+	// one share's, and Waiting says how many shares it found held.
+	Shared  bool
+	Waiting int
 
 	obs  *observed // what was read, for a waiting Acquire to watch
 	line bool      // the attempt's LIST showed the lock's line
@@ -147,6 +152,13 @@ func (e *HeldError) Error() string {
 	}
 	msg := fmt.Sprintf("s3lock: lock %q in bucket %s is held by %q (epoch %d, key %s) for at most %s more",
 		e.Name, e.Bucket, e.Holder, e.Epoch, e.Key, e.ExpiresIn.Round(time.Second/10))
+	switch {
+	case e.Shared:
+		msg = fmt.Sprintf("s3lock: lock %q in bucket %s is held by %s, %q among them (key %s) for at most %s more",
+			e.Name, e.Bucket, shareText(e.Waiting), e.Holder, e.Key, e.ExpiresIn.Round(time.Second/10))
+	case e.obs != nil && e.obs.body.Pending:
+		msg += "; it is an exclusive acquirer that waits for the shared holders before it, and no new shared holder joins meanwhile"
+	}
 	if e.slots > 1 {
 		msg = fmt.Sprintf("s3lock: all %d slots of lock %q in bucket %s are held; the first to run out is slot %d, "+
 			"held by %q (epoch %d, key %s) for at most %s more", e.slots, e.Name, e.Bucket, e.slot,

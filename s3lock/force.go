@@ -27,6 +27,9 @@ func (c *Client) ForceRelease(ctx context.Context, t Token) error {
 	if err := c.checkToken(t); err != nil {
 		return err
 	}
+	if t.Share != "" {
+		return c.forceReleaseShare(ctx, t)
+	}
 	return c.forceRelease(ctx, t.target(), t.Epoch)
 }
 
@@ -67,6 +70,9 @@ func (c *Client) forceRelease(ctx context.Context, name string, epoch uint64) er
 			return err
 		case obs.body.Released:
 			return nil
+		case obs.body.sharedEpoch():
+			return invalid("s3://%s/%s is a shared epoch: it has no holder of its own, and stays open while it is the newest "+
+				"epoch; force-release its shares instead (their tokens carry a share id; `s3lock status` lists them)", c.bucket, key)
 		case obs.body.marker():
 			if err := c.slotsFree(ctx, name, obs); err != nil {
 				return err

@@ -23,8 +23,11 @@ type Lease struct {
 	lock        string
 	slot, slots int
 
-	key        string
-	epoch      uint64
+	key   string
+	epoch uint64
+	// share is a shared lease's share id (WithShared; key is the share's
+	// object, epoch its shared epoch); "" for an exclusive lease.
+	share      string
 	nonce      string
 	holder     string
 	acquiredAt time.Time
@@ -87,6 +90,9 @@ type holding struct {
 	// capAt is the lease's cap by this client's clock (its acquisition's
 	// monotonic reading); zero to take the payload's.
 	capAt time.Time
+	// share is the id of a share (WithShared): then the lease is the
+	// share's object, under shared epoch epoch.
+	share string
 }
 
 // newLease returns an active lease of h, renewed every a.renewInterval (in
@@ -108,8 +114,9 @@ func (c *Client) newLease(h holding, a acquireConfig) *Lease {
 		lock:       lock,
 		slot:       ref.slot,
 		slots:      ref.slots,
-		key:        epochKey(h.name, h.epoch),
+		key:        h.key(),
 		epoch:      h.epoch,
+		share:      h.share,
 		nonce:      h.p.Nonce,
 		holder:     h.p.Holder,
 		acquiredAt: h.p.AcquiredAt,
@@ -181,7 +188,7 @@ func (l *Lease) Err() error {
 // needs to take it over with Resume. Token().Key() is its epoch object's
 // key.
 func (l *Lease) Token() Token {
-	return Token{Bucket: l.c.bucket, Name: l.lock, Slot: l.slot, Slots: l.slots, Epoch: l.epoch, Nonce: l.nonce}
+	return Token{Bucket: l.c.bucket, Name: l.lock, Slot: l.slot, Slots: l.slots, Epoch: l.epoch, Share: l.share, Nonce: l.nonce}
 }
 
 // end records why the lease ended and closes Done, once. It returns the
@@ -403,6 +410,11 @@ func (l *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	l.c.cfg.logger.Info("s3lock: released", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch)
+	if l.share != "" {
+		// Released shares are deleted, so that a shared epoch that stays
+		// open for long lists only its live shares (§16).
+		l.c.withdrawShare(ctx, l.key)
+	}
 	return nil
 }
 
@@ -466,6 +478,12 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 			l.renewFailed(ctx, next, s.err)
 			return "", sent, s.err
 		case absent:
+			if next.Released && l.share != "" {
+				// A share is deleted only once it ended: our release
+				// landed (its answer was lost) and an exclusive
+				// acquirer deleted it since.
+				return "", sent, nil
+			}
 			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", s.err)
 		case landedEarlier:
 			if !s.found.body.Released {

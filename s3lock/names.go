@@ -32,8 +32,9 @@ const (
 // without a segment
 // that looks like an epoch object ("lock-*.json"), and without the segments
 // "s3lock-probe" (reserved for storecheck's probes), "lock-line" (reserved for
-// the waiting line of ordered Acquires) and "lock-slots" (reserved for the
-// slots of a lock acquired with WithSlots). The error matches ErrInvalidName.
+// the waiting line of ordered Acquires), "lock-slots" (reserved for the
+// slots of a lock acquired with WithSlots) and "lock-shared" (reserved for
+// the shares of shared holders, WithShared). The error matches ErrInvalidName.
 //
 // ValidateName looks at the name only. Whether the store can keep the lock's
 // objects under it is another matter: S3 keeps an object "deploy" and the
@@ -117,6 +118,8 @@ func pathProblem(path string, segments []string) string {
 			return fmt.Sprintf("the segment %q is reserved for the waiting line of a lock", lineSegment)
 		case seg == slotSegment:
 			return fmt.Sprintf("the segment %q is reserved for the slots of a lock", slotSegment)
+		case seg == sharedSegment:
+			return fmt.Sprintf("the segment %q is reserved for the shares of a lock's shared holders", sharedSegment)
 		}
 	}
 	return ""
@@ -254,4 +257,43 @@ func slotOwner(key string) (name string, slot int, epoch uint64, ok bool) {
 	}
 	name, slot, ok = splitSlotName(sub)
 	return name, slot, epoch, ok
+}
+
+// sharedSegment is the path segment under a lock's epoch prefix that holds
+// the shares of its shared holders (WithShared, PROTOCOL.md §16):
+// "<name>/lock-shared/<S, 10 digits>/<id>.json" is a share under shared
+// epoch S. No lock name contains it, so no lock's keys share a share's.
+const sharedSegment = keyStem + "shared"
+
+// shareIDDigits is the length of a share's random hex id.
+const shareIDDigits = 16
+
+// sharePrefix is the common prefix of every share of every epoch of name.
+func sharePrefix(name string) string { return name + "/" + sharedSegment + "/" }
+
+// shareKey returns the key of share id under shared epoch epoch of name.
+func shareKey(name string, epoch uint64, id string) string {
+	return fmt.Sprintf("%s%0*d/%s%s", sharePrefix(name), epochDigits, epoch, id, keyExt)
+}
+
+// parseShareKey returns the shared epoch of a share of name; ok is false for
+// any other key (ignored, never deleted).
+func parseShareKey(name, key string) (epoch uint64, ok bool) {
+	rest, ok := strings.CutPrefix(key, sharePrefix(name))
+	if !ok {
+		return 0, false
+	}
+	digits, file, ok := strings.Cut(rest, "/")
+	if !ok || len(digits) != epochDigits {
+		return 0, false
+	}
+	id, ok := strings.CutSuffix(file, keyExt)
+	if !ok || len(id) != shareIDDigits || !isHex(id) {
+		return 0, false
+	}
+	epoch, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || epoch == 0 || epoch > MaxEpoch {
+		return 0, false
+	}
+	return epoch, true
 }

@@ -374,6 +374,14 @@ type acquireConfig struct {
 	order   Order   // "" or OrderNone: ignore the line
 	slots   int     // 0 or 1: a mutex; n > 1: WithSlots(n)
 	slot    slotRef // set when acquiring (or taking over) one slot of a slot lock
+	// shared is WithShared: a share instead of an exclusive lease.
+	shared bool
+	// try is set for a TryAcquire: an exclusive acquisition that finds
+	// shares does not wait for them (awaitShares).
+	try bool
+	// pending marks the exclusive epoch an acquisition creates above a
+	// shared or still-pending one (createHolding).
+	pending bool
 	// unobserved makes the lease report no lease events (the store check's
 	// probe lease: no acquisition of the caller's).
 	unobserved bool
@@ -511,6 +519,9 @@ func (c *Client) acquireConfig(opts []Option) (acquireConfig, error) {
 		return a, err
 	}
 	if err := a.checkMaxHold(); err != nil {
+		return a, err
+	}
+	if err := a.checkShared(); err != nil {
 		return a, err
 	}
 	a.renewInterval = c.renewIntervalFor(a.leaseDuration)

@@ -45,8 +45,19 @@ const (
 	sizeCodedMarkers = 3
 )
 
+// sharedFormat is the format of the objects of shared leases (WithShared,
+// PROTOCOL.md §16) that an s3lock without them must not take over: a shared
+// epoch (it would read validityMs 0 as a lapsed lease), a share, and an
+// exclusive epoch still pending (it would take the next epoch without
+// waiting for the shares below it). Such an s3lock reads format 3 at most
+// and refuses the lock. A cleared exclusive epoch is format 1 again.
+const sharedFormat = 4
+
+// modeShared is a payload's "mode" on a shared epoch and a share.
+const modeShared = "shared"
+
 // readFormat is the newest format this package reads.
-const readFormat = markerFormat
+const readFormat = sharedFormat
 
 // This file holds the bodies this package writes, one family: an epoch
 // object's payload and a line's ticket. Each begins with an owner (fields of
@@ -92,6 +103,13 @@ type payload struct {
 	// Slots is set in a slot lock's marker only: how many holders the lock
 	// admits.
 	Slots int `json:"slots,omitempty"`
+	// Mode is "shared" on a shared epoch (which has no holder of its own)
+	// and on a share (a shared holder's lease, Share its id); Pending is
+	// set on an exclusive epoch whose writer waits, or waited and gave up,
+	// for shares below it (PROTOCOL.md §16). Both are format 4.
+	Mode    string `json:"mode,omitempty"`
+	Share   string `json:"share,omitempty"`
+	Pending bool   `json:"pending,omitempty"`
 
 	// read holds the text fields as the object had them, when shown
 	// escaped them (nil otherwise): a rewrite of someone else's object
@@ -140,6 +158,10 @@ func (p *payload) cutForCap() bool {
 // marker reports whether p is a slot lock's marker that is in force (not
 // released).
 func (p *payload) marker() bool { return p.Slots > 1 && !p.Released }
+
+// sharedEpoch reports whether p is a shared epoch: open while it is the
+// newest epoch, held by its shares, never renewed, released or lapsed.
+func (p *payload) sharedEpoch() bool { return p.Mode == modeShared && p.Share == "" }
 
 // encode returns the JSON body, padded with spaces to its size code
 // (sizecode.go). Every write of a lease changes at least the renewal
@@ -193,8 +215,14 @@ func parsePayload(data []byte, epoch uint64) (*payload, error) {
 			p.AcquiredAt.Format(time.RFC3339Nano))
 	case p.Format > readFormat:
 		return nil, corrupt("it was written by a newer s3lock (format %d; this one reads %d)", p.Format, readFormat)
-	case (p.Slots != 0 || p.Format >= oldMarkerFormat) && (p.Slots < 2 || p.Slots > MaxSlots || p.Format < oldMarkerFormat):
+	case (p.Slots != 0 || p.Format == oldMarkerFormat || p.Format == markerFormat) &&
+		(p.Slots < 2 || p.Slots > MaxSlots || p.Format < oldMarkerFormat || p.Format > markerFormat):
 		return nil, corrupt("slots %d is not a marker this s3lock writes (format %d or %d, slots 2 to %d)", p.Slots, oldMarkerFormat, markerFormat, MaxSlots)
+	case (p.Format == sharedFormat) != (p.Mode != "" || p.Pending),
+		p.Mode != "" && (p.Mode != modeShared || p.Pending),
+		p.Share != "" && (p.Mode != modeShared || len(p.Share) != shareIDDigits || !isHex(p.Share)):
+		return nil, corrupt("mode %q, share %q, pending %t and format %d are not a shared lease's object this s3lock writes",
+			shown(p.Mode), shown(p.Share), p.Pending, p.Format)
 	}
 	read := payloadText{holder: p.Holder, releasedBy: p.ReleasedBy, reason: p.Reason, metadata: maps.Clone(p.Metadata)}
 	p.Holder, p.ReleasedBy, p.Reason = shown(p.Holder), shown(p.ReleasedBy), shown(p.Reason)

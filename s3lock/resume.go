@@ -32,13 +32,21 @@ type Token struct {
 	// of that slot, and says nothing about the order of holders of other
 	// slots.
 	Epoch uint64 `json:"epoch"`
+	// Share is set for a shared lease (WithShared): its share's id. Every
+	// shared holder of one shared epoch has that Epoch.
+	Share string `json:"share,omitempty"`
 	Nonce string `json:"nonce"`
 }
 
 // Key returns the object key of the epoch the token names, e.g.
 // "deploy/lock-0000000007.json" for epoch 7 of the lock "deploy", or
 // "jobs/lock-slots/2/lock-0000000003.json" for epoch 3 of slot 2 of "jobs".
-func (t Token) Key() string { return epochKey(t.target(), t.Epoch) }
+func (t Token) Key() string {
+	if t.Share != "" {
+		return shareKey(t.Name, t.Epoch, t.Share)
+	}
+	return epochKey(t.target(), t.Epoch)
+}
 
 // String returns the token as JSON.
 func (t Token) String() string {
@@ -98,6 +106,9 @@ func ParseToken(s string) (Token, error) {
 // then both believe they hold the lease, as with ForceRelease. To check a
 // lease without taking it over, use Lookup.
 func (c *Client) Resume(ctx context.Context, t Token, opts ...Option) (*Lease, error) {
+	if t.Share != "" {
+		return c.takeOverShare(ctx, t, opts)
+	}
 	target, ref, err := c.leaseOf(ctx, t)
 	if err != nil {
 		return nil, err
@@ -183,6 +194,9 @@ func slotTarget(name string, slot int) (string, error) {
 // a Nonce names the epoch whoever holds it. It writes nothing, so the
 // holder is not disturbed. It costs what Resume costs; ctx bounds it.
 func (c *Client) Lookup(ctx context.Context, t Token) (State, error) {
+	if t.Share != "" {
+		return c.lookupShare(ctx, t)
+	}
 	target, _, err := c.leaseOf(ctx, t)
 	if err != nil {
 		return State{}, err
@@ -214,6 +228,9 @@ func (c *Client) checkToken(t Token) error {
 	}
 	if err := t.checkSlot(); err != nil {
 		return err
+	}
+	if t.Share != "" && (t.Slot != 0 || len(t.Share) != shareIDDigits || !isHex(t.Share)) {
+		return invalid("lease token's share %q is not a share id (%d hex digits, on a lock without slots)", shown(t.Share), shareIDDigits)
 	}
 	return ValidateName(t.Name)
 }
@@ -296,6 +313,17 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	switch b := obs.body; {
 	case b.marker():
 		return heldLease{}, c.slotsError(name, obs, 1)
+	case b.sharedEpoch():
+		return heldLease{}, lost(LostNotThisLease, "it is a shared epoch, held by its shares: name a share (a token with its share id)")
+	}
+	return c.heldObject(obs, nonce, lost)
+}
+
+// heldObject checks that the lease read in obs may be held by a new handle:
+// it carries nonce (any nonce when nonce is ""), is not released, and has
+// not lapsed; else the *LeaseLostError (through lost) that says why not.
+func (c *Client) heldObject(obs *observed, nonce string, lost func(LossReason, string) error) (heldLease, error) {
+	switch b := obs.body; {
 	case nonce != "" && b.Nonce != nonce:
 		return heldLease{}, lost(LostNotThisLease, "its epoch object belongs to another acquisition (holder "+b.Holder+
 			"), not the token's: check the token and the bucket")

@@ -271,6 +271,8 @@ func free(o *observed) bool {
 		return true
 	case o.body.marker():
 		return false // a slot lock's marker never lapses (§14)
+	case o.body.sharedEpoch():
+		return false // held by its shares, never lapses (§16)
 	}
 	left, ok := remaining(o)
 	return ok && left <= 0

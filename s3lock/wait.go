@@ -163,8 +163,11 @@ type lockMode interface {
 // newLockMode returns the acquisition of the lock name: a slot lock's with
 // WithSlots(n), n > 1, else a mutex's.
 func newLockMode(c *Client, name string, a acquireConfig) lockMode {
-	if a.slots > 1 {
+	switch {
+	case a.slots > 1:
 		return newSlotLock(c, name, a)
+	case a.shared:
+		return &sharedLock{lock: mutex{c: c, name: name, a: a}}
 	}
 	return &mutex{c: c, name: name, a: a, direct: true}
 }
