@@ -61,10 +61,10 @@ func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (
 		var held *HeldError
 		switch {
 		case errors.Is(err, errLineBusy):
-			head, err = c.lineHeld(ctx, name)
+			head, err = c.lineHeld(ctx, name, a.shared)
 		case errors.As(err, &held) && held.line && a.order.ordered():
 			// Say how many wait in line too (one LIST of it).
-			if st, lerr := (&place{c: c, name: name}).stand(ctx); lerr == nil {
+			if st, lerr := (&place{c: c, name: name, shared: a.shared}).stand(ctx); lerr == nil {
 				held.Ahead = st.ahead
 			}
 		}
@@ -83,8 +83,8 @@ func (c *Client) tryAcquire(ctx context.Context, name string, a acquireConfig) (
 // *HeldError counting the live tickets; or, when every ticket has lapsed,
 // errRetry with head true, so that the next attempt (made as the head's)
 // takes the lock.
-func (c *Client) lineHeld(ctx context.Context, name string) (head bool, err error) {
-	p := &place{c: c, name: name}
+func (c *Client) lineHeld(ctx context.Context, name string, shared bool) (head bool, err error) {
+	p := &place{c: c, name: name, shared: shared}
 	st, err := p.stand(ctx) // deletes the lapsed tickets (all are "ahead")
 	switch {
 	case err != nil:
@@ -199,7 +199,7 @@ func (m *mutex) attemptListed(ctx context.Context, head bool, l listing) (*Lease
 				return nil, err
 			}
 		}
-		a.pending = pendingOver(prev) // shares below may be held (§16)
+		a.pending = pendingOver(prev) // shares below may be held (§17)
 		next = newest.epoch + 1
 	}
 	if err := m.leaveToLine(ctx, head, page); err != nil {
@@ -278,11 +278,13 @@ func (m *mutex) leaveToLine(ctx context.Context, head bool, page *listed) error 
 		return nil
 	}
 	v, err := m.c.listLine(ctx, m.name)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case len(v.tickets) > 0:
-		return errLineBusy
+	}
+	for _, t := range v.tickets {
+		if !m.a.shared || !t.shared { // shared waiters keep no shared acquirer out
+			return errLineBusy
+		}
 	}
 	return nil
 }
@@ -312,7 +314,7 @@ func (c *Client) createHolding(ctx context.Context, name string, epoch uint64, a
 		Metadata:   a.metadata,
 	}
 	if a.pending {
-		p.Pending, p.Format = true, sharedFormat // §16: shares below may still be held
+		p.Pending, p.Format = true, sharedFormat // §17: shares below may still be held
 	}
 	var capAt time.Time // WithMaxHold: counted, as the validity, from before the create
 	if a.maxHold > 0 {

@@ -412,7 +412,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.c.cfg.logger.Info("s3lock: released", "bucket", l.c.bucket, "key", l.key, "epoch", l.epoch)
 	if l.share != "" {
 		// Released shares are deleted, so that a shared epoch that stays
-		// open for long lists only its live shares (§16).
+		// open for long lists only its live shares (§17).
 		l.c.withdrawShare(ctx, l.key)
 	}
 	return nil

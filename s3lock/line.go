@@ -106,6 +106,10 @@ type place struct {
 	name     string
 	order    Order
 	metadata map[string]string
+	// shared is a shared waiter's place (WithShared): only exclusive
+	// waiters before it keep it from its turn, so that shared waiters at
+	// the front go in together (PROTOCOL.md §17, "The line").
+	shared bool
 
 	ref      ticketRef
 	body     ticketBody
@@ -143,7 +147,7 @@ func (p *place) join(ctx context.Context) error {
 		return fmt.Errorf("%w: the line of lock %q in bucket %s reached ticket %d; wait until it empties",
 			ErrEpochExhausted, p.name, c.bucket, MaxEpoch)
 	}
-	ref := ticketRef{key: ticketKey(p.name, n, p.order, randomHex(ticketIDDigits/2)), n: n, order: p.order}
+	ref := ticketRef{key: ticketKey(p.name, n, p.order, randomHex(ticketIDDigits/2), p.shared), n: n, order: p.order, shared: p.shared}
 	now := c.cfg.clock.Now()
 	body := newTicketBody(c.cfg.holder, p.order, now, p.metadata)
 	data, err := body.encode()
@@ -253,7 +257,7 @@ func (p *place) stand(ctx context.Context) (standing, error) {
 			if t.key < p.ref.key || p.ref.key == "" {
 				lapsed = append(lapsed, t.key)
 			}
-		case t.key < p.ref.key || p.ref.key == "":
+		case (t.key < p.ref.key || p.ref.key == "") && !(p.shared && t.shared):
 			st.ahead++
 		case t.order == OrderNewest && st.newer == nil:
 			st.newer = &v.tickets[i]

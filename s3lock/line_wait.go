@@ -33,7 +33,7 @@ func (l *lineWait) atHead() bool { return l != nil && l.head }
 // waiter that a newer one displaced returns a *SupersededError.
 func (l *lineWait) takeTurn(ctx context.Context, w *waiter) (waited bool, err error) {
 	if l.place == nil {
-		l.place = &place{c: w.c, name: w.name, order: w.a.order, metadata: w.a.metadata, seen: sightings{}}
+		l.place = &place{c: w.c, name: w.name, order: w.a.order, metadata: w.a.metadata, shared: w.a.shared, seen: sightings{}}
 	}
 	clk := w.c.cfg.clock
 	bo := newBackoff(acquireRetryBase, acquireRetryMax)

@@ -179,16 +179,24 @@ func linePrefix(name string) string { return name + "/" + lineSegment + "/" }
 const ticketIDDigits = 16
 
 // ticketKey returns the key of a ticket in the line of name:
-// "<name>/lock-line/<n, 10 digits>-<order>-<id>.json".
-func ticketKey(name string, n uint64, o Order, id string) string {
-	return linePrefix(name) + fmt.Sprintf("%0*d-%s-%s", epochDigits, n, o, id) + keyExt
+// "<name>/lock-line/<n, 10 digits>-<order>-<id>.json", and for a shared
+// waiter (WithShared) "...-<id>-shared.json", which an s3lock without
+// shared leases does not take for a ticket (it refuses a shared lock
+// anyway: format 4).
+func ticketKey(name string, n uint64, o Order, id string, shared bool) string {
+	suffix := ""
+	if shared {
+		suffix = "-" + modeShared
+	}
+	return linePrefix(name) + fmt.Sprintf("%0*d-%s-%s%s", epochDigits, n, o, id, suffix) + keyExt
 }
 
 // ticketRef is what a ticket's key says about it.
 type ticketRef struct {
-	key   string
-	n     uint64
-	order Order
+	key    string
+	n      uint64
+	order  Order
+	shared bool // a shared waiter's (WithShared)
 }
 
 // parseTicket parses a key under name's line prefix; ok is false for any
@@ -203,6 +211,10 @@ func parseTicket(name, key string) (ticketRef, bool) {
 		return ticketRef{}, false
 	}
 	parts := strings.Split(rest, "-")
+	shared := len(parts) == 4 && parts[3] == modeShared
+	if shared {
+		parts = parts[:3]
+	}
 	if len(parts) != 3 || len(parts[0]) != epochDigits || len(parts[2]) != ticketIDDigits || !isHex(parts[2]) {
 		return ticketRef{}, false
 	}
@@ -211,7 +223,7 @@ func parseTicket(name, key string) (ticketRef, bool) {
 	if err != nil || n == 0 || (o != OrderFIFO && o != OrderNewest) {
 		return ticketRef{}, false
 	}
-	return ticketRef{key: key, n: n, order: o}, true
+	return ticketRef{key: key, n: n, order: o, shared: shared}, true
 }
 
 func isHex(s string) bool {
@@ -260,7 +272,7 @@ func slotOwner(key string) (name string, slot int, epoch uint64, ok bool) {
 }
 
 // sharedSegment is the path segment under a lock's epoch prefix that holds
-// the shares of its shared holders (WithShared, PROTOCOL.md §16):
+// the shares of its shared holders (WithShared, PROTOCOL.md §17):
 // "<name>/lock-shared/<S, 10 digits>/<id>.json" is a share under shared
 // epoch S. No lock name contains it, so no lock's keys share a share's.
 const sharedSegment = keyStem + "shared"

@@ -46,7 +46,7 @@ const (
 )
 
 // sharedFormat is the format of the objects of shared leases (WithShared,
-// PROTOCOL.md §16) that an s3lock without them must not take over: a shared
+// PROTOCOL.md §17) that an s3lock without them must not take over: a shared
 // epoch (it would read validityMs 0 as a lapsed lease), a share, and an
 // exclusive epoch still pending (it would take the next epoch without
 // waiting for the shares below it). Such an s3lock reads format 3 at most
@@ -106,7 +106,7 @@ type payload struct {
 	// Mode is "shared" on a shared epoch (which has no holder of its own)
 	// and on a share (a shared holder's lease, Share its id); Pending is
 	// set on an exclusive epoch whose writer waits, or waited and gave up,
-	// for shares below it (PROTOCOL.md §16). Both are format 4.
+	// for shares below it (PROTOCOL.md §17). Both are format 4.
 	Mode    string `json:"mode,omitempty"`
 	Share   string `json:"share,omitempty"`
 	Pending bool   `json:"pending,omitempty"`

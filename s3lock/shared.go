@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// This file holds shared leases (WithShared, PROTOCOL.md §16): any number of
+// This file holds shared leases (WithShared, PROTOCOL.md §17): any number of
 // shared holders or one exclusive holder. A shared holder holds a share,
 // "<name>/lock-shared/<S>/<id>.json", a lease of its own under the shared
 // epoch S, the lock's newest epoch, which has no holder and never lapses. An
@@ -18,7 +18,7 @@ import (
 
 // WithShared takes a shared lease instead of an exclusive one: any number of
 // shared holders hold the lock together, and an exclusive holder (an
-// acquisition without WithShared) holds it alone (PROTOCOL.md §16). Take it
+// acquisition without WithShared) holds it alone (PROTOCOL.md §17). Take it
 // for work that only reads what the lock guards — a plan, a report — and
 // never writes it: nothing stops a shared holder from writing, and shared
 // holders of one epoch share one fencing token (Token.Epoch), so a fenced
@@ -62,7 +62,7 @@ func (s *sharedLock) wait(ctx context.Context, w *waiter, held *HeldError) error
 
 func (s *sharedLock) forget() {}
 
-// attempt is one shared acquisition attempt (PROTOCOL.md §16, "Shared
+// attempt is one shared acquisition attempt (PROTOCOL.md §17, "Shared
 // acquire"): LIST, GET of the newest epoch (skipped when known), the shared
 // epoch's create if it must be created, the share's create, and the check.
 func (s *sharedLock) attempt(ctx context.Context, head bool) (*Lease, error) {
@@ -215,7 +215,7 @@ func (c *Client) createShare(ctx context.Context, name string, epoch uint64, a a
 	return holding{}, err
 }
 
-// checkShare is the shared acquisition's check (PROTOCOL.md §16, step 5),
+// checkShare is the shared acquisition's check (PROTOCOL.md §17, step 5),
 // sent only after the share's create was answered: a LIST of the lock's
 // epochs must show the share's epoch as the newest. An epoch above it means
 // an exclusive acquirer (or anyone) came since: the share is withdrawn and
@@ -268,7 +268,7 @@ func (h holding) key() string {
 }
 
 // pendingOver reports whether an exclusive epoch created after prev must be
-// pending (PROTOCOL.md §16): prev is a shared epoch, or an exclusive epoch
+// pending (PROTOCOL.md §17): prev is a shared epoch, or an exclusive epoch
 // that ended still pending (its writer gave up, or crashed, before the
 // shares below it ended; they may still be held).
 func pendingOver(prev *observed) bool {
@@ -349,7 +349,7 @@ type shareWait struct {
 // look lists the shares (one LIST per 1,000 keys) and judges each share of
 // an epoch below ws.epoch that it waits for (on the first look, every one):
 // ended when gone, released or lapsed by the store's clock; from the
-// listing's size code where it can tell, else with a GET (PROTOCOL.md §16).
+// listing's size code where it can tell, else with a GET (PROTOCOL.md §17).
 func (ws *shareWait) look(ctx context.Context) error {
 	found := map[string]listedKey{}
 	err := ws.c.listKeys(ctx, sharePrefix(ws.name), func(k listedKey) {
@@ -478,7 +478,7 @@ func (c *Client) lookupShare(ctx context.Context, t Token) (State, error) {
 
 // inspectShare reads the share t names and checks that a handle may hold
 // it: every epoch above its shared epoch is an exclusive one still pending
-// (one that cleared waited for the share to end: PROTOCOL.md §16), and the
+// (one that cleared waited for the share to end: PROTOCOL.md §17), and the
 // share is neither released, deleted nor lapsed and carries t's nonce. One
 // LIST and one GET, and a GET per epoch above the share's.
 func (c *Client) inspectShare(ctx context.Context, t Token) (heldLease, error) {

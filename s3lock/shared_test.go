@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// Shared leases (WithShared, PROTOCOL.md §16): any number of shared holders
+// Shared leases (WithShared, PROTOCOL.md §17): any number of shared holders
 // at once, or one exclusive holder alone; an exclusive acquirer that waits
 // for shared holders keeps new ones out.
 
@@ -198,7 +199,7 @@ func TestShared_ExclusiveExcludesEveryone(t *testing.T) {
 }
 
 // TestShared_NewReadersWaitBehindAPendingWriter: while a writer waits for
-// a reader, a new reader waits too (no writer starvation, PROTOCOL.md §16
+// a reader, a new reader waits too (no writer starvation, PROTOCOL.md §17
 // G2); the writer is served when the first reader leaves, and the new
 // reader after the writer.
 func TestShared_NewReadersWaitBehindAPendingWriter(t *testing.T) {
@@ -273,7 +274,7 @@ func TestShared_NewReadersWaitBehindAPendingWriter(t *testing.T) {
 // TestShared_WriterAfterAPendingWriterGaveUpWaitsForTheShares: a writer
 // that gave up waiting for a reader leaves its epoch pending; the next
 // writer finds the reader's share still held, and does not take the lock
-// (PROTOCOL.md §16: a pending epoch stays pending until a write after its
+// (PROTOCOL.md §17: a pending epoch stays pending until a write after its
 // wait).
 func TestShared_WriterAfterAPendingWriterGaveUpWaitsForTheShares(t *testing.T) {
 	t.Parallel()
@@ -338,5 +339,176 @@ func TestShared_WriterWaitsForSharesOfOlderSharedEpochs(t *testing.T) {
 	}
 	if !errors.As(err, &held) || held.Holder != "reader-1" {
 		t.Errorf("writer 2's TryAcquire = %v; want a *HeldError naming reader 1", err)
+	}
+}
+
+// TestLine_SharedWaitersBehindAWriterWait: in line (OrderFIFO), a writer
+// that joined before two readers is served before them, although the
+// readers could share; then the two readers are served together.
+func TestLine_SharedWaitersBehindAWriterWait(t *testing.T) {
+	f := newLineFixture(t, "fifo-shared")
+	fifo := s3lock.WithOrder(s3lock.OrderFIFO)
+	var tl timeline
+	var wg sync.WaitGroup
+	start := func(who string, opts ...s3lock.Option) {
+		c := newLockClient(t, f.ns, who, []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+		wg.Go(func() { tl.hold(t.Context(), t, c, who, f.name, 400*time.Millisecond, append(opts, fifo)...) })
+		f.waitJoined(t, who)
+	}
+	start("writer")
+	start("reader-1", s3lock.WithShared())
+	start("reader-2", s3lock.WithShared())
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if most := tl.check(t); most != 2 {
+		t.Errorf("at most %d readers held at once; want the two readers together", most)
+	}
+	var writer holdSpan
+	for _, s := range tl.spans {
+		if s.who == "writer" {
+			writer = s
+		}
+	}
+	for _, s := range tl.spans {
+		if s.shared && s.from.Before(writer.to) {
+			t.Errorf("%s was served at epoch %d before the writer (epoch %d), which joined the line before it", s.who, s.epoch, writer.epoch)
+		}
+	}
+}
+
+// TestRequestCounts_Shared: a shared acquire costs a constant number of
+// requests whatever the number of shared holders (PROTOCOL.md §17): 4 for
+// a lock never held (LIST, the shared epoch's create, the share's create,
+// the check's LIST), 5 over a released exclusive epoch (and its GET), 4 to
+// join a shared epoch held by 8 or 64; its release 2 (the release and
+// the share's delete). An exclusive acquire of a free lock stays 3.
+func TestRequestCounts_Shared(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	counter, withCounter := counting()
+	c := newLockClient(t, ns, "counted", nil, withCounter)
+	want := func(what string, n int) {
+		t.Helper()
+		if got := counter.Total(); got != n {
+			t.Errorf("%s: %d requests (%s); want %d", what, got, counter.String(), n)
+		}
+		counter.Reset()
+	}
+	never := ns.Name("never-held")
+	l, err := c.TryAcquire(t.Context(), never, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("shared acquire of a lock never held", 4)
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want("shared release", 2)
+
+	unheld := ns.Name("unheld")
+	x, err := c.TryAcquire(t.Context(), unheld)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	first, err := c.TryAcquire(t.Context(), unheld, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, first)
+	want("shared acquire over a released exclusive epoch", 5)
+
+	holders := 1
+	for _, n := range []int{8, 64} {
+		for holders < n {
+			l, err := newLockClient(t, ns, fmt.Sprintf("reader-%d", holders), nil).TryAcquire(t.Context(), unheld, s3lock.WithShared())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustRelease(t, l)
+			holders++
+		}
+		counter.Reset()
+		l, err := c.TryAcquire(t.Context(), unheld, s3lock.WithShared())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRelease(t, l)
+		holders++
+		want(fmt.Sprintf("shared acquire beside %d shared holders", n), 4)
+	}
+
+	free := ns.Name("free")
+	e, err := c.TryAcquire(t.Context(), free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, e)
+	want("exclusive acquire of a lock never held", 3)
+}
+
+// TestShared_ReaderWithdrawsWhenAWriterCameBeforeItsShareLanded: a reader
+// that read the lock shared is paused before its share's create; a writer
+// takes the lock meanwhile (it finds no share to wait for). When the
+// reader's share lands, its check lists the writer's epoch above it: it
+// withdraws the share and does not get the lock (PROTOCOL.md §17, the
+// check).
+func TestShared_ReaderWithdrawsWhenAWriterCameBeforeItsShareLanded(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	first, err := sharedClient(t, ns, "reader-0").TryAcquire(t.Context(), name, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Release(t.Context()); err != nil { // the shared epoch stays open, with no share
+		t.Fatal(err)
+	}
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	reader := sharedClient(t, ns, "reader", s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/lock-shared/") {
+				once.Do(func() { close(paused); <-resume })
+			}
+			return next.RoundTrip(req)
+		})
+	}))
+	type result struct {
+		l   *s3lock.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := reader.TryAcquire(t.Context(), name, s3lock.WithShared())
+		got <- result{l, err}
+	}()
+	<-paused
+	w, err := sharedClient(t, ns, "writer").TryAcquire(t.Context(), name)
+	close(resume)
+	if err != nil {
+		t.Fatalf("writer: TryAcquire while the reader's share had not landed: %v", err)
+	}
+	mustRelease(t, w)
+	r := <-got
+	if r.err == nil {
+		mustRelease(t, r.l)
+		t.Fatalf("the reader got share %s of epoch %d while the writer holds epoch %d", r.l.Token().Share, r.l.Token().Epoch, w.Token().Epoch)
+	}
+	var held *s3lock.HeldError
+	if !errors.As(r.err, &held) || held.Holder != "writer" {
+		t.Errorf("reader's TryAcquire = %v; want a *HeldError naming the writer", r.err)
+	}
+	if err := w.Err(); err != nil {
+		t.Errorf("the writer's lease ended: %v", err)
+	}
+	st, err := sharedClient(t, ns, "viewer").Current(t.Context(), name)
+	if err != nil || st.Shared || len(st.Holders) != 0 {
+		t.Errorf("Current = %+v, %v; want the writer's exclusive lease and no share left", st, err)
 	}
 }

@@ -272,7 +272,7 @@ func free(o *observed) bool {
 	case o.body.marker():
 		return false // a slot lock's marker never lapses (§14)
 	case o.body.sharedEpoch():
-		return false // held by its shares, never lapses (§16)
+		return false // held by its shares, never lapses (§17)
 	}
 	left, ok := remaining(o)
 	return ok && left <= 0
