@@ -257,7 +257,7 @@ func (p *place) stand(ctx context.Context) (standing, error) {
 			if t.key < p.ref.key || p.ref.key == "" {
 				lapsed = append(lapsed, t.key)
 			}
-		case (t.key < p.ref.key || p.ref.key == "") && !(p.shared && t.shared):
+		case (t.key < p.ref.key || p.ref.key == "") && (!p.shared || !t.shared):
 			st.ahead++
 		case t.order == OrderNewest && st.newer == nil:
 			st.newer = &v.tickets[i]
