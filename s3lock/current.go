@@ -153,15 +153,9 @@ func (c *Client) current(ctx context.Context, name string) (State, error) {
 		}
 		s.Held = len(s.Holders) > 0
 	case s.Shared || obs.body.Pending:
-		if s.Holders, err = c.shareHolders(ctx, name, newest.epoch, s.Shared, nil); err != nil {
+		if s, err = c.withShareHolders(ctx, s, obs, nil); err != nil {
 			return State{}, err
 		}
-		if !s.Held && len(s.Holders) > 0 {
-			// A writer gave up waiting for them: the lock is still held
-			// by its shared holders.
-			s.Shared, s.Held, s.Holder = true, true, ""
-		}
-		s.Held = s.Held || len(s.Holders) > 0
 	}
 	if page.line || page.truncated { // someone waits: count the line (one LIST)
 		v, err := c.listLine(ctx, name)
@@ -229,26 +223,35 @@ func (c *Client) List(ctx context.Context, prefix string) ([]State, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	x := lockIndex{newest: map[string]listedEpoch{}, slotNewest: map[string]map[int]listedEpoch{}, waiting: map[string]int{}}
+	x := lockIndex{newest: map[string]listedEpoch{}, slotNewest: map[string]map[int]listedEpoch{}, waiting: map[string]int{},
+		shares: map[string]map[string]listedEpoch{}}
 	if err := c.listKeys(ctx, prefix, x.add); err != nil {
 		return nil, err
 	}
 	newest, slotNewest, waiting := x.newest, x.slotNewest, x.waiting
 	names, objs, errs := readNewest(ctx, c, newest)
 	states := make([]State, len(names))
-	var slotLocks []int
+	var holdersOf []int // slot locks, and locks with shared holders
 	for i, obs := range objs {
 		if errs[i] != nil {
 			continue
 		}
 		states[i] = c.stateOf(names[i], obs)
 		states[i].Waiters = waiting[names[i]]
-		if states[i].Slots > 1 {
-			slotLocks = append(slotLocks, i)
+		if states[i].Slots > 1 || states[i].Shared || obs.body.Pending {
+			holdersOf = append(holdersOf, i)
 		}
 	}
-	forEach(len(slotLocks), listConcurrency, func(k int) {
-		i := slotLocks[k]
+	forEach(len(holdersOf), listConcurrency, func(k int) {
+		i := holdersOf[k]
+		if states[i].Slots <= 1 {
+			shares := x.shares[names[i]]
+			if shares == nil {
+				shares = map[string]listedEpoch{}
+			}
+			states[i], errs[i] = c.withShareHolders(ctx, states[i], objs[i], shares)
+			return
+		}
 		slots := slotNewest[names[i]]
 		if slots == nil {
 			slots = map[int]listedEpoch{}
@@ -281,6 +284,7 @@ type lockIndex struct {
 	newest     map[string]listedEpoch
 	slotNewest map[string]map[int]listedEpoch
 	waiting    map[string]int
+	shares     map[string]map[string]listedEpoch // by lock, by key
 }
 
 // add counts the listed key k in x.
@@ -295,6 +299,15 @@ func (x *lockIndex) add(k listedKey) {
 		if cur, seen := m[slot]; !seen || epoch > cur.epoch {
 			m[slot] = listedEpoch{key: key, epoch: epoch}
 		}
+		return
+	}
+	if name, ok := shareOwner(key); ok {
+		m := x.shares[name]
+		if m == nil {
+			m = map[string]listedEpoch{}
+			x.shares[name] = m
+		}
+		m[key] = listedEpoch{key: key, etag: k.etag, lastModified: k.lastModified, size: k.size}
 		return
 	}
 	if name, ok := ticketOwner(key); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -572,4 +573,41 @@ func (c *Client) shareHolders(ctx context.Context, name string, epoch uint64, of
 		}
 	}
 	return out, nil
+}
+
+// withShareHolders adds to s, the state of a lock whose newest epoch (read
+// in obs) is shared or pending, the shares that hold it (shareHolders;
+// listed as for it). A pending epoch that ended while shares below it still
+// hold leaves the lock held by them: Shared.
+func (c *Client) withShareHolders(ctx context.Context, s State, obs *observed, listed map[string]listedEpoch) (State, error) {
+	holders, err := c.shareHolders(ctx, s.Name, obs.epoch, s.Shared, listed)
+	if err != nil {
+		return s, err
+	}
+	return heldByShares(s, holders), nil
+}
+
+// heldByShares is s with holders, the live shares of its lock: held if any
+// is; a pending epoch that ended while they still hold leaves the lock
+// held by them (Shared).
+func heldByShares(s State, holders []State) State {
+	s.Holders = holders
+	if !s.Held && len(holders) > 0 {
+		s.Shared, s.Holder = true, ""
+	}
+	s.Held = s.Held || len(holders) > 0
+	return s
+}
+
+// shareOwner returns the lock whose shares hold the key, if key is a share.
+func shareOwner(key string) (string, bool) {
+	i := strings.LastIndex(key, "/"+sharedSegment+"/")
+	if i <= 0 {
+		return "", false
+	}
+	name := key[:i]
+	if _, ok := parseShareKey(name, key); !ok || ValidateName(name) != nil {
+		return "", false
+	}
+	return name, true
 }

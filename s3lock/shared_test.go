@@ -101,8 +101,8 @@ func sharedClient(t *testing.T, ns *s3test.Namespace, holder string, copts ...s3
 
 // TestShared_ManyHoldersAtOnce: eight shared holders hold the lock at once,
 // all with the one shared epoch as their token, each with a share of its
-// own; an exclusive TryAcquire finds them and names one; Current lists all
-// eight; once they release, an exclusive acquirer gets a greater epoch.
+// own; an exclusive TryAcquire finds them and names one; Current and List
+// list all eight; once they release, an exclusive acquirer gets a greater epoch.
 func TestShared_ManyHoldersAtOnce(t *testing.T) {
 	t.Parallel()
 	ns := s3test.New(t)
@@ -139,6 +139,10 @@ func TestShared_ManyHoldersAtOnce(t *testing.T) {
 	}
 	if !st.Shared || len(st.Holders) != 8 || !st.Held {
 		t.Errorf("Current = shared %t, held %t, %d holders; want shared, held, 8 holders", st.Shared, st.Held, len(st.Holders))
+	}
+	states, err := writer.List(t.Context(), ns.Name(""))
+	if err != nil || len(states) != 1 || !states[0].Shared || len(states[0].Holders) != 8 || !states[0].Held {
+		t.Errorf("List = %+v, %v; want the lock, shared, held by 8", states, err)
 	}
 	for _, l := range leases {
 		if err := l.Release(t.Context()); err != nil {
@@ -511,4 +515,76 @@ func TestShared_ReaderWithdrawsWhenAWriterCameBeforeItsShareLanded(t *testing.T)
 	if err != nil || st.Shared || len(st.Holders) != 0 {
 		t.Errorf("Current = %+v, %v; want the writer's exclusive lease and no share left", st, err)
 	}
+}
+
+// TestShared_WatchFollowsSharedHoldersAndAWaitingWriter: Watch yields a
+// state when a shared holder joins or leaves, one when a writer waits for
+// them (Pending), and the writer's once it holds the lock.
+func TestShared_WatchFollowsSharedHoldersAndAWaitingWriter(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	states := make(chan s3lock.State, 64)
+	viewer := newLockClient(t, ns, "viewer", []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+	go func() {
+		for st, err := range viewer.Watch(ctx, name) {
+			if err != nil {
+				t.Errorf("Watch: %v", err)
+				return
+			}
+			states <- st
+		}
+	}()
+	next := func(what string, ok func(s3lock.State) bool) {
+		t.Helper()
+		for {
+			select {
+			case st := <-states:
+				if ok(st) {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("Watch never yielded %s", what)
+			}
+		}
+	}
+	next("the free lock", func(st s3lock.State) bool { return st.Epoch == 0 })
+	r1, err := sharedClient(t, ns, "reader-1").TryAcquire(ctx, name, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next("one shared holder", func(st s3lock.State) bool { return st.Shared && len(st.Holders) == 1 && st.Holders[0].Holder == "reader-1" })
+	r2, err := sharedClient(t, ns, "reader-2").TryAcquire(ctx, name, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next("two shared holders", func(st s3lock.State) bool { return st.Shared && len(st.Holders) == 2 })
+	if err := r2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next("one shared holder again", func(st s3lock.State) bool { return st.Shared && len(st.Holders) == 1 })
+	got := make(chan *s3lock.Lease, 1)
+	go func() {
+		l, err := sharedClient(t, ns, "writer").Acquire(ctx, name)
+		if err != nil {
+			t.Errorf("writer: %v", err)
+		}
+		got <- l
+	}()
+	next("the writer waiting for reader 1", func(st s3lock.State) bool {
+		return st.Pending && st.Holder == "writer" && len(st.Holders) == 1 && st.Holders[0].Holder == "reader-1"
+	})
+	if err := r1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if w == nil {
+		return
+	}
+	mustRelease(t, w)
+	next("the writer holding the lock", func(st s3lock.State) bool {
+		return st.Held && !st.Pending && !st.Shared && st.Holder == "writer" && len(st.Holders) == 0
+	})
 }

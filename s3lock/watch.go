@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -21,6 +23,11 @@ import (
 // failure once the lock is free, and every watchResync while it is free. So it sees every epoch as long as each lasts longer than a
 // poll interval or two, and a lapse within a poll interval of its lapsing by
 // the store's clock.
+//
+// A shared lock (WithShared) is followed by a GET of the next epoch's key
+// and a LIST of its shares every poll interval, and a GET of each share when
+// one joins, leaves or lapses: its States have Shared set and Holders
+// listing the shared holders, and a pending writer's have Pending set.
 //
 // On a store that sends no Date header it cannot judge a lapse, and reports
 // none. Transient failures (ErrUnavailable) are retried with backoff and not
@@ -54,6 +61,10 @@ type watcher struct {
 	yielded  bool
 	resyncAt time.Time // when to list again (zero: now)
 	flip     bool      // alternates, while the newest epoch is lapsed, between it and the next key
+	// While the newest epoch is shared or pending: its shares as last
+	// listed (key and ETag, to tell a change), and who holds them.
+	shareList map[string]sizeVerdict
+	holders   []State
 }
 
 func (w *watcher) run(ctx context.Context) {
@@ -105,7 +116,22 @@ func (w *watcher) slotLock() error {
 // else a look at the newest epoch object (held) or at the next epoch's key
 // (free).
 func (w *watcher) step(ctx context.Context) error {
+	if err := w.look(ctx); err != nil {
+		return err
+	}
+	if w.cur == nil || !w.cur.body.sharedEpoch() && !w.cur.body.Pending {
+		w.shareList, w.holders = nil, nil
+		return nil
+	}
+	return w.shares(ctx)
+}
+
+// look makes the request on the lock's epochs that is due (step).
+func (w *watcher) look(ctx context.Context) error {
 	now := w.c.cfg.clock.Now()
+	if w.cur != nil && w.cur.body.sharedEpoch() {
+		return w.nextEpoch(ctx) // open while it is the newest: look for the next
+	}
 	held := w.cur != nil && !free(w.cur)
 	if !held && !now.Before(w.resyncAt) {
 		return w.resync(ctx)
@@ -119,27 +145,58 @@ func (w *watcher) step(ctx context.Context) error {
 		}
 	}
 	if !held {
-		next := uint64(1)
-		if w.cur != nil {
-			next = w.cur.epoch + 1
-		}
-		if next > MaxEpoch {
-			return nil
-		}
-		o, err := w.c.getEpoch(ctx, epochKey(w.name, next), next, "")
-		switch {
-		case classify(err) == failNotFound:
-			return nil // not yet
-		case err != nil:
-			return err
-		}
-		w.cur = o
-		return nil
+		return w.nextEpoch(ctx)
 	}
 	if !now.Before(w.lapseAt()) {
 		return w.reread(ctx, "") // it may have lapsed: judge by the store's clock
 	}
 	return w.reread(ctx, w.cur.etag)
+}
+
+// nextEpoch looks for the epoch after the newest (a GET of its key) and
+// makes it the newest if it exists.
+func (w *watcher) nextEpoch(ctx context.Context) error {
+	next := uint64(1)
+	if w.cur != nil {
+		next = w.cur.epoch + 1
+	}
+	if next > MaxEpoch {
+		return nil
+	}
+	o, err := w.c.getEpoch(ctx, epochKey(w.name, next), next, "")
+	switch {
+	case classify(err) == failNotFound:
+		return nil // not yet
+	case err != nil:
+		return err
+	}
+	w.cur = o
+	return nil
+}
+
+// shares lists the shares of a lock whose newest epoch is shared or
+// pending (one LIST), and reads them again (a GET each) only when the
+// listing changed: a join, a leave or a renewal.
+func (w *watcher) shares(ctx context.Context) error {
+	listed := map[string]listedEpoch{}
+	sig := map[string]sizeVerdict{}
+	err := w.c.listKeys(ctx, sharePrefix(w.name), func(k listedKey) {
+		e := listedEpoch{key: k.key, etag: k.etag, lastModified: k.lastModified, size: k.size}
+		listed[k.key] = e
+		sig[k.key], _ = judgeListed(e, k.date) // a renewal changes nothing here; a release or a lapse does
+	})
+	if err != nil {
+		return err
+	}
+	if w.shareList != nil && maps.Equal(sig, w.shareList) {
+		return nil
+	}
+	s, err := w.c.withShareHolders(ctx, w.c.stateOf(w.name, w.cur), w.cur, listed)
+	if err != nil {
+		return err
+	}
+	w.shareList, w.holders = sig, s.Holders
+	return nil
 }
 
 // lapseAt is when, by this client's clock, the lease last read may lapse if
@@ -198,18 +255,27 @@ func (w *watcher) report() bool {
 	} else {
 		s = w.c.stateOf(w.name, w.cur)
 	}
-	if w.yielded && s.Epoch == w.last.Epoch && s.Phase() == w.last.Phase() && s.Holder == w.last.Holder {
+	if w.shareList != nil {
+		s = heldByShares(s, w.holders)
+	}
+	if w.yielded && s.Epoch == w.last.Epoch && s.Phase() == w.last.Phase() && s.Holder == w.last.Holder &&
+		s.Pending == w.last.Pending && sameHolders(s.Holders, w.last.Holders) {
 		return true
 	}
 	w.last, w.yielded = s, true
 	return w.yield(s, nil)
 }
 
+// sameHolders reports whether a and b list the same holders' objects.
+func sameHolders(a, b []State) bool {
+	return slices.EqualFunc(a, b, func(x, y State) bool { return x.Key == y.Key })
+}
+
 // pause is how long to wait before the next step: a poll interval, or less
 // when the holder's lease may lapse sooner.
 func (w *watcher) pause() time.Duration {
 	wait := jitter(w.c.cfg.pollInterval)
-	if w.cur == nil || free(w.cur) {
+	if w.cur == nil || free(w.cur) || w.cur.body.sharedEpoch() {
 		return wait
 	}
 	return max(minPollInterval, min(wait, w.lapseAt().Sub(w.c.cfg.clock.Now())))
