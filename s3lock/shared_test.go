@@ -555,7 +555,9 @@ func TestShared_WatchFollowsSharedHoldersAndAWaitingWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next("one shared holder", func(st s3lock.State) bool { return st.Shared && len(st.Holders) == 1 && st.Holders[0].Holder == "reader-1" })
+	next("one shared holder", func(st s3lock.State) bool {
+		return st.Shared && len(st.Holders) == 1 && st.Holders[0].Holder == "reader-1"
+	})
 	r2, err := sharedClient(t, ns, "reader-2").TryAcquire(ctx, name, s3lock.WithShared())
 	if err != nil {
 		t.Fatal(err)
