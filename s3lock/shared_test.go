@@ -590,3 +590,76 @@ func TestShared_WatchFollowsSharedHoldersAndAWaitingWriter(t *testing.T) {
 		return st.Held && !st.Pending && !st.Shared && st.Holder == "writer" && len(st.Holders) == 0
 	})
 }
+
+// TestShared_AmbiguousShareCreate: the store applies a share's create but
+// its answer is lost; the reader reads the key back, finds its own write,
+// and holds the share: one share, trusted, and nothing left behind after
+// its release.
+func TestShared_AmbiguousShareCreate(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	var once sync.Once
+	dropped := false
+	reader := sharedClient(t, ns, "reader", s3test.WithTransport(func(next http.RoundTripper) http.RoundTripper {
+		return s3test.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if err == nil && req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/lock-shared/") {
+				once.Do(func() {
+					resp.Body.Close()
+					resp, err, dropped = nil, errors.New("connection reset by peer (the test dropped the answer)"), true
+				})
+			}
+			return resp, err
+		})
+	}))
+	l, err := reader.TryAcquire(t.Context(), name, s3lock.WithShared())
+	if err != nil {
+		t.Fatalf("shared TryAcquire whose share's create answer was lost: %v", err)
+	}
+	if !dropped {
+		t.Fatal("the test dropped no answer")
+	}
+	viewer := sharedClient(t, ns, "viewer")
+	st, err := viewer.Current(t.Context(), name)
+	if err != nil || !st.Shared || len(st.Holders) != 1 || st.Holders[0].Key != l.Token().Key() {
+		t.Fatalf("Current = %+v, %v; want one shared holder, the reader's share %s", st, err, l.Token().Key())
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := viewer.Current(t.Context(), name); err != nil || st.Held || len(st.Holders) != 0 {
+		t.Errorf("Current after the release = %+v, %v; want no holder", st, err)
+	}
+}
+
+// TestShared_CrashedReaderLapsesByTheStoresClock: a reader that stops
+// renewing keeps a writer out until its share lapsed by the store's clock —
+// its validity plus serverSlack after its last write, less the store's
+// one-second resolution — and not before; then the writer takes the lock.
+func TestShared_CrashedReaderLapsesByTheStoresClock(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	const lease = 3 * time.Second
+	reader := newLockClient(t, ns, "reader", []s3lock.Option{s3lock.WithLeaseDuration(lease)})
+	sent := time.Now()
+	if _, err := reader.TryAcquire(t.Context(), name, s3lock.WithShared(), s3lock.WithoutAutoRenew()); err != nil {
+		t.Fatal(err)
+	}
+	w, err := sharedClient(t, ns, "writer").Acquire(t.Context(), name)
+	if err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	got := time.Since(sent)
+	mustRelease(t, w)
+	// serverSlack (1 s) less Last-Modified's resolution (up to 1 s): the
+	// writer may not come before the lease itself has passed.
+	if got < lease {
+		t.Errorf("the writer took the lock %s after the crashed reader's share was created; a share of %s may not lapse before %s",
+			got.Round(time.Millisecond), lease, lease)
+	}
+	if tok := w.Token(); tok.Share != "" || tok.Epoch < 2 {
+		t.Errorf("the writer's token %+v; want an exclusive epoch above the shared one", tok)
+	}
+}
