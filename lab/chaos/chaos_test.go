@@ -29,6 +29,9 @@ const (
 	// directoryDuration is the directory bucket run's: TestChaos's cast,
 	// shorter, for the listing that differs, not for the faults.
 	directoryDuration = 60 * time.Second
+	// sharedDuration is the shared run's: enough leases of each kind, and
+	// shared ones overlapping, under every kind of fault.
+	sharedDuration = 60 * time.Second
 )
 
 var duration = flag.Duration("chaos.duration", envDuration("S3LOCK_CHAOS_DURATION", defaultDuration),
@@ -181,6 +184,37 @@ func chaosCast() ([]workerSpec, []runnerSpec) {
 			{slot: "w4"},
 		},
 		[]runnerSpec{{slot: "run1"}, {slot: "run2", proxied: true}}
+}
+
+// TestChaos_Shared: four SDK workers (one behind a fault proxy, clocks 3 h
+// ahead and 5 h behind) take two in three of their leases shared
+// (PROTOCOL.md §17) — their sections read the register, the exclusive
+// ones read and write it — and an `s3lock run` slot takes exclusive ones,
+// while the monkey pauses, kills and partitions them and restarts the
+// store. No exclusive section may overlap any other (CheckExclusive), the
+// register stays linearizable, and shared sections of two processes must
+// have overlapped, or the run proves nothing about sharing.
+func TestChaos_Shared(t *testing.T) {
+	requireChaos(t)
+	sc := scenario{
+		duration: sharedDuration,
+		seed:     seed(t),
+		faults:   true,
+		workers: []workerSpec{
+			{slot: "w1", proxied: true, shared: 0.67},
+			{slot: "w2", clockOffset: 3 * time.Hour, shared: 0.67},
+			{slot: "w3", clockOffset: -5 * time.Hour, shared: 0.67},
+			{slot: "w4", shared: 0.67},
+		},
+		runners: []runnerSpec{{slot: "run1"}},
+	}
+	f := runChecked(t, sc)
+	if f.sharedOverlaps == 0 {
+		t.Errorf("no two shared sections overlapped (%d shared sections): the run proves nothing about sharing", f.sharedSections)
+	}
+	if f.sharedSections == f.sections {
+		t.Error("every section was shared: the run proves nothing about exclusion")
+	}
 }
 
 // runChecked runs sc, prints its figures and fails t on every check of the

@@ -232,6 +232,9 @@ func (l *lab) startWorker(w workerSpec, n int) (*proc, error) {
 	if w.broken {
 		args = append(args, "-broken")
 	}
+	if w.shared > 0 {
+		args = append(args, "-shared", fmt.Sprint(w.shared))
+	}
 	cmd := exec.Command(l.bins.worker, args...)
 	cmd.Env = l.env(w.slot)
 	return l.procs.start(name, w.slot, false, cmd, filepath.Join(l.logs, name+".log"))

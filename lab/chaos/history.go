@@ -20,8 +20,8 @@ import (
 func Claims(recs []record.Record, lock string) []witness.Claim {
 	var out []witness.Claim
 	for _, r := range recs {
-		if r.Epoch == 0 || r.Until == 0 || r.Until == record.Forever {
-			continue
+		if r.Epoch == 0 || r.Until == 0 || r.Until == record.Forever || r.Shared {
+			continue // a share's writes go to its own key, which the witness does not follow
 		}
 		out = append(out, witness.Claim{Lock: lock, Epoch: r.Epoch, Holder: r.Proc, At: r.Mono, Until: r.Until})
 	}
@@ -33,6 +33,8 @@ type Section struct {
 	Proc  string
 	CS    int
 	Epoch uint64
+	// Shared is set for a section under a shared lease: it only reads.
+	Shared bool
 	// Begin is when it began; Last its last record: its end, or as far as
 	// the process got before it was killed.
 	Begin, Last int64
@@ -151,7 +153,7 @@ func sections(recs []record.Record) []*Section {
 			if r.Kind != record.Begin {
 				continue // the section never began: its trust check failed
 			}
-			s = &Section{Proc: r.Proc, CS: r.CS, Epoch: r.Epoch, Begin: r.Mono}
+			s = &Section{Proc: r.Proc, CS: r.CS, Epoch: r.Epoch, Shared: r.Shared, Begin: r.Mono}
 			byKey[key] = s
 			out = append(out, s)
 		}

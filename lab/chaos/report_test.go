@@ -30,6 +30,8 @@ type figures struct {
 	restarts       int
 	clockJumps     int
 	skewedSections int // critical sections of workers with a skewed or jumping clock
+	sharedSections int // critical sections under shared leases
+	sharedOverlaps int // pairs of shared sections of two processes that overlapped
 	killTakeovers  int // takeovers of a killed holder's lease
 	worstTakeover  time.Duration
 	orphanFree     time.Duration
@@ -53,7 +55,11 @@ func (l *lab) figures(o *outcome) figures {
 		if l.sc.skewed(slotOf(s.Proc)) {
 			f.skewedSections++
 		}
+		if s.Shared {
+			f.sharedSections++
+		}
 	}
+	f.sharedOverlaps = sharedOverlaps(o.h.Sections)
 	for _, r := range o.recs {
 		switch {
 		case r.Kind == record.ClockJump:
@@ -145,6 +151,23 @@ func (f figures) missing() []string {
 	return out
 }
 
+// sharedOverlaps counts the pairs of shared sections of two processes that
+// overlapped while both were trusted (sections ordered by Begin).
+func sharedOverlaps(sections []*Section) int {
+	n := 0
+	for i, a := range sections {
+		for _, b := range sections[i+1:] {
+			if b.Begin > a.TrustedEnd() {
+				break
+			}
+			if a.Shared && b.Shared && a.Proc != b.Proc {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (f figures) String() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, "  "+format+"\n", args...) }
@@ -159,6 +182,9 @@ func (f figures) String() string {
 	p("delay:          %d requests delayed (up to %s)", f.net.Delayed, f.sc.maxDelay())
 	p("drop-response:  %d write answers dropped after the store answered (%d of them successes)", f.net.Dropped, f.net.DroppedOK)
 	p("store restarts: %d (SIGKILL, same data directory and port)", f.restarts)
+	if f.sharedSections > 0 {
+		p("shared:         %d critical sections under shared leases; %d pairs of them overlapped", f.sharedSections, f.sharedOverlaps)
+	}
 	p("clocks:         %d clock jumps of %s; %d critical sections under skewed clocks", f.clockJumps, clockJump, f.skewedSections)
 	p("takeover after a holder's kill: worst %s over %d (it lapses lease + 2 s after its last renewal, by the store's clock)", f.worstTakeover.Round(time.Millisecond), f.killTakeovers)
 	p("orphaned lease at the end: free %s after its holder's kill (bound %s)", f.orphanFree.Round(time.Millisecond), f.sc.orphanBound())

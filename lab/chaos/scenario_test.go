@@ -67,6 +67,7 @@ type workerSpec struct {
 	clockOffset time.Duration // its lock client's wall clock is this far off
 	jumps       bool          // its lock client's wall clock jumps during the run
 	broken      bool
+	shared      float64 // the share of its leases it takes shared (read-only sections)
 }
 
 // runnerSpec is one slot of `s3lock run`s, started one after the other.

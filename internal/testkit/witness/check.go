@@ -152,6 +152,9 @@ func (h history) succession(zero int64) []string {
 		if len(prev) == 0 || released {
 			continue
 		}
+		if pc, ok := h.created(prevID); ok && pc.Shared {
+			continue // a shared epoch: its shares are waited for, not it
+		}
 		if pc, ok := h.created(prevID); ok && pc.Marker {
 			found = append(found, fmt.Sprintf("  %s/lock-%010d created by %s at %s over a slot lock's marker (epoch %d) that was never released: a marker never lapses",
 				id.lock, id.epoch, c.Holder, at(c.In, zero), prevID.epoch))

@@ -69,6 +69,11 @@ type Write struct {
 	Validity time.Duration
 	Released bool
 	Marker   bool // a slot lock's marker (format 2, slots > 0)
+	// Shared is a shared epoch (PROTOCOL.md §17: mode "shared", no
+	// share id): it has no holder, never lapses, and a writer creates its
+	// pending epoch above it at once (the shares are what it waits for;
+	// the witness does not see them).
+	Shared bool
 }
 
 // Applied reports whether the store certainly applied the write.
@@ -264,6 +269,8 @@ func parseBody(wr *Write, body []byte) bool {
 		Nonce      string `json:"nonce"`
 		Write      string `json:"write"`
 		Slots      int    `json:"slots"`
+		Mode       string `json:"mode"`
+		Share      string `json:"share"`
 	}
 	if json.Unmarshal(body, &p) != nil {
 		return false
@@ -272,7 +279,8 @@ func parseBody(wr *Write, body []byte) bool {
 	wr.Validity = time.Duration(p.ValidityMs) * time.Millisecond
 	wr.Released = p.Expired
 	wr.Marker = p.Format >= 2 && p.Slots > 0
-	return wr.Marker || wr.Validity > 0 || wr.Released
+	wr.Shared = p.Mode == "shared" && p.Share == ""
+	return wr.Marker || wr.Shared || wr.Validity > 0 || wr.Released
 }
 
 // recordDeletes records the epoch objects a DeleteObjects request names.

@@ -79,7 +79,11 @@ func (w *worker) loop(ctx context.Context, clk *skewclock.Clock) error {
 		opts = append(opts, s3lock.WithoutAutoRenew()) // so that the lease surely runs out under it
 	}
 	for ctx.Err() == nil {
-		lease, err := lock.Acquire(ctx, w.cfg.lock, opts...)
+		o := opts
+		if w.rng.Float64() < w.cfg.shared {
+			o = append(o[:len(o):len(o)], s3lock.WithShared())
+		}
+		lease, err := lock.Acquire(ctx, w.cfg.lock, o...)
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.Warn("acquire failed", "err", err)
@@ -102,12 +106,13 @@ func (w *worker) hold(ctx context.Context, lease *s3lock.Lease, clk *skewclock.C
 		trust = func() (int64, bool) { return record.Forever, true }
 	}
 	until, _ := trust()
-	if err := w.rec.Write(record.Record{Kind: record.Acquired, Epoch: lease.Token().Epoch, Until: until}); err != nil {
+	shared := lease.Token().Share != ""
+	if err := w.rec.Write(record.Record{Kind: record.Acquired, Epoch: lease.Token().Epoch, Shared: shared, Until: until}); err != nil {
 		return err
 	}
 	n := 1 + w.rng.IntN(w.cfg.sections)
 	for range n {
-		ok, err := w.section(ctx, lease.Token().Epoch, trust)
+		ok, err := w.section(ctx, lease.Token().Epoch, shared, trust)
 		if err != nil {
 			return err
 		}
@@ -121,7 +126,7 @@ func (w *worker) hold(ctx context.Context, lease *s3lock.Lease, clk *skewclock.C
 	if err := lease.Release(rctx); err != nil {
 		detail = err.Error()
 	}
-	return w.rec.Write(record.Record{Kind: record.Ended, Epoch: lease.Token().Epoch, Detail: detail})
+	return w.rec.Write(record.Record{Kind: record.Ended, Epoch: lease.Token().Epoch, Shared: shared, Detail: detail})
 }
 
 // leaseTrust returns the trust check of an SDK lease: until when

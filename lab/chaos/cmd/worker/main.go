@@ -11,6 +11,9 @@
 //   - -once: the command of an `s3lock run`: one critical section under the
 //     epoch in $S3LOCK_EPOCH, trusted for as long as the process lives
 //     (`s3lock run` kills it before the lease could be taken over).
+//   - -shared P: an SDK worker that takes a share of its leases shared
+//     (s3lock.WithShared), with probability P; a shared lease's critical
+//     sections read the register and never write it.
 //   - -broken: a deliberately wrong worker for the suite's self-test: it
 //     takes its lease without renewal, trusts it forever, outlives it
 //     inside each critical section and writes the register unconditionally.
@@ -54,6 +57,9 @@ type config struct {
 	jumpEvery, jumpBy        time.Duration
 	once, broken, printClock bool
 	seed                     uint64
+	// shared is the share of leases taken shared (s3lock.WithShared):
+	// their sections read the register and do not write it.
+	shared float64
 }
 
 func parseFlags() config {
@@ -78,6 +84,7 @@ func parseFlags() config {
 	flag.BoolVar(&c.broken, "broken", false, "trust the lease past its deadline and write unconditionally (self-test)")
 	flag.BoolVar(&c.printClock, "print-clock", false, "print time.Now and exit")
 	flag.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the time)")
+	flag.Float64Var(&c.shared, "shared", 0, "share of the leases taken shared, in [0, 1]: their sections only read the register")
 	flag.Parse()
 	if c.seed == 0 {
 		c.seed = uint64(time.Now().UnixNano())
@@ -153,7 +160,7 @@ func (w *worker) once(ctx context.Context) error {
 	if w.cfg.broken {
 		trust = func() (int64, bool) { return record.Forever, true }
 	}
-	if _, err := w.section(ctx, epoch, trust); err != nil {
+	if _, err := w.section(ctx, epoch, false, trust); err != nil {
 		return err
 	}
 	detail := "done"

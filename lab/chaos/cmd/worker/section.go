@@ -47,9 +47,9 @@ type registerBody struct {
 // checks it before it starts and before it writes. It returns false if the
 // section stopped early (the lease is no longer trusted, the read failed, or
 // ctx ended); its error is only a failure to write the history.
-func (w *worker) section(ctx context.Context, epoch uint64, trust func() (int64, bool)) (bool, error) {
+func (w *worker) section(ctx context.Context, epoch uint64, shared bool, trust func() (int64, bool)) (bool, error) {
 	w.cs++
-	r := record.Record{CS: w.cs, Epoch: epoch}
+	r := record.Record{CS: w.cs, Epoch: epoch, Shared: shared}
 	// The section begins once its trust check passed: a claim (the
 	// deadline, and when the worker knew it) that the store's record can
 	// judge (internal/witness).
@@ -82,6 +82,9 @@ func (w *worker) section(ctx context.Context, epoch uint64, trust func() (int64,
 		})
 	} else {
 		until = u
+	}
+	if shared { // a shared holder never writes what the lock guards
+		return true, w.note(r, record.End, 0, func(r *record.Record) { r.Until = until })
 	}
 	if err := w.note(r, record.WriteCall, 0, func(r *record.Record) { r.From, r.To, r.Until = value, value+1, until }); err != nil {
 		return false, err

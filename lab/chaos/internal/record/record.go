@@ -79,6 +79,10 @@ type Record struct {
 	// CS numbers the process's critical sections from 1.
 	CS    int    `json:"cs,omitempty"`
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Shared marks the records of a shared lease (s3lock.WithShared):
+	// its sections read the register and never write it, and may overlap
+	// other shared sections.
+	Shared bool `json:"shared,omitempty"`
 	// Until is when the worker stops trusting its lease (CLOCK_MONOTONIC),
 	// as its last check found; 0 when the worker cannot know (the command
 	// of an `s3lock run`, which counts as trusted while it runs); Forever
