@@ -119,6 +119,9 @@ type mutex struct {
 	// directly, before anything (a turn in line, a look at the line) can
 	// have made that read old.
 	polled bool
+	// waiter is the waiting Acquire the mutex attempts for (nil for a
+	// TryAcquire): a wait for shares (awaitShares) is its wait.
+	waiter shareWaiting
 	// For stores that send no Date header: when this client first saw the
 	// holder's current ETag, by its own clock (deadline).
 	seenEtag string

@@ -66,6 +66,10 @@ type State struct {
 	// Slot is set in an entry of Holders (and by Lookup of a slot lease's
 	// token): the slot, from 1 to Slots; Key and Epoch are the slot's.
 	Slot int
+	// Share is set in an entry of Holders of a shared lock (and by Lookup
+	// of a share's token): the share's id; Key is its object, Epoch its
+	// shared epoch.
+	Share string
 	// Err is set, by List only, for a lock whose newest epoch object could
 	// not be read as a lease (matching ErrCorruptLease); the other fields then
 	// only name it. Current returns such an error instead.
@@ -105,6 +109,8 @@ func (s State) Phase() Phase {
 		return PhaseHeld
 	case s.Slots > 1 && s.Slot == 0:
 		return PhaseFree // a slot lock none of whose slots is held
+	case s.Shared:
+		return PhaseFree // a shared epoch none of whose shares is held
 	case s.Released:
 		return PhaseReleased
 	}
@@ -185,6 +191,7 @@ func (c *Client) stateOf(name string, o *observed) State {
 		LeaseDuration:   o.body.validity(),
 		Renewals:        o.body.Renewals,
 		Metadata:        o.body.Metadata,
+		Share:           o.body.Share,
 	}
 	if o.body.marker() { // a slot lock: the caller reads its slots
 		s.Slots, s.Holder, s.LeaseDuration = o.body.Slots, "", 0

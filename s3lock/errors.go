@@ -188,15 +188,26 @@ type SlotsError struct {
 	Name   string
 	// Key is the lock's marker: the epoch object that records its slots.
 	Key string
-	// Slots is how many holders the lock admits; Want how many the acquirer
+	// Slots is how many holders the lock admits (0: the lock has shared
+	// holders, WithShared, and is no slot lock); Want how many the acquirer
 	// asked for (1: a mutex, no WithSlots option).
 	Slots, Want int
+	// shared is set when the acquirer asked for a shared lease.
+	shared bool
 }
 
 func (e *SlotsError) Error() string {
 	asked := fmt.Sprintf("WithSlots(%d)", e.Want)
-	if e.Want <= 1 {
+	switch {
+	case e.shared:
+		asked = "a shared lease (WithShared)"
+	case e.Want <= 1:
 		asked = "a mutex (no WithSlots)"
+	}
+	if e.Slots == 0 {
+		return fmt.Sprintf("s3lock: lock %q in bucket %s has shared and exclusive holders (its epoch %s is a shared "+
+			"one, or an exclusive one that waited for shared holders), but this acquirer asked for %s; a lock is either "+
+			"a slot lock or one with shared holders: use another lock name for the slot lock", e.Name, e.Bucket, e.Key, asked)
 	}
 	return fmt.Sprintf("s3lock: lock %q in bucket %s admits %d holders (its marker %s says so), but this acquirer asked "+
 		"for %s; every holder of a lock must ask for the same number of slots: use %d, or another lock name "+

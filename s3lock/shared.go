@@ -85,7 +85,9 @@ func (s *sharedLock) attempt(ctx context.Context, head bool) (*Lease, error) {
 		case err != nil:
 			return nil, err
 		case prev.body.marker():
-			return nil, c.slotsError(name, prev, 1)
+			se := c.slotsError(name, prev, 1)
+			se.shared = true
+			return nil, se
 		case prev.body.sharedEpoch():
 			epoch, join = l.newest.epoch, true
 		default:
@@ -289,16 +291,21 @@ func (m *mutex) awaitShares(ctx context.Context, l *Lease) error {
 	c := m.c
 	ws := &shareWait{c: c, name: m.name, epoch: l.epoch, seen: map[string]sighting{}}
 	err := ws.look(ctx)
+	told := -1 // how many shares the waiter was last told of
 	for err == nil && len(ws.live) > 0 {
-		if m.a.try {
+		if m.a.try || m.waiter == nil {
 			err = ws.heldError(ctx)
 			break
 		}
+		if n := len(ws.live); n != told {
+			told = n
+			ctx = m.waiter.sharesFound(ws.heldError(ctx))
+		}
 		select {
 		case <-ctx.Done():
-			err = ctx.Err()
+			err = m.waiter.gaveUp(ctx)
 		case <-l.Done():
-			return l.Err()
+			err = errRetry // the pending lease ended (its renewals failed): attempt again
 		case <-c.cfg.clock.After(earlier(c.cfg.pollInterval)):
 			if err = ws.look(ctx); errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
 				err = nil // the next look tells
@@ -330,6 +337,16 @@ func (l *Lease) clearPending(ctx context.Context) {
 		l.c.cfg.logger.Debug("s3lock: the renewal that clears the pending mark failed; the next write clears it",
 			"bucket", l.c.bucket, "key", l.key, "err", err)
 	}
+}
+
+// shareWaiting is the waiting Acquire an exclusive acquisition waits for
+// shares within (waiter).
+type shareWaiting interface {
+	// sharesFound says that the acquisition waits for the shared holders
+	// held describes; it returns the context of the wait.
+	sharesFound(held *HeldError) context.Context
+	// gaveUp is the error of a wait whose context ended.
+	gaveUp(ctx context.Context) error
 }
 
 // shareWait is what an exclusive acquirer knows of the shares below its
@@ -420,7 +437,7 @@ func (ws *shareWait) judge(ctx context.Context, k listedKey) (bool, error) {
 
 // heldError describes the shares a TryAcquire found (one GET, of one of
 // them, for its holder): the lock is held shared.
-func (ws *shareWait) heldError(ctx context.Context) error {
+func (ws *shareWait) heldError(ctx context.Context) *HeldError {
 	he := &HeldError{Bucket: ws.c.bucket, Name: ws.name, Key: sharePrefix(ws.name), Shared: true, Waiting: len(ws.live)}
 	for key := range ws.live {
 		e, _ := parseShareKey(ws.name, key)

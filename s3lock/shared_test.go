@@ -140,6 +140,11 @@ func TestShared_ManyHoldersAtOnce(t *testing.T) {
 	if !st.Shared || len(st.Holders) != 8 || !st.Held {
 		t.Errorf("Current = shared %t, held %t, %d holders; want shared, held, 8 holders", st.Shared, st.Held, len(st.Holders))
 	}
+	for _, h := range st.Holders {
+		if h.Share == "" || !shares[h.Share] || h.Key != (s3lock.Token{Name: name, Epoch: h.Epoch, Share: h.Share}).Key() {
+			t.Errorf("Current's holder %+v; want one of the readers' shares, with its id and key", h)
+		}
+	}
 	states, err := writer.List(t.Context(), ns.Name(""))
 	if err != nil || len(states) != 1 || !states[0].Shared || len(states[0].Holders) != 8 || !states[0].Held {
 		t.Errorf("List = %+v, %v; want the lock, shared, held by 8", states, err)
@@ -628,7 +633,7 @@ func TestShared_AmbiguousShareCreate(t *testing.T) {
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := viewer.Current(t.Context(), name); err != nil || st.Held || len(st.Holders) != 0 {
+	if st, err := viewer.Current(t.Context(), name); err != nil || st.Held || len(st.Holders) != 0 || st.Phase() != s3lock.PhaseFree {
 		t.Errorf("Current after the release = %+v, %v; want no holder", st, err)
 	}
 }
@@ -661,5 +666,71 @@ func TestShared_CrashedReaderLapsesByTheStoresClock(t *testing.T) {
 	}
 	if tok := w.Token(); tok.Share != "" || tok.Epoch < 2 {
 		t.Errorf("the writer's token %+v; want an exclusive epoch above the shared one", tok)
+	}
+}
+
+// TestSlots_AndSharedDoNotMix: WithShared with WithSlots is refused before
+// any request; a shared acquirer that finds a slot lock, and a slot
+// acquirer that finds a lock with shared holders, get a *SlotsError that
+// says so.
+func TestSlots_AndSharedDoNotMix(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	c := sharedClient(t, ns, "x")
+	if _, err := c.TryAcquire(t.Context(), ns.Name("a"), s3lock.WithShared(), s3lock.WithSlots(3)); !errors.Is(err, s3lock.ErrInvalidConfig) {
+		t.Errorf("WithShared and WithSlots(3) = %v; want ErrInvalidConfig", err)
+	}
+	slots := ns.Name("slots")
+	l, err := c.TryAcquire(t.Context(), slots, s3lock.WithSlots(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, l)
+	_, err = c.TryAcquire(t.Context(), slots, s3lock.WithShared())
+	if !errors.Is(err, s3lock.ErrSlotsMismatch) || !strings.Contains(err.Error(), "WithShared") {
+		t.Errorf("a shared acquire of a slot lock = %v; want ErrSlotsMismatch naming WithShared", err)
+	}
+	shared := ns.Name("shared")
+	r, err := c.TryAcquire(t.Context(), shared, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, r)
+	_, err = c.Acquire(t.Context(), shared, s3lock.WithSlots(3), s3lock.WithWait(time.Second))
+	if !errors.Is(err, s3lock.ErrSlotsMismatch) || !strings.Contains(err.Error(), "shared") {
+		t.Errorf("a slot acquire of a lock with shared holders = %v; want ErrSlotsMismatch saying it has shared holders", err)
+	}
+}
+
+// TestShared_AWritersWaitForSharesIsAWait: an exclusive Acquire that waits
+// for shared holders waits as it would for a holder: WithWait bounds it
+// (not the bound on attempts), the error says who held the lock, and the
+// wait observer hears of the shared holders.
+func TestShared_AWritersWaitForSharesIsAWait(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	r, err := sharedClient(t, ns, "reader").TryAcquire(t.Context(), name, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, r)
+	var seen []*s3lock.HeldError
+	began := time.Now()
+	_, err = sharedClient(t, ns, "writer").Acquire(t.Context(), name, s3lock.WithWait(2*time.Second),
+		s3lock.WithWaitObserver(func(h *s3lock.HeldError) { seen = append(seen, h) }))
+	took := time.Since(began)
+	var held *s3lock.HeldError
+	if !errors.As(err, &held) || !held.Shared || held.Holder != "reader" || !strings.Contains(err.Error(), "wait (2s) ran out") {
+		t.Errorf("a writer's Acquire with WithWait(2s) over a shared holder = %v; want the wait to run out, naming the reader's share", err)
+	}
+	if took > 8*time.Second {
+		t.Errorf("the writer gave up after %s; WithWait(2s) bounds its wait for the shares", took.Round(time.Millisecond))
+	}
+	if len(seen) == 0 || !seen[0].Shared || seen[0].Waiting != 1 || seen[0].Holder != "reader" {
+		t.Errorf("the wait observer heard %+v; want the reader's share, 1 shared holder", seen)
+	}
+	if err := r.Err(); err != nil {
+		t.Errorf("the reader's lease ended: %v", err)
 	}
 }

@@ -104,6 +104,10 @@ func (s *slotLock) attempt(ctx context.Context, head bool) (*Lease, error) {
 			return nil, err
 		case m.body.marker() && m.body.Slots != s.n:
 			return nil, c.slotsError(name, m, s.n)
+		case m.body.sharedEpoch() || m.body.Pending:
+			// Shares may be held (even below an ended pending epoch):
+			// slots taken beside them would not exclude them.
+			return nil, c.slotsError(name, m, s.n)
 		case m.body.marker():
 			s.marker, s.sizeCoded = m, m.body.Format >= sizeCodedMarkers
 			if err := s.lock.leaveToLine(ctx, head, page); err != nil {

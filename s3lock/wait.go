@@ -58,6 +58,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 	c, a := w.c, w.a
 	outer := ctx
+	w.outer = outer
 	ctx = w.boundAttempts(ctx)
 	bo := newBackoff(acquireRetryBase, acquireRetryMax)
 	// Retries after the lock changed under an attempt back off too: a store
@@ -71,13 +72,16 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 		w.looked = w.c.cfg.clock.Now()
 		lease, err := w.lock.attempt(ctx, w.line.atHead())
 		var held *HeldError
+		var gaveUp *waitError
 		switch {
 		case err == nil:
 			return lease, nil
+		case errors.As(err, &gaveUp):
+			return nil, err // the wait for shares within the attempt ended (awaitShares)
 		case errors.As(err, &held), errors.Is(err, errLineBusy):
 			bo.reset()
 			changed.reset()
-			if ctx, err = w.onHeld(ctx, outer, held, err); err != nil {
+			if ctx, err = w.onHeld(outer, held, err); err != nil {
 				return nil, err
 			}
 		case errors.Is(err, errRetry):
@@ -109,11 +113,8 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 // next attempt. It returns the context the following attempts run under
 // (the waiting's, from the first time the lock is found held: outer bounds
 // it).
-func (w *waiter) onHeld(ctx, outer context.Context, held *HeldError, err error) (context.Context, error) {
-	if !w.sawHeld {
-		ctx = w.startWaiting(outer)
-	}
-	w.sawHeld = true
+func (w *waiter) onHeld(outer context.Context, held *HeldError, err error) (context.Context, error) {
+	ctx := w.waiting(outer)
 	if held != nil {
 		w.last, w.held = err, held
 	}
@@ -175,6 +176,9 @@ func newLockMode(c *Client, name string, a acquireConfig) lockMode {
 // newWaiter returns the state of an acquisition of name.
 func newWaiter(c *Client, name string, a acquireConfig) *waiter {
 	w := &waiter{c: c, name: name, a: a, lock: newLockMode(c, name, a)}
+	if m, ok := w.lock.(*mutex); ok {
+		m.waiter = w // an exclusive acquisition may wait for shares within an attempt
+	}
 	if a.order.ordered() {
 		w.line = &lineWait{}
 	}
@@ -206,6 +210,29 @@ func (w *waiter) startWaiting(ctx context.Context) context.Context {
 		return ctx
 	}
 	ctx, w.cancelWait = context.WithTimeoutCause(ctx, w.a.wait, errWaitRanOut)
+	return ctx
+}
+
+// waiting returns the context the waiter's waits and attempts run under
+// once it found the lock held: bounded by WithWait from the first time
+// (startWaiting), outer itself without it.
+func (w *waiter) waiting(outer context.Context) context.Context {
+	if !w.sawHeld {
+		w.waitCtx = w.startWaiting(outer)
+		w.sawHeld = true
+	}
+	return w.waitCtx
+}
+
+// sharesFound is an exclusive acquisition's wait for the shared holders
+// below its pending epoch (awaitShares, PROTOCOL.md §17): the lock is held,
+// as by a holder, so WithWait counts from now if it did not already, and the
+// wait observer hears who holds it. It returns the context the wait runs
+// under.
+func (w *waiter) sharesFound(held *HeldError) context.Context {
+	ctx := w.waiting(w.outer)
+	w.last, w.held = held, held
+	w.notify(held, time.Time{})
 	return ctx
 }
 
@@ -253,6 +280,9 @@ type waiter struct {
 	// failing fast).
 	sawHeld    bool
 	cancelWait context.CancelFunc // of the WithWait bound, once set
+	// outer is Acquire's context; waitCtx the waiting's (waiting), once
+	// the lock was found held.
+	outer, waitCtx context.Context
 	// attemptsBound bounds the attempts before the lock is first found
 	// held (WithWait), and cancelAttempts ends it; see boundAttempts.
 	attemptsBound  time.Duration
