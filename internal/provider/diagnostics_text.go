@@ -282,7 +282,7 @@ func describeCurrent(bucket string, st s3lock.State, err error) string {
 		return fmt.Sprintf(" The lock is now %s; a writer, %q, waits for them at epoch %d (s3://%s/%s).",
 			sharedHolders(len(st.Holders), firstHolder(st)), st.Holder, st.Epoch, bucket, st.Key)
 	case st.Shared && st.Held:
-		return fmt.Sprintf(" The lock is now %s, at shared epoch %d.", sharedHolders(len(st.Holders), firstHolder(st)), st.Epoch)
+		return fmt.Sprintf(" The lock is now %s.", sharedHolders(len(st.Holders), firstHolder(st)))
 	}
 	switch st.Phase() {
 	case s3lock.PhaseFree:
