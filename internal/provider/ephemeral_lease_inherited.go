@@ -86,7 +86,7 @@ func inheritedFrom(getenv func(string) string, bucket, name string) (in inherite
 		in.Share = shareOfKey(name, in.Epoch, env.Key) // a shared run's lease is its share
 	}
 	if key := in.ref().token().Key(); key != env.Key {
-		return inheritedLease{}, false, fmt.Errorf("%s=%q is neither the key of the epoch %s names (%s) nor of a share of it",
+		return inheritedLease{}, false, fmt.Errorf("%s=%q is not the key of the epoch %s names (%s), nor that of a share of it",
 			runenv.Key, env.Key, runenv.Epoch, key)
 	}
 	return in, true, nil
