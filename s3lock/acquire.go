@@ -650,6 +650,7 @@ func (c *Client) heldError(name string, o *observed) *HeldError {
 		ExpiresIn:  max(left, 0),
 		AcquiredAt: o.body.AcquiredAt,
 		Metadata:   o.body.Metadata,
+		Pending:    o.body.Pending,
 		obs:        o,
 	}
 }

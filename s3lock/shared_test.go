@@ -235,8 +235,8 @@ func TestShared_NewReadersWaitBehindAPendingWriter(t *testing.T) {
 	})
 	_, err = sharedClient(t, ns, "reader-2").TryAcquire(t.Context(), name, s3lock.WithShared())
 	var held *s3lock.HeldError
-	if !errors.As(err, &held) || held.Holder != "writer" {
-		t.Fatalf("a new reader's TryAcquire while a writer waits = %v; want a *HeldError naming the writer", err)
+	if !errors.As(err, &held) || held.Holder != "writer" || !held.Pending {
+		t.Fatalf("a new reader's TryAcquire while a writer waits = %v; want a *HeldError naming the writer, Pending", err)
 	}
 	r2got := make(chan *s3lock.Lease, 1)
 	go func() {

@@ -91,7 +91,10 @@ func waiterObject() schema.NestedAttributeObject {
 
 // lockStateModelV0 is what s3lock.Client.Current says about a lock; shared by
 // both data sources. For a slot lock (one that admits several holders), the
-// lock's own attributes are its marker's and Holders lists its held slots.
+// lock's own attributes are its marker's and Holders lists its held slots;
+// for a lock held shared, they are its shared epoch's (or, while a writer
+// waits for the shared holders, the writer's: Pending) and Holders lists
+// the shares.
 type lockStateModelV0 struct {
 	Held          types.Bool   `tfsdk:"held"`
 	Released      types.Bool   `tfsdk:"released"`
@@ -106,10 +109,13 @@ type lockStateModelV0 struct {
 	LeaseDuration types.String `tfsdk:"lease_duration"`
 	Metadata      types.Map    `tfsdk:"metadata"`
 	Slots         types.Int64  `tfsdk:"slots"`
+	Mode          types.String `tfsdk:"mode"`
+	Pending       types.Bool   `tfsdk:"pending"`
 	Holders       types.List   `tfsdk:"holders"`
 }
 
-// holderModelV0 is one held slot of a slot lock.
+// holderModelV0 is one held slot of a slot lock, or one share of a lock held
+// shared (Slot 0).
 type holderModelV0 struct {
 	Slot          types.Int64  `tfsdk:"slot"`
 	Epoch         types.Int64  `tfsdk:"epoch"`
@@ -142,21 +148,23 @@ func holderFrom(h s3lock.State) holderModelV0 {
 func holderObject() schema.NestedAttributeObject {
 	return schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 		"slot": schema.Int64Attribute{
-			MarkdownDescription: "The slot, from `1` to `slots`.",
+			MarkdownDescription: "The slot, from `1` to `slots`; `0` for a shared holder.",
 			Computed:            true,
 		},
 		"epoch": schema.Int64Attribute{
 			MarkdownDescription: "Epoch of the slot's lease: the slot's fencing token (it grows with every holder " +
-				"of the slot, not across slots).",
+				"of the slot, not across slots). For a shared holder, the shared epoch, which all of them have.",
 			Computed: true,
 		},
 		"key": schema.StringAttribute{
 			MarkdownDescription: "Key of the lease's epoch object, `<name>/lock-slots/<slot>/lock-<epoch>.json`. " +
-				"`<bucket>/<name>/lock-slots/<slot>/<epoch>` imports the lease into an `s3lock_lease` resource.",
+				"`<bucket>/<name>/lock-slots/<slot>/<epoch>` imports the lease into an `s3lock_lease` resource. For a " +
+				"shared holder, its share's object, `<name>/lock-shared/<epoch>/<share>.json`, imported by " +
+				"`<bucket>/<name>/lock-shared/<epoch>/<share>`.",
 			Computed: true,
 		},
 		"holder": schema.StringAttribute{
-			MarkdownDescription: "Who acquired the slot's lease.",
+			MarkdownDescription: "Who acquired the slot's lease (the share).",
 			Computed:            true,
 		},
 		"acquired_at": schema.StringAttribute{
@@ -185,8 +193,9 @@ func holderObject() schema.NestedAttributeObject {
 }
 
 // lockStateFrom converts an s3lock.State. A lock that never existed reads as
-// not held, not released, epoch 0, slots 1, everything else null or empty. A
-// slot lock has no lease_duration of its own (its marker never lapses).
+// not held, not released, epoch 0, slots 1, not pending, everything else
+// null or empty. A slot lock has no lease_duration of its own (its marker
+// never lapses), nor has a shared epoch (it has no holder of its own).
 func lockStateFrom(ctx context.Context, s s3lock.State) (lockStateModelV0, diag.Diagnostics) {
 	m := lockStateModelV0{
 		Held:          types.BoolValue(s.Held),
@@ -202,8 +211,10 @@ func lockStateFrom(ctx context.Context, s s3lock.State) (lockStateModelV0, diag.
 		LeaseDuration: types.StringNull(),
 		Metadata:      metadataValue(s.Metadata),
 		Slots:         types.Int64Value(int64(max(s.Slots, defaultSlots))),
+		Mode:          lockModeValue(s),
+		Pending:       types.BoolValue(s.Pending),
 	}
-	if s.Epoch > 0 && s.Slots <= 1 {
+	if s.Epoch > 0 && s.Slots <= 1 && !s.Shared {
 		m.LeaseDuration = types.StringValue(formatDuration(s.LeaseDuration))
 	}
 	holders := make([]holderModelV0, len(s.Holders))
@@ -221,7 +232,7 @@ func lockStateAttributes() map[string]schema.Attribute {
 		"held": schema.BoolAttribute{
 			MarkdownDescription: "Whether the lock's newest lease is held now: neither released nor lapsed, " +
 				"as judged by the store's clock. For a lock that admits several holders: whether any of its " +
-				"slots is held.",
+				"slots is held; for a lock held shared: whether any shared holder holds it.",
 			Computed: true,
 		},
 		"released": schema.BoolAttribute{
@@ -233,7 +244,7 @@ func lockStateAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "The lock's newest epoch (the fencing token of its newest lease); `0` if the lock " +
 				"never existed. For a lock that admits several holders, the epoch of its marker (the epoch that " +
 				"made it such a lock, which an operator force-releases to change its `slots`); each holder's " +
-				"epoch is in `holders`.",
+				"epoch is in `holders`. For a lock held shared, its shared epoch, which every shared holder has.",
 			Computed: true,
 		},
 		"key": schema.StringAttribute{
@@ -242,7 +253,8 @@ func lockStateAttributes() map[string]schema.Attribute {
 		},
 		"holder": schema.StringAttribute{
 			MarkdownDescription: "Who acquired the newest lease; null for a lock that admits several holders " +
-				"(see `holders`).",
+				"and for a lock held shared (see `holders`). While a writer waits for the shared holders " +
+				"(`pending`), that writer.",
 			Computed: true,
 		},
 		"acquired_at": schema.StringAttribute{
@@ -269,7 +281,7 @@ func lockStateAttributes() map[string]schema.Attribute {
 		},
 		"lease_duration": schema.StringAttribute{
 			MarkdownDescription: "Duration of the newest lease, e.g. `\"1h\"`; null for a lock that admits " +
-				"several holders (see `holders`).",
+				"several holders and for a lock held shared (see `holders`).",
 			Computed: true,
 		},
 		"metadata": schema.MapAttribute{
@@ -284,10 +296,20 @@ func lockStateAttributes() map[string]schema.Attribute {
 				"value that the `slots` of its leases must have.",
 			Computed: true,
 		},
+		modeAttr: schema.StringAttribute{
+			MarkdownDescription: modeResultDescription,
+			Computed:            true,
+		},
+		"pending": schema.BoolAttribute{
+			MarkdownDescription: pendingDescription,
+			Computed:            true,
+		},
 		"holders": schema.ListNestedAttribute{
 			MarkdownDescription: "For a lock that admits several holders: its held slots, sorted by slot, each " +
-				"with its own lease. Empty when none is held, and for a mutex, whose one lease the other " +
-				"attributes describe.",
+				"with its own lease. For a lock held shared (`mode` = `\"shared\"`): its shared holders, each " +
+				"with its own share (`slot` 0), sorted by key; while a writer waits (`pending`), the shared holders " +
+				"it waits for. Empty when none is held, and for a lock one exclusive holder holds, whose one lease " +
+				"the other attributes describe.",
 			Computed:     true,
 			NestedObject: holderObject(),
 		},
@@ -320,9 +342,12 @@ func (d *leaseDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads who holds a lock now, without taking it: its newest epoch, holder, expiry " +
 			"and metadata, and who waits for it in its line; for a lock that admits several holders (`slots`), " +
-			"each held slot with its own epoch, holder and expiry (`holders`). A lock that never existed reads as " +
+			"each held slot with its own epoch, holder and expiry (`holders`); for a lock held shared, `mode` " +
+			"`\"shared\"` and each shared holder (`holders`), and whether a writer waits for them (`pending`). A " +
+			"lock that never existed reads as " +
 			"not held, with epoch `0`. It costs a LIST and a GET for the lock (and a GET per slot of a lock that " +
-			"admits several holders), and a LIST of the line and a GET per waiter.",
+			"admits several holders; for a lock held shared, a LIST and a GET per shared holder), and a LIST of " +
+			"the line and a GET per waiter.",
 		Attributes: attrs,
 	}
 }

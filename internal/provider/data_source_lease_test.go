@@ -34,8 +34,19 @@ func expectedAttrs(st s3lock.State) map[string]string {
 		"released_by": st.ReleasedBy,
 		"metadata.%":  "",
 	}
-	if st.Epoch > 0 && st.Slots <= 1 {
+	if st.Epoch > 0 && st.Slots <= 1 && !st.Shared {
 		m["lease_duration"] = formatDuration(st.LeaseDuration)
+	}
+	// How the lock is held: by nobody (null), by shared holders (also
+	// while a writer waits for them), or else exclusively.
+	m["pending"] = strconv.FormatBool(st.Pending)
+	switch {
+	case !st.Held:
+		m[modeAttr] = ""
+	case st.Shared || st.Pending:
+		m[modeAttr] = modeShared
+	default:
+		m[modeAttr] = modeExclusive
 	}
 	if len(st.Metadata) > 0 {
 		m["metadata.%"] = strconv.Itoa(len(st.Metadata))
@@ -74,7 +85,7 @@ func compareAttrs(attrs map[string]string, prefix string, st s3lock.State) error
 			diffs = append(diffs, fmt.Sprintf("%s%s = %q, Current says %q", prefix, k, got, v))
 		}
 	}
-	if _, ok := attrs[prefix+"expires_at"]; ok != (st.Held && st.Slots <= 1) {
+	if _, ok := attrs[prefix+"expires_at"]; ok != (st.Held && st.Slots <= 1 && !st.Shared) {
 		diffs = append(diffs, fmt.Sprintf("%sexpires_at present %v, but held is %v (slots %d)", prefix, ok, st.Held, st.Slots))
 	}
 	for i := range st.Holders {

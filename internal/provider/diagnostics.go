@@ -125,6 +125,31 @@ func slotsMismatch(l leaseRef, admits, want int, source string) diag.Diagnostic 
 	return diag.NewAttributeErrorDiagnostic(path.Root("slots"), "Lock admits another number of holders", detail)
 }
 
+// sharedWithSlots is a lease that asks for mode = "shared" of a slot lock
+// (slots > 1): the SDK refuses WithShared with WithSlots, and a plan says
+// so before anything is acquired.
+func sharedWithSlots(slots int) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root(modeAttr), "mode = \"shared\" does not go with slots",
+		fmt.Sprintf("mode = %q and slots = %d cannot go together: a lock is either one that admits several holders, "+
+			"each holding one of its slots alone, or one that shared holders hold together. Set mode = %q (the "+
+			"default) to hold one of the %d slots, or leave slots at 1 (the default) for a shared lease.",
+			modeShared, slots, modeExclusive, slots))
+}
+
+// sharedRunForExclusive is an ephemeral lease that asks for an exclusive
+// lease of a lock whose lease this run holds shared (source says how:
+// under `s3lock run`, or through another block of the run). A shared lease
+// does not cover a writer, and taking an exclusive one would wait for the
+// run's own share; the remedy is the configuration.
+func sharedRunForExclusive(l leaseRef, source string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root(modeAttr), "Lock held shared by this run",
+		fmt.Sprintf("%s: this lease asks for an exclusive lease (mode = %q, the default), but %s, and a shared "+
+			"lease does not cover a writer: others may hold the lock shared beside it. Taking an exclusive "+
+			"lease now would wait for the run's own share until the wait runs out.\n\nSet mode = %q on this lease "+
+			"if it only reads what the lock guards, or have the run hold the lock exclusively (an exclusive lease "+
+			"covers shared ones).", lockWhere(l), modeExclusive, source, modeShared))
+}
+
 // Summaries of an operation on a lock that failed, one per operation.
 const (
 	acquireFailed  = "Could not acquire lock"
@@ -191,7 +216,7 @@ func acquisitionFailed(l leaseRef, err error, waitAttr string) diag.Diagnostic {
 	case errors.As(err, &se):
 		return superseded(l, se)
 	case errors.As(err, &held):
-		return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(slotOfKey(held.Key) > 0, waitAttr)))
+		return diag.NewErrorDiagnostic(acquireFailed, fmt.Sprintf("%s: %v\n\n%s", lockWhere(l), err, heldHint(held, waitAttr)))
 	case errors.As(err, &mismatch):
 		return markerSays(l, mismatch)
 	case errors.Is(err, s3lock.ErrLeaseLost):
@@ -229,8 +254,11 @@ func setAcquisitionFailed(bucket string, names []string, err error, waitAttr str
 // "Closing..." of that lease after the plan means: not a release.
 func lockWaited(got leaseRef, w lockWait, wholeRun bool) diag.Diagnostic {
 	at := fmt.Sprintf("at epoch %d", got.epoch)
-	if got.slot > 0 {
+	switch {
+	case got.slot > 0:
 		at = fmt.Sprintf("in slot %d %s", got.slot, at)
+	case got.share != "":
+		at = fmt.Sprintf("shared, %s", at)
 	}
 	detail := fmt.Sprintf("Lock %q in bucket %q: this run waited %s for it. %s It holds the lock now, %s (s3://%s/%s).",
 		got.name, got.bucket, tookFor(w.took), waitStory(w), at, got.bucket, got.token().Key())
@@ -268,11 +296,23 @@ func inheritedSlotsMismatch(in inheritedLease, want int) diag.Diagnostic {
 	return slotsMismatch(in.ref(), in.Slots, want, source)
 }
 
-// inheritedSlotLost is a slot lease inherited from `s3lock run` (l.slot > 0)
-// that is no longer held; err says why (a *s3lock.LeaseLostError).
+// inheritedSlotLost is a slot lease (l.slot > 0) or a share (l.share set)
+// inherited from `s3lock run` that is no longer held; err says why (a
+// *s3lock.LeaseLostError).
 func inheritedSlotLost(l leaseRef, err error) diag.Diagnostic {
+	if l.share != "" {
+		return leaseLost(diag.SeverityError, l, fmt.Errorf("this run runs under `s3lock run`, whose lease is a share "+
+			"of shared epoch %d (%s, %s), and it is no longer held: %w", l.epoch, runenv.Epoch, runenv.Key, err), "", "")
+	}
 	return leaseLost(diag.SeverityError, l, fmt.Errorf("this run runs under `s3lock run`, whose lease is slot %d "+
 		"at epoch %d (%s, %s), and it is no longer held: %w", l.slot, l.epoch, runenv.Slot, runenv.Epoch, err), "", "")
+}
+
+// inheritedShared is sharedRunForExclusive of a lock that the enclosing
+// `s3lock run` holds shared (l, its share).
+func inheritedShared(l leaseRef) diag.Diagnostic {
+	return sharedRunForExclusive(l, fmt.Sprintf("this run runs under `s3lock run`, which holds it shared (%s is "+
+		"its share's key)", runenv.Key))
 }
 
 // inheritedMalformed is an environment of `s3lock run` that names the lock
@@ -326,6 +366,14 @@ func runSetPartlyHeld(bucket string, held, missing []string) diag.Diagnostic {
 func runSlotsMismatch(l leaseRef, held s3lock.Token, want int) diag.Diagnostic {
 	return slotsMismatch(l, leaseSlots(held), want, fmt.Sprintf("This run holds it already (epoch %d), through "+
 		"another ephemeral s3lock_lease block on the same lock, and the blocks of a run share its one lease.", held.Epoch))
+}
+
+// runHoldsShared is sharedRunForExclusive of a lock that this run holds
+// shared through another block (held).
+func runHoldsShared(held leaseRef) diag.Diagnostic {
+	return sharedRunForExclusive(held, fmt.Sprintf("this run holds it shared already (shared epoch %d), through "+
+		"another ephemeral s3lock_lease block on the same lock with mode = %q, and the blocks of a run share its "+
+		"one lease", held.epoch, modeShared))
 }
 
 // wholeRunUnavailable is an ephemeral lease that asks for the whole run
@@ -415,7 +463,10 @@ func importRefused(l leaseRef, err error, current string) diag.Diagnostic {
 	switch {
 	case errors.Is(err, s3lock.ErrLeaseLost):
 		format := importIDFormat
-		if l.slot > 0 {
+		switch {
+		case l.share != "":
+			format = importSharedIDFormat
+		case l.slot > 0:
 			format = importSlotIDFormat
 		}
 		detail += fmt.Sprintf("\n\nOnly the current epoch, while it is held, can be imported (ID format %q).%s",
@@ -429,7 +480,7 @@ func importRefused(l leaseRef, err error, current string) diag.Diagnostic {
 		detail = fmt.Sprintf("%s: epoch %d is the marker of a lock that admits %d holders, each holding one of its "+
 			"slots, not a lease.%s Import the lease of one slot by %q, e.g. \"%s\" for epoch 7 of slot 2; the "+
 			"s3lock_lease data source lists the held slots in holders.", lockWhere(l), l.epoch, marker.Slots, current,
-			importSlotIDFormat, leaseID(l.bucket, l.name, 2, 7))
+			importSlotIDFormat, leaseRef{bucket: l.bucket, name: l.name, slot: 2, epoch: 7}.id())
 	}
 	return diag.NewErrorDiagnostic("Cannot import lease", detail)
 }
@@ -450,7 +501,9 @@ func invalidImportID(err error) diag.Diagnostic {
 		"e.g. \"my-locks/deploy/prod/42\": the bucket comes before the first slash and the epoch after the "+
 		"last one; the lock name (which may contain slashes) is in between. The lease of one slot of a lock that "+
 		"admits several holders (slots) is %q, e.g. \"my-locks/ci/runners/lock-slots/2/7\" for epoch 7 of "+
-		"slot 2, as in the key of its epoch object.", err, importIDFormat, importSlotIDFormat))
+		"slot 2, as in the key of its epoch object. A shared lease (mode = \"shared\") is %q, e.g. "+
+		"\"my-locks/deploy/prod/lock-shared/42/0123456789abcdef\" for the share 0123456789abcdef of shared epoch 42, "+
+		"as in the key of its share.", err, importIDFormat, importSlotIDFormat, importSharedIDFormat))
 }
 
 // invalidImportIdentity is an import block identity that does not name a
@@ -459,8 +512,9 @@ func invalidImportIdentity(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Invalid import identity", fmt.Sprintf("%s.\n\nThe identity of an s3lock_lease "+
 		"is the lease's bucket, lock name and epoch, e.g. identity = { bucket = \"my-locks\", name = \"deploy/prod\", "+
 		"epoch = 42 } (the import ID %q in parts), and, for the lease of one slot of a lock that admits several "+
-		"holders, its slot: identity = { bucket = \"my-locks\", name = \"ci/runners\", slot = 2, epoch = 7 }.",
-		strings.TrimPrefix(err.Error(), "s3lock: "), importIDFormat))
+		"holders, its slot: identity = { bucket = \"my-locks\", name = \"ci/runners\", slot = 2, epoch = 7 }; for a "+
+		"shared lease, its share: identity = { bucket = \"my-locks\", name = \"deploy/prod\", epoch = 42, share = "+
+		"\"0123456789abcdef\" }.", strings.TrimPrefix(err.Error(), "s3lock: "), importIDFormat))
 }
 
 // unreadableToken is a lease token in private state that does not parse.

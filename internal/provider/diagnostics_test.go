@@ -29,6 +29,9 @@ func TestLockWaited(t *testing.T) {
 		Metadata: map[string]string{"who": "res"}}
 	queued := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Queued: true, Ahead: 1}
 	slots := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "carol", Epoch: 7, Key: "deploy/prod/lock-slots/2/lock-0000000007.json", AcquiredAt: since}
+	readers := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "plan-41", Key: "deploy/prod/lock-shared/0000000003/0123456789abcdef.json",
+		Epoch: 3, AcquiredAt: since, Shared: true, Waiting: 2}
+	writer := &s3lock.HeldError{Bucket: "b", Name: "deploy/prod", Holder: "apply-40", Epoch: 4, AcquiredAt: since, Pending: true}
 	file := &tfstate.LockFileHeldError{Bucket: "b", Key: "k.tflock", Info: tfstate.LockInfo{ID: "0b4d", Who: "dave@ci", Operation: "OperationTypeApply"}}
 	got := leaseRef{bucket: "b", name: "deploy/prod", epoch: 5}
 	cases := []struct {
@@ -57,6 +60,12 @@ func TestLockWaited(t *testing.T) {
 		{name: "slots", got: leaseRef{bucket: "b", name: "deploy/prod", epoch: 9, slot: 1}, w: lockWait{first: slots, last: slots, took: time.Second},
 			want: []string{`all of its slots were held, the one to run out first, slot 2, by "carol" (epoch 7,`,
 				"It holds the lock now, in slot 1 at epoch 9"}},
+		{name: "shared holders", got: got, w: lockWait{first: readers, last: readers, took: time.Second},
+			want: []string{`When it asked, it was held by 2 shared holders, e.g. "plan-41".`}},
+		{name: "a shared lease behind a pending writer", got: leaseRef{bucket: "b", name: "deploy/prod", epoch: 5, share: "0123456789abcdef"},
+			w: lockWait{first: writer, last: writer, took: time.Second},
+			want: []string{`When it asked, a writer, "apply-40", waited for its shared holders (epoch 4, since 2026-12-07T12:00:00Z), and this one waited behind it.`,
+				"It holds the lock now, shared, at epoch 5 (s3://b/deploy/prod/lock-shared/0000000005/0123456789abcdef.json)."}},
 		{name: "state lock file", got: got, w: lockWait{first: file, last: file, took: time.Second},
 			want: []string{`the S3 backend's lock file was held by a run without s3lock: dave@ci, lock ID "0b4d", OperationTypeApply.`}},
 	}
@@ -145,5 +154,29 @@ func TestStoreCheckFailed_CountsWhatRan(t *testing.T) {
 		{Name: "put", Status: storecheck.StatusDenied, Permission: "s3:PutObject"}, {Name: "delete", Status: storecheck.StatusNotChecked}}})
 	if d := noPut.Detail(); !strings.Contains(d, "2 of 6 checks did not pass") || !strings.Contains(d, "3 could not run after them: listing order, get, delete.") {
 		t.Errorf("no put: %s", d)
+	}
+}
+
+// TestDescribeCurrent_SharedHolders: a diagnostic about a lost lease names,
+// for a lock held shared now, how many shared holders hold it with one of
+// them, and, while a writer waits for them, that writer and its epoch.
+func TestDescribeCurrent_SharedHolders(t *testing.T) {
+	shares := []s3lock.State{{Holder: "plan-41", Epoch: 3, Held: true}, {Holder: "plan-42", Epoch: 3, Held: true}}
+	for _, tc := range []struct {
+		name string
+		st   s3lock.State
+		want string
+	}{
+		{name: "shared", st: s3lock.State{Name: "deploy/prod", Epoch: 3, Held: true, Shared: true, Holders: shares},
+			want: ` The lock is now held by 2 shared holders, e.g. "plan-41".`},
+		{name: "one shared holder", st: s3lock.State{Name: "deploy/prod", Epoch: 3, Held: true, Shared: true, Holders: shares[:1]},
+			want: ` The lock is now held by one shared holder, "plan-41".`},
+		{name: "a writer waits", st: s3lock.State{Name: "deploy/prod", Epoch: 4, Key: "deploy/prod/lock-0000000004.json", Held: true,
+			Pending: true, Holder: "apply-40", Holders: shares},
+			want: ` The lock is now held by 2 shared holders, e.g. "plan-41"; a writer, "apply-40", waits for them at epoch 4 (s3://b/deploy/prod/lock-0000000004.json).`},
+	} {
+		if got := describeCurrent("b", tc.st, nil); got != tc.want {
+			t.Errorf("%s: describeCurrent = %q\nwant %q", tc.name, got, tc.want)
+		}
 	}
 }

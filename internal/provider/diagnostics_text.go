@@ -36,19 +36,31 @@ const (
 		"it from state and the next apply takes the set again."
 )
 
-// heldHint says what to do about a lock (of slots slots) that others hold or
-// queued for first; waitAttr names the setting that raises the wait, ""
-// when no wait was asked for.
-func heldHint(slotLock bool, waitAttr string) string {
+// heldHint says what to do about a lock that others hold or queued for
+// first, by what held says of them (nil: the lock was held, no more is
+// known): all slots of a slot lock held, shared holders, a writer that
+// waits for them; waitAttr names the setting that raises the wait, "" when
+// no wait was asked for.
+func heldHint(held *s3lock.HeldError, waitAttr string) string {
 	wait := ""
 	if waitAttr != "" {
 		wait = " (raise " + waitAttr + ")"
 	}
-	if slotLock {
+	switch {
+	case held != nil && slotOfKey(held.Key) > 0:
 		return fmt.Sprintf("All slots of the lock are held by others, or (with order = \"fifo\" or \"newest\") "+
 			"others queued for a slot first. Wait for a slot to free%s, or, if a holder is gone for good, "+
 			"force-release its slot's epoch (the s3lock_force_release action with slot, or `s3lock force-release "+
 			"--slot`).", wait)
+	case held != nil && held.Shared:
+		return "Shared holders (mode = \"shared\": plans, reports) hold the lock, and an exclusive lease waits " +
+			"until every one of them is released or has lapsed; no new shared holder joins them meanwhile. Wait " +
+			"for them" + wait + ", or, if a holder is gone for good, force-release its share (its key) with the " +
+			"s3lock CLI."
+	case held != nil && held.Pending:
+		return "A writer (an exclusive lease) waits for the lock's shared holders, and a shared lease waits " +
+			"behind it, so that new readers cannot starve it. Wait for the writer to be served and done" + wait +
+			", or, if it is gone for good, force-release its epoch with the s3lock CLI."
 	}
 	return "Someone else holds the lock, or (with order = \"fifo\" or \"newest\") others queued for it first. " +
 		"Wait for them" + wait + ", or, if the holder is gone for good, force-release its epoch with the s3lock CLI."
@@ -102,9 +114,15 @@ func heldBy(err error) (who, text string) {
 	text = fmt.Sprintf("it was held by %s (epoch %d, since %s%s)", by, held.Epoch, formatTime(held.AcquiredAt),
 		stateOperation(held))
 	slot := slotOfKey(held.Key)
-	if slot > 0 {
+	switch {
+	case slot > 0:
 		text = fmt.Sprintf("all of its slots were held, the one to run out first, slot %d, by %q (epoch %d, since %s)",
 			slot, held.Holder, held.Epoch, formatTime(held.AcquiredAt))
+	case held.Shared:
+		text = "it was " + sharedHolders(held.Waiting, held.Holder)
+	case held.Pending:
+		text = fmt.Sprintf("a writer, %s, waited for its shared holders (epoch %d, since %s), and this one waited "+
+			"behind it", by, held.Epoch, formatTime(held.AcquiredAt))
 	}
 	if held.Ahead > 0 {
 		text += fmt.Sprintf(", and %s ahead of this one in line", runsAhead(held.Ahead))
@@ -220,10 +238,10 @@ func hintSuffix(bucket, objects string, err error) string {
 func hintFor(bucket, objects string, err error) string {
 	var held *s3lock.HeldError
 	switch {
-	case errors.As(err, &held) && slotOfKey(held.Key) > 0:
-		return heldHint(true, "")
+	case errors.As(err, &held):
+		return heldHint(held, "")
 	case errors.Is(err, s3lock.ErrHeld):
-		return heldHint(false, "")
+		return heldHint(nil, "")
 	case errors.Is(err, s3lock.ErrAccessDenied):
 		return fmt.Sprintf("The error above says whether the store refused the credentials (no credentials, an "+
 			"unknown access key, a wrong secret key, an expired session token) or a permission. Check the provider's "+
@@ -259,6 +277,13 @@ func describeCurrent(bucket string, st s3lock.State, err error) string {
 	if st.Slots > 1 {
 		return describeHolders(bucket, st)
 	}
+	switch {
+	case st.Pending:
+		return fmt.Sprintf(" The lock is now %s; a writer, %q, waits for them at epoch %d (s3://%s/%s).",
+			sharedHolders(len(st.Holders), firstHolder(st)), st.Holder, st.Epoch, bucket, st.Key)
+	case st.Shared && st.Held:
+		return fmt.Sprintf(" The lock is now %s.", sharedHolders(len(st.Holders), firstHolder(st)))
+	}
 	switch st.Phase() {
 	case s3lock.PhaseFree:
 		return " The lock has no epochs now."
@@ -289,6 +314,28 @@ func describeHolders(bucket string, st s3lock.State) string {
 	}
 	return fmt.Sprintf(" The lock admits %d holders; %d of its slots %s held now: %s.", st.Slots, len(st.Holders), are,
 		strings.Join(held, ", "))
+}
+
+// sharedHolders says "held by n shared holders, e.g. "x"" (one: "held by
+// one shared holder, "x""); example is one of them, "" when not known.
+func sharedHolders(n int, example string) string {
+	switch {
+	case n == 1 && example != "":
+		return fmt.Sprintf("held by one shared holder, %q", example)
+	case n == 1:
+		return "held by one shared holder"
+	case example != "":
+		return fmt.Sprintf("held by %d shared holders, e.g. %q", n, example)
+	}
+	return fmt.Sprintf("held by %d shared holders", n)
+}
+
+// firstHolder is the holder of a shared lock's first share, "" without one.
+func firstHolder(st s3lock.State) string {
+	if len(st.Holders) == 0 {
+		return ""
+	}
+	return st.Holders[0].Holder
 }
 
 // describeLock describes the lock an attribute belongs to, from its bucket

@@ -47,6 +47,7 @@ type leaseEphemeralModelV0 struct {
 	Metadata      types.Map    `tfsdk:"metadata"`
 	Order         types.String `tfsdk:"order"`
 	Scope         types.String `tfsdk:"scope"`
+	Mode          types.String `tfsdk:"mode"`
 	Slots         types.Int64  `tfsdk:"slots"`
 	Slot          types.Int64  `tfsdk:"slot"`
 	Epoch         types.Int64  `tfsdk:"epoch"`
@@ -82,7 +83,8 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 			"provider cannot hold the lease for the whole run (Windows, a provider under a debugger, " +
 			"`S3LOCK_RUN_GUARD=off`), opening it fails and says why, unless `scope = \"phase\"` asks for a lease " +
 			"per phase. With `slots` = n > 1 the lock admits n holders at once, and the run holds one of " +
-			"its slots (`slot`).",
+			"its slots (`slot`). With `mode = \"shared\"` the run shares the lock with other shared leases (for " +
+			"a plan, say, that must not overlap an apply), and an exclusive lease waits for them all.",
 		Attributes: map[string]schema.Attribute{
 			"bucket": schema.StringAttribute{
 				MarkdownDescription: "Bucket that holds the lock.",
@@ -155,6 +157,16 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Computed:            true,
 				Validators:          []validator.String{stringvalidator.OneOf(scopeRun, scopePhase)},
 			},
+			modeAttr: schema.StringAttribute{
+				MarkdownDescription: modeDescription("`wait_timeout`", " Under `s3lock run` of the same lock, the "+
+					"lease is the CLI's: a run that holds the lock exclusively covers a shared lease, but a run that "+
+					"holds it shared does not cover an exclusive lease, which then fails and says why. The same holds "+
+					"when two blocks of one run take the same lock: they share the run's one lease, the first "+
+					"block's, and a block that asks for an exclusive lease of a lock the run holds shared fails."),
+				Optional:   true,
+				Computed:   true,
+				Validators: modeValidators(),
+			},
 			"slots": schema.Int64Attribute{
 				MarkdownDescription: slotsDescription("`wait_timeout`", " Under `s3lock run --slots n` of the "+
 					"same lock, the lease is the CLI's slot, and `slots` must be n. When two blocks of one run take "+
@@ -168,12 +180,14 @@ func (e *leaseEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaReq
 				Computed:            true,
 			},
 			"epoch": schema.Int64Attribute{
-				MarkdownDescription: "Epoch of the lease: the fencing token of this run (of its slot, with `slots` > 1).",
-				Computed:            true,
+				MarkdownDescription: "Epoch of the lease: the fencing token of this run (of its slot, with `slots` > 1; " +
+					"the shared epoch, which every shared holder of it has, with `mode = \"shared\"`).",
+				Computed: true,
 			},
 			"key": schema.StringAttribute{
-				MarkdownDescription: "Key of the lease's epoch object in the bucket (its slot's, with `slots` > 1).",
-				Computed:            true,
+				MarkdownDescription: "Key of the lease's epoch object in the bucket (its slot's, with `slots` > 1; its " +
+					"share's, `<name>/lock-shared/<epoch>/<share>.json`, with `mode = \"shared\"`).",
+				Computed: true,
 			},
 			"leases": schema.ListAttribute{
 				MarkdownDescription: leasesDescription,
@@ -212,7 +226,8 @@ func (e *leaseEphemeralResource) Configure(_ context.Context, req ephemeral.Conf
 	e.factory = f
 }
 
-// ValidateConfig refuses a max_hold that does not outlast lease_duration.
+// ValidateConfig refuses a max_hold that does not outlast lease_duration,
+// and a shared lease of a slot lock.
 func (e *leaseEphemeralResource) ValidateConfig(ctx context.Context, req ephemeral.ValidateConfigRequest, resp *ephemeral.ValidateConfigResponse) {
 	var cfg leaseEphemeralModelV0
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
@@ -220,6 +235,9 @@ func (e *leaseEphemeralResource) ValidateConfig(ctx context.Context, req ephemer
 		return
 	}
 	if d := checkMaxHold(cfg.MaxHold, cfg.LeaseDuration, defaultEphemeralLeaseDuration, describeLock(cfg.Bucket, cfg.Name)); d != nil {
+		resp.Diagnostics.Append(d)
+	}
+	if d := checkSharedSlots(cfg.Mode, cfg.Slots); d != nil {
 		resp.Diagnostics.Append(d)
 	}
 }
@@ -272,7 +290,7 @@ func (e *leaseEphemeralResource) open(ctx context.Context, client *s3lock.Client
 		diags.Append(inheritedMalformed(lock, err))
 		return nil, openedLease{}, false
 	case ok:
-		return e.openInherited(ctx, client, in, set.slots, diags)
+		return e.openInherited(ctx, client, in, set, diags)
 	case set.scope == scopeRun:
 		return e.openRun(ctx, client, lock, set, diags)
 	}
@@ -381,6 +399,7 @@ type openSettings struct {
 	order     s3lock.Order
 	scope     string
 	slots     int
+	shared    bool // mode = "shared"
 }
 
 // openedLease is a lease an Open got, for its result.
@@ -388,6 +407,7 @@ type openedLease struct {
 	name              string
 	epoch             uint64
 	slot              int
+	share             string // a shared lease's share id
 	key, holder       string
 	acquired, expires time.Time
 	heldUntilAtMost   time.Time // the cap; zero without one
@@ -400,6 +420,7 @@ func (set openSettings) applied(cfg leaseEphemeralModelV0) leaseEphemeralModelV0
 	cfg.Order = types.StringValue(string(set.order))
 	cfg.Scope = types.StringValue(set.scope)
 	cfg.Slots = types.Int64Value(int64(set.slots))
+	cfg.Mode = types.StringValue(modeName(set.shared))
 	return cfg
 }
 
@@ -408,14 +429,15 @@ func (set openSettings) applied(cfg leaseEphemeralModelV0) leaseEphemeralModelV0
 // (a whole run's later phases find the lease held by the run's guard).
 func (set openSettings) acquireOptions() []s3lock.Option {
 	opts := []s3lock.Option{s3lock.WithLeaseDuration(set.dur), s3lock.WithOrder(set.order), s3lock.WithSlots(set.slots)}
+	opts = append(opts, modeOptions(set.shared)...)
 	if set.meta != nil {
 		opts = append(opts, s3lock.WithMetadata(set.meta))
 	}
 	return append(opts, maxHoldOptions(set.maxHold)...)
 }
 
-// settings reads Open's lease_duration, wait_timeout, order, scope (with
-// their defaults), max_hold and metadata.
+// settings reads Open's lease_duration, wait_timeout, order, scope, mode,
+// slots (with their defaults), max_hold and metadata.
 func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemeralModelV0, lock leaseRef, diags *diag.Diagnostics) openSettings {
 	var set openSettings
 	var err error
@@ -436,6 +458,7 @@ func (e *leaseEphemeralResource) settings(ctx context.Context, cfg leaseEphemera
 		set.scope = v.ValueString()
 	}
 	set.slots = slotsOf(cfg.Slots)
+	set.shared = sharedOf(cfg.Mode)
 	var d diag.Diagnostics
 	set.meta, d = metadataFrom(ctx, cfg.Metadata)
 	diags.Append(d...)
@@ -459,7 +482,7 @@ func (e *leaseEphemeralResource) result(ctx context.Context, resp *ephemeral.Ope
 			expires = l.expires
 		}
 		capAt = earliest(capAt, l.heldUntilAtMost)
-		tokens = append(tokens, s3lock.Token{Bucket: cfg.Bucket.ValueString(), Name: l.name, Slot: l.slot, Epoch: l.epoch})
+		tokens = append(tokens, s3lock.Token{Bucket: cfg.Bucket.ValueString(), Name: l.name, Slot: l.slot, Epoch: l.epoch, Share: l.share})
 	}
 	cfg.Slot = types.Int64Value(int64(first.slot))
 	cfg.Epoch = types.Int64Value(int64(first.epoch))

@@ -20,8 +20,18 @@ import (
 // lock: the CLI renews it and releases it when the command ends. An
 // ephemeral lease on the same lock then uses that lease — after checking
 // that it is the lock's current, held epoch (the slot's, under `s3lock run
-// --slots N`) — instead of waiting for it; it neither renews nor releases
-// it.
+// --slots N`; its share, under a shared run) — instead of waiting for it;
+// it neither renews nor releases it.
+//
+// A run that holds the lock exclusively covers a shared lease (mode =
+// "shared"): it excludes every other holder, readers too. A shared run does
+// not cover an exclusive lease, which is refused (sharedRunForExclusive):
+// taking it would wait for the run's own share. The environment of `s3lock
+// run` says whether its lease is shared by its key (runenv.Key): a share's
+// key (s3lock.Token.Key of a token with a Share) names its share id; an
+// environment whose key is neither the epoch's nor a share's of that epoch
+// is malformed, so a shared run the provider cannot recognise is refused,
+// never taken for an exclusive one.
 
 // privateInheritedKey marks, in an ephemeral lease's private data, a lease
 // inherited from `s3lock run`: its value is the inheritedLease as JSON.
@@ -37,11 +47,14 @@ type inheritedLease struct {
 	// holders the lock admits, 1 for a mutex.
 	Slot  int `json:"slot"`
 	Slots int `json:"slots"`
+	// Share is the share id of a shared run's lease; "" for an exclusive
+	// run's.
+	Share string `json:"share,omitempty"`
 }
 
 // ref is the leaseRef of the inherited lease.
 func (in inheritedLease) ref() leaseRef {
-	return leaseRef{bucket: in.Bucket, name: in.Name, epoch: in.Epoch, slot: in.Slot}
+	return leaseRef{bucket: in.Bucket, name: in.Name, epoch: in.Epoch, slot: in.Slot, share: in.Share}
 }
 
 // inheritedFrom returns the lease `s3lock run` holds on the lock, if this
@@ -69,18 +82,23 @@ func inheritedFrom(getenv func(string) string, bucket, name string) (in inherite
 	if in.Slots > s3lock.MaxSlots { // runenv.Read checked 1 <= Slot <= Slots
 		return inheritedLease{}, false, fmt.Errorf("%s=%d: a lock admits at most %d holders", runenv.Slots, in.Slots, s3lock.MaxSlots)
 	}
+	if in.Slot == 0 {
+		in.Share = shareOfKey(name, in.Epoch, env.Key) // a shared run's lease is its share
+	}
 	if key := in.ref().token().Key(); key != env.Key {
-		return inheritedLease{}, false, fmt.Errorf("%s=%q is not the key of the epoch %s names (%s)", runenv.Key, env.Key, runenv.Epoch, key)
+		return inheritedLease{}, false, fmt.Errorf("%s=%q is not the key of the epoch %s names (%s), nor that of a share of it",
+			runenv.Key, env.Key, runenv.Epoch, key)
 	}
 	return in, true, nil
 }
 
 // checkInherited reads the inherited lease and returns its state if it is
-// the lock's current, held epoch (the slot's, for a slot lease); otherwise
-// it reports why the inherited lease cannot be used.
+// the lock's current, held epoch (the slot's, for a slot lease; a held
+// share, for a shared run's); otherwise it reports why the inherited lease
+// cannot be used.
 func checkInherited(ctx context.Context, c *s3lock.Client, in inheritedLease, diags *diag.Diagnostics) (s3lock.State, bool) {
 	lease := in.ref()
-	if in.Slot > 0 {
+	if in.Slot > 0 || in.Share != "" {
 		st, err := c.Lookup(ctx, lease.token())
 		switch {
 		case errors.Is(err, s3lock.ErrLeaseLost):
@@ -90,8 +108,8 @@ func checkInherited(ctx context.Context, c *s3lock.Client, in inheritedLease, di
 			diags.Append(inheritedCheckFailed(lease, err))
 			return st, false
 		}
-		tflog.Info(ctx, "using the slot lease of the enclosing s3lock run", map[string]any{
-			"bucket": in.Bucket, "lock": in.Name, "slot": in.Slot, "epoch": in.Epoch})
+		tflog.Info(ctx, "using the slot or shared lease of the enclosing s3lock run", map[string]any{
+			"bucket": in.Bucket, "lock": in.Name, "slot": in.Slot, "share": in.Share, "epoch": in.Epoch})
 		return st, true
 	}
 	st, err := c.Current(ctx, in.Name)
@@ -116,17 +134,22 @@ type inheritedLife struct {
 }
 
 // openInherited uses the lease of the enclosing `s3lock run`, in, if it
-// holds the slots the configuration asks for and is still held.
-func (e *leaseEphemeralResource) openInherited(ctx context.Context, client *s3lock.Client, in inheritedLease, slots int, diags *diag.Diagnostics) (leaseLife, openedLease, bool) {
-	if in.Slots != slots {
-		diags.Append(inheritedSlotsMismatch(in, slots))
+// holds the slots the configuration (set) asks for, covers its mode, and
+// is still held.
+func (e *leaseEphemeralResource) openInherited(ctx context.Context, client *s3lock.Client, in inheritedLease, set openSettings, diags *diag.Diagnostics) (leaseLife, openedLease, bool) {
+	if in.Slots != set.slots {
+		diags.Append(inheritedSlotsMismatch(in, set.slots))
+		return nil, openedLease{}, false
+	}
+	if !covers(in.ref().token(), set.shared) {
+		diags.Append(inheritedShared(in.ref()))
 		return nil, openedLease{}, false
 	}
 	st, ok := checkInherited(ctx, client, in, diags)
 	if !ok {
 		return nil, openedLease{}, false
 	}
-	return inheritedLife{e: e, in: in}, openedLease{name: in.Name, epoch: in.Epoch, slot: in.Slot, key: st.Key, holder: st.Holder,
+	return inheritedLife{e: e, in: in}, openedLease{name: in.Name, epoch: in.Epoch, slot: in.Slot, share: in.Share, key: st.Key, holder: st.Holder,
 		acquired: st.AcquiredAt, expires: st.ExpiresAt, heldUntilAtMost: st.HeldUntilAtMost}, true
 }
 

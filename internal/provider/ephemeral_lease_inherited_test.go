@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
 	"github.com/s3lock/terraform-provider-s3lock/internal/runenv"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
@@ -30,6 +32,9 @@ func TestInheritedFrom_ReadsOnlyAWellFormedEnvironmentOfTheLock(t *testing.T) {
 	}
 	slot := runenv.Lease{Bucket: bucket, Name: name, Epoch: 3, Key: s3lock.Token{Name: name, Slot: 2, Epoch: 3}.Key(),
 		Holder: "ci", Slot: 2, Slots: 3}
+	const share = "0123456789abcdef"
+	shared := runenv.Lease{Bucket: bucket, Name: name, Epoch: 5, Key: s3lock.Token{Name: name, Epoch: 5, Share: share}.Key(),
+		Holder: "ci", Slots: 1}
 	for _, tc := range []struct {
 		what    string
 		getenv  func(string) string
@@ -42,6 +47,12 @@ func TestInheritedFrom_ReadsOnlyAWellFormedEnvironmentOfTheLock(t *testing.T) {
 			want: inheritedLease{Bucket: bucket, Name: name, Epoch: 7, Slot: 0, Slots: 1}},
 		{what: "a slot lease of the lock", getenv: env(slot), ok: true,
 			want: inheritedLease{Bucket: bucket, Name: name, Epoch: 3, Slot: 2, Slots: 3}},
+		// A shared run's key is its share's: the run holds the lock shared.
+		{what: "a shared lease of the lock", getenv: env(shared), ok: true,
+			want: inheritedLease{Bucket: bucket, Name: name, Epoch: 5, Slots: 1, Share: share}},
+		{what: "a share of another epoch", getenv: env(shared, runenv.Epoch, "4"), wantErr: runenv.Key},
+		{what: "a share of another lock", getenv: env(shared, runenv.Key, s3lock.Token{Name: "other", Epoch: 5, Share: share}.Key()),
+			wantErr: runenv.Key},
 		{what: "another lock", getenv: env(good, runenv.Name, "other")},
 		{what: "the second lock of a set", ok: true, want: inheritedLease{Bucket: bucket, Name: name, Epoch: 4, Slots: 1},
 			getenv: env(good, runenv.Name, "a-first", runenv.Epoch, "9", runenv.Key, s3lock.Token{Name: "a-first", Epoch: 9}.Key(),
@@ -75,5 +86,42 @@ func TestInheritedFrom_ReadsOnlyAWellFormedEnvironmentOfTheLock(t *testing.T) {
 				t.Errorf("inheritedFrom = %+v, %v, %v; want %+v, %v", got, ok, err, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestOpenInherited_ASharedRunCoversOnlySharedLeases: under `s3lock run` of
+// a lock held shared, an exclusive lease is refused at once, with a
+// diagnostic that names the run's share and the way out, before anything is
+// read or waited for (a writer under a reader's share would write beside
+// other readers; taking the lock anew would wait for the run's own share).
+// An exclusive run's lease is not refused for a shared lease: it covers it.
+func TestOpenInherited_ASharedRunCoversOnlySharedLeases(t *testing.T) {
+	e := &leaseEphemeralResource{}
+	in := inheritedLease{Bucket: "locks", Name: "deploy/prod", Epoch: 5, Slots: 1, Share: "0123456789abcdef"}
+	var diags diag.Diagnostics
+	// No client: the refusal comes before any request.
+	if _, _, ok := e.openInherited(t.Context(), nil, in, openSettings{slots: 1}, &diags); ok || !diags.HasError() {
+		t.Fatalf("an exclusive lease under a shared run: ok %v, diagnostics %v; want it refused", ok, diags)
+	}
+	d := diags.Errors()[0]
+	for _, want := range []string{`Lock "deploy/prod" in bucket "locks"`, in.ref().token().Key(), "holds it shared",
+		runenv.Key, `asks for an exclusive lease (mode = "exclusive"`, `Set mode = "shared"`} {
+		if !strings.Contains(d.Summary()+" "+d.Detail(), want) {
+			t.Errorf("diagnostic %q: %q does not say %q", d.Summary(), d.Detail(), want)
+		}
+	}
+	for _, tc := range []struct {
+		held   s3lock.Token
+		shared bool
+		want   bool
+	}{
+		{held: s3lock.Token{Epoch: 1}, shared: false, want: true},
+		{held: s3lock.Token{Epoch: 1}, shared: true, want: true},
+		{held: s3lock.Token{Epoch: 1, Share: "0123456789abcdef"}, shared: true, want: true},
+		{held: s3lock.Token{Epoch: 1, Share: "0123456789abcdef"}, shared: false, want: false},
+	} {
+		if got := covers(tc.held, tc.shared); got != tc.want {
+			t.Errorf("covers(%+v, shared %v) = %v, want %v", tc.held, tc.shared, got, tc.want)
+		}
 	}
 }

@@ -44,7 +44,7 @@ func (e *leaseEphemeralResource) openPhase(ctx context.Context, client *s3lock.C
 // phaseOpened is what Open got of a lease this process holds.
 func phaseOpened(lease *s3lock.Lease) openedLease {
 	token, st := lease.Token(), lease.State()
-	return openedLease{name: token.Name, epoch: st.Epoch, slot: token.Slot, key: token.Key(),
+	return openedLease{name: token.Name, epoch: st.Epoch, slot: token.Slot, share: token.Share, key: token.Key(),
 		holder: st.Holder, acquired: st.AcquiredAt, expires: st.ExpiresAt, heldUntilAtMost: st.HeldUntilAtMost}
 }
 

@@ -62,7 +62,7 @@ func (e *leaseEphemeralResource) openRun(ctx context.Context, client *s3lock.Cli
 
 // runOpened is what Open got of a lease the run's guard holds.
 func runOpened(held *runguard.Lease) openedLease {
-	return openedLease{name: held.Token.Name, epoch: held.Token.Epoch, slot: held.Token.Slot, key: held.Key,
+	return openedLease{name: held.Token.Name, epoch: held.Token.Epoch, slot: held.Token.Slot, share: held.Token.Share, key: held.Key,
 		holder: held.Holder, acquired: held.AcquiredAt, expires: held.ExpiresAt, heldUntilAtMost: held.HeldUntilAtMost}
 }
 
@@ -102,8 +102,9 @@ func (l runLife) close(ctx context.Context, diags *diag.Diagnostics) {
 
 // openForRun returns the run's lease of the lock: the one the run already
 // holds (also when another provider configuration of the run took it), if
-// it has the slots set asks for, or a new one that acquire takes and the
-// guard adopts. The guard takes a lease over by its token, which carries
+// it has the slots set asks for and covers its mode (an exclusive lease
+// covers a shared block, a shared one does not cover an exclusive block),
+// or a new one that acquire takes and the guard adopts. The guard takes a lease over by its token, which carries
 // the slot of a slot lease, with a client of client's holder.
 func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.Client, lock leaseRef, set openSettings, acquire func() (*s3lock.Lease, lockWait, error), diags *diag.Diagnostics) (*runguard.Lease, bool) {
 	bucket, name := lock.bucket, lock.name
@@ -134,6 +135,10 @@ func (e *leaseEphemeralResource) openForRun(ctx context.Context, client *s3lock.
 		}
 		if leaseSlots(held.Token) != set.slots {
 			diags.Append(runSlotsMismatch(lock, held.Token, set.slots))
+			return nil, false
+		}
+		if !covers(held.Token, set.shared) {
+			diags.Append(runHoldsShared(tokenRef(held.Token)))
 			return nil, false
 		}
 		tflog.Info(ctx, "this run already holds the lock", map[string]any{"bucket": bucket, "lock": name,

@@ -37,7 +37,7 @@ func (e *leaseEphemeralResource) openSet(ctx context.Context, client *s3lock.Cli
 		diags.Append(inheritedSetPartly(bucket, inheritedNames(ins), missing))
 		return nil, nil, false
 	case len(ins) > 0:
-		return e.openInheritedSet(ctx, client, ins, diags)
+		return e.openInheritedSet(ctx, client, ins, set.shared, diags)
 	case set.scope == scopeRun:
 		return e.openRunSet(ctx, client, bucket, names, set, diags)
 	}
@@ -74,11 +74,11 @@ func inheritedNames(ins []inheritedLease) []string {
 
 // openInheritedSet uses the leases of the enclosing `s3lock run`, each
 // checked as openInherited checks the lease of one lock.
-func (e *leaseEphemeralResource) openInheritedSet(ctx context.Context, client *s3lock.Client, ins []inheritedLease, diags *diag.Diagnostics) (leaseLife, []openedLease, bool) {
+func (e *leaseEphemeralResource) openInheritedSet(ctx context.Context, client *s3lock.Client, ins []inheritedLease, shared bool, diags *diag.Diagnostics) (leaseLife, []openedLease, bool) {
 	life := setLife{kindOf: lifeInherited}
 	var got []openedLease
 	for _, in := range ins {
-		member, opened, ok := e.openInherited(ctx, client, in, defaultSlots, diags)
+		member, opened, ok := e.openInherited(ctx, client, in, openSettings{slots: defaultSlots, shared: shared}, diags)
 		if !ok {
 			return nil, nil, false
 		}
@@ -124,7 +124,7 @@ func (e *leaseEphemeralResource) openRunSet(ctx context.Context, client *s3lock.
 		diags.Append(leaseTooShortForRun(first, set.dur, runguard.MinimumLease))
 		return nil, nil, false
 	}
-	c := runSetClaim{e: e, run: e.factory.run, cfg: e.factory.runGuardConfig(client), bucket: bucket}
+	c := runSetClaim{e: e, run: e.factory.run, cfg: e.factory.runGuardConfig(client), bucket: bucket, shared: set.shared}
 	defer c.done()
 	if !c.claim(ctx, names, diags) {
 		return nil, nil, false
@@ -154,6 +154,7 @@ type runSetClaim struct {
 	run     *runguard.Client
 	cfg     runguard.ClientConfig
 	bucket  string
+	shared  bool // the set asks for shared leases
 	held    []*runguard.Lease
 	granted []string
 	turns   []func()
@@ -185,6 +186,8 @@ func (c *runSetClaim) claim(ctx context.Context, names []string, diags *diag.Dia
 			diags.Append(runLeaseGone(held))
 		case leaseSlots(held.Token) != defaultSlots:
 			diags.Append(runSlotsMismatch(lock, held.Token, defaultSlots))
+		case !covers(held.Token, c.shared):
+			diags.Append(runHoldsShared(tokenRef(held.Token)))
 		default:
 			c.held = append(c.held, held)
 			continue

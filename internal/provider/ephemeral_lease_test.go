@@ -60,6 +60,7 @@ type echoedLease struct {
 	LeaseDuration string            `json:"lease_duration"`
 	WaitTimeout   string            `json:"wait_timeout"`
 	Order         string            `json:"order"`
+	Mode          string            `json:"mode"`
 	ExpiresAt     string            `json:"expires_at"`
 	AcquiredAt    string            `json:"acquired_at"`
 	Metadata      map[string]string `json:"metadata"`

@@ -57,28 +57,31 @@ type privateSetter interface {
 // leaseRef names a lease, or a lock when epoch is 0: for the diagnostics,
 // which name every lease they speak of by one, and for the SDK (token). slot
 // is the slot a lease of a slot lock holds (its epoch is the slot's); 0 for
-// a mutex's lease. maxHold is the lease's cap (max_hold), for the
-// diagnostic of a lease that ends at it; 0 when it has none or it is not
-// known.
+// a mutex's lease. share is the share id of a shared lease (its epoch is
+// the shared epoch); "" for an exclusive one. maxHold is the lease's cap
+// (max_hold), for the diagnostic of a lease that ends at it; 0 when it has
+// none or it is not known.
 type leaseRef struct {
 	bucket, name string
 	epoch        uint64
 	slot         int
+	share        string
 	maxHold      time.Duration
 }
 
 // tokenRef is the leaseRef of a token.
 func tokenRef(t s3lock.Token) leaseRef {
-	return leaseRef{bucket: t.Bucket, name: t.Name, epoch: t.Epoch, slot: t.Slot}
+	return leaseRef{bucket: t.Bucket, name: t.Name, epoch: t.Epoch, slot: t.Slot, share: t.Share}
 }
 
 // token is the s3lock.Token that names l's epoch (its slot's, for a slot
-// lease) whoever holds it: without a Nonce, and without the lock's number
-// of slots, which the SDK reads from the lock's marker. With it, the SDK
-// resumes (adopts), looks up or force-releases the epoch, and names its
-// object (Token.Key). The SDK refuses it from a client of another bucket.
+// lease; its share, for a shared lease) whoever holds it: without a Nonce,
+// and without the lock's number of slots, which the SDK reads from the
+// lock's marker. With it, the SDK resumes (adopts), looks up or
+// force-releases the epoch (the share), and names its object (Token.Key).
+// The SDK refuses it from a client of another bucket.
 func (l leaseRef) token() s3lock.Token {
-	return s3lock.Token{Bucket: l.bucket, Name: l.name, Slot: l.slot, Epoch: l.epoch}
+	return s3lock.Token{Bucket: l.bucket, Name: l.name, Slot: l.slot, Epoch: l.epoch, Share: l.share}
 }
 
 // storeToken saves the token that resumes a lease.

@@ -49,11 +49,13 @@ func (l *leaseListResource) Metadata(_ context.Context, req resource.MetadataReq
 func (l *leaseListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists the held leases under a prefix, for `terraform query`: each result is the " +
-			"identity of an `s3lock_lease` (bucket, name and epoch, and the slot for the lease of a slot) that an " +
+			"identity of an `s3lock_lease` (bucket, name and epoch; the slot for the lease of a slot; the share for a " +
+			"shared lease) that an " +
 			"import block can adopt, such as a lease an earlier pipeline step or the s3lock CLI took, and, when " +
 			"Terraform asks for them (`include_resource = true`, or `-generate-config-out`), the attributes the " +
 			"lease has once imported, so that the generated resource blocks import without changes. A lock that " +
-			"admits several holders (`slots`) gives one result per held slot, each its own lease. Locks that are " +
+			"admits several holders (`slots`) gives one result per held slot, each its own lease, and a lock held " +
+			"shared one result per shared holder, each its own share. Locks that are " +
 			"free, released or lapsed are left out (there is nothing to import), and so are locks whose newest " +
 			"epoch object is unreadable (with a warning). Listing writes nothing: a lease is only adopted when an " +
 			"import block imports it.",
@@ -119,8 +121,9 @@ func (l *leaseListResource) List(ctx context.Context, req list.ListRequest, stre
 		}
 		for _, st := range states {
 			switch {
-			case st.Slots > 1:
-				// A slot lock: each held slot is a lease of its own.
+			case st.Slots > 1 || st.Shared:
+				// A slot lock: each held slot is a lease of its own; a
+				// lock held shared: each share.
 				for _, h := range st.Holders {
 					if !lease(st, h) {
 						return
@@ -142,16 +145,24 @@ func (l *leaseListResource) List(ctx context.Context, req list.ListRequest, stre
 }
 
 // listedLease is the result for a held lease of lock: held is the lock's
-// state for a mutex, the slot's (an entry of lock.Holders) for a slot lock.
+// state for a mutex, the slot's (an entry of lock.Holders) for a slot lock,
+// the share's (an entry of lock.Holders) for a lock held shared.
 // It has the lease's identity, a display name and, when Terraform asks for
 // it, the state an import of it would have.
 func listedLease(ctx context.Context, req list.ListRequest, bucket string, lock, held s3lock.State) list.ListResult {
 	ref := leaseRef{bucket: bucket, name: lock.Name, epoch: held.Epoch, slot: held.Slot}
+	if lock.Shared {
+		ref.share = shareOfKey(lock.Name, held.Epoch, held.Key)
+	}
 	result := req.NewListResult(ctx)
 	result.DisplayName = fmt.Sprintf("%s epoch %d, held by %s", lock.Name, held.Epoch, held.Holder)
-	if ref.slot > 0 {
+	switch {
+	case ref.slot > 0:
 		result.DisplayName = fmt.Sprintf("%s slot %d of %d, epoch %d, held by %s", lock.Name, ref.slot, lock.Slots,
 			held.Epoch, held.Holder)
+	case ref.share != "":
+		result.DisplayName = fmt.Sprintf("%s shared epoch %d, share %s, held by %s", lock.Name, held.Epoch, ref.share,
+			held.Holder)
 	}
 	result.Diagnostics.Append(setLeaseIdentity(ctx, result.Identity, ref)...)
 	if req.IncludeResource {
@@ -171,13 +182,14 @@ func setListedState(ctx context.Context, res *tfsdk.Resource, ref leaseRef, slot
 	set := func(attr string, v any) {
 		diags.Append(res.SetAttribute(ctx, path.Root(attr), v)...)
 	}
-	set("id", types.StringValue(leaseID(ref.bucket, ref.name, ref.slot, ref.epoch)))
+	set("id", types.StringValue(ref.id()))
 	set("bucket", types.StringValue(ref.bucket))
 	set("name", types.StringValue(ref.name))
 	set("lease_duration", types.StringValue(formatDuration(st.LeaseDuration)))
 	set("metadata", metadataValue(st.Metadata))
 	// As on import: how the lease was waited for is not recorded in it.
 	set("order", types.StringValue(string(defaultOrder)))
+	set(modeAttr, types.StringValue(modeName(ref.share != "")))
 	set("slots", types.Int64Value(int64(slots)))
 	set("slot", types.Int64Value(int64(ref.slot)))
 	set("epoch", types.Int64Value(int64(ref.epoch)))

@@ -54,6 +54,7 @@ type leaseResourceModelV0 struct {
 	RenewBefore   types.String   `tfsdk:"renew_before"`
 	Metadata      types.Map      `tfsdk:"metadata"`
 	Order         types.String   `tfsdk:"order"`
+	Mode          types.String   `tfsdk:"mode"`
 	Slots         types.Int64    `tfsdk:"slots"`
 	Slot          types.Int64    `tfsdk:"slot"`
 	Epoch         types.Int64    `tfsdk:"epoch"`
@@ -96,10 +97,12 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"in-place renewal. If the lease is lost meanwhile (it lapsed, or an operator force-released it), " +
 			"the next refresh removes it from state with a warning and the next apply acquires the lock again, " +
 			"with a new `epoch`.\n\n" +
-			"Changing `lease_duration`, `max_hold`, `metadata` or `slots` replaces the lease: it is released and acquired " +
+			"Changing `lease_duration`, `max_hold`, `metadata`, `mode` or `slots` replaces the lease: it is released and acquired " +
 			"again with a new epoch. Changing `order`, `renew_before` or `timeouts` only changes state.\n\n" +
 			"With `slots` = n > 1 the lock admits n holders at once, and the lease holds one of its slots " +
-			"(`slot`); `epoch` is then that slot's fencing token.\n\n" +
+			"(`slot`); `epoch` is then that slot's fencing token. With `mode = \"shared\"` the lease shares the lock " +
+			"with other shared leases (for runs that only read what it guards), and an exclusive lease waits for " +
+			"them all.\n\n" +
 			"The lease's token, which renews and releases it, is kept in the resource's private state, " +
 			"which Terraform writes into the state file: protect the state as you protect the lock's " +
 			"objects. The token is no secret beyond them: its nonce is in the lease's object too, " +
@@ -107,8 +110,8 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"write those keys (`s3:PutObject`).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
-				MarkdownDescription: "Identifier of the lease, `" + importIDFormat + "`, or `" + importSlotIDFormat +
-					"` for the lease of a slot (the import ID formats).",
+				MarkdownDescription: "Identifier of the lease, `" + importIDFormat + "`; `" + importSlotIDFormat +
+					"` for the lease of a slot; `" + importSharedIDFormat + "` for a shared lease (the import ID formats).",
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
@@ -192,6 +195,15 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Default:    stringdefault.StaticString(string(defaultOrder)),
 				Validators: []validator.String{orderValidator()},
 			},
+			modeAttr: schema.StringAttribute{
+				MarkdownDescription: modeDescription("`timeouts.create`", " Changing it replaces the lease. An "+
+					"imported lease gets the mode it was acquired with."),
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString(modeExclusive),
+				Validators:    modeValidators(),
+				PlanModifiers: []planmodifier.String{replaceIfModeChanged()},
+			},
 			"slots": schema.Int64Attribute{
 				MarkdownDescription: slotsDescription("`timeouts.create`", " Changing it replaces the lease. "+
 					"An imported lease gets the number of holders its lock admits."),
@@ -214,8 +226,9 @@ func (r *leaseResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
 			"key": schema.StringAttribute{
-				MarkdownDescription: "Key of the lease's epoch object in the bucket, `<name>/lock-<epoch>.json`, or " +
-					"`<name>/lock-slots/<slot>/lock-<epoch>.json` for the lease of a slot.",
+				MarkdownDescription: "Key of the lease's epoch object in the bucket, `<name>/lock-<epoch>.json`; " +
+					"`<name>/lock-slots/<slot>/lock-<epoch>.json` for the lease of a slot; for a shared lease, its " +
+					"share's object, `<name>/lock-shared/<epoch>/<share>.json`.",
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
@@ -263,7 +276,8 @@ func (r *leaseResource) Configure(_ context.Context, req resource.ConfigureReque
 }
 
 // ValidateConfig refuses a max_hold that does not outlast lease_duration,
-// and a renew_before that every plan would find due.
+// a shared lease of a slot lock, and a renew_before that every plan would
+// find due.
 func (r *leaseResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var cfg leaseResourceModelV0
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
@@ -271,6 +285,9 @@ func (r *leaseResource) ValidateConfig(ctx context.Context, req resource.Validat
 		return
 	}
 	if d := checkMaxHold(cfg.MaxHold, cfg.LeaseDuration, defaultResourceLeaseDuration, describeLock(cfg.Bucket, cfg.Name)); d != nil {
+		resp.Diagnostics.Append(d)
+	}
+	if d := checkSharedSlots(cfg.Mode, cfg.Slots); d != nil {
 		resp.Diagnostics.Append(d)
 	}
 	if cfg.RenewBefore.IsNull() || cfg.RenewBefore.IsUnknown() || cfg.LeaseDuration.IsUnknown() {
@@ -368,7 +385,7 @@ func (r *leaseResource) Create(ctx context.Context, req resource.CreateRequest, 
 		"epoch": lease.Token().Epoch, "key": token.Key()})
 
 	ref := tokenRef(token)
-	plan.ID = types.StringValue(leaseID(bucket, name, ref.slot, ref.epoch))
+	plan.ID = types.StringValue(ref.id())
 	plan.Slots = types.Int64Value(int64(max(token.Slots, 1)))
 	plan.Slot = types.Int64Value(int64(token.Slot))
 	plan.Epoch = types.Int64Value(int64(lease.Token().Epoch))
@@ -391,7 +408,7 @@ type acquisition struct {
 }
 
 // acquisition reads Create's timeouts.create, lease_duration, max_hold,
-// order, slots and metadata.
+// order, mode, slots and metadata.
 func (r *leaseResource) acquisition(ctx context.Context, plan leaseResourceModelV0, lock leaseRef, diags *diag.Diagnostics) acquisition {
 	wait, d := plan.Timeouts.Create(ctx, defaultCreateTimeout)
 	diags.Append(d...)
@@ -411,6 +428,7 @@ func (r *leaseResource) acquisition(ctx context.Context, plan leaseResourceModel
 	}
 	opts := []s3lock.Option{s3lock.WithLeaseDuration(dur), s3lock.WithOrder(order), s3lock.WithSlots(slotsOf(plan.Slots))}
 	opts = append(opts, maxHoldOptions(maxHold)...)
+	opts = append(opts, modeOptions(sharedOf(plan.Mode))...)
 	if meta != nil {
 		opts = append(opts, s3lock.WithMetadata(meta))
 	}
@@ -468,6 +486,10 @@ func (r *leaseResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if state.Slots.IsNull() || state.Slot.IsNull() {
 		// State written before slots existed: a mutex's lease.
 		state.Slots, state.Slot = types.Int64Value(defaultSlots), types.Int64Value(0)
+	}
+	if state.Mode.IsNull() {
+		// State written before shared leases: an exclusive lease.
+		state.Mode = types.StringValue(modeExclusive)
 	}
 	if renewedSince(st.TrustedUntil, state.ExpiresAt) {
 		state.ExpiresAt = timeValue(st.TrustedUntil)
@@ -601,7 +623,7 @@ func releaseLease(ctx context.Context, client *s3lock.Client, token *s3lock.Toke
 }
 
 // stateRef names the lease of a state: of a lock set's, the first lease
-// (epoch is the first lease's).
+// (epoch is the first lease's). A shared lease's share is in its id.
 func stateRef(state leaseResourceModelV0) leaseRef {
 	name := state.Name.ValueString()
 	if state.Name.IsNull() && len(state.Leases.Elements()) > 0 {
@@ -611,8 +633,12 @@ func stateRef(state leaseResourceModelV0) leaseRef {
 			}
 		}
 	}
-	return leaseRef{bucket: state.Bucket.ValueString(), name: name,
-		epoch: uint64(state.Epoch.ValueInt64()), slot: int(state.Slot.ValueInt64()), maxHold: stateMaxHold(state)}
+	share := ""
+	if id, err := parseLeaseID(state.ID.ValueString()); err == nil {
+		share = id.share
+	}
+	return leaseRef{bucket: state.Bucket.ValueString(), name: name, epoch: uint64(state.Epoch.ValueInt64()),
+		slot: int(state.Slot.ValueInt64()), share: share, maxHold: stateMaxHold(state)}
 }
 
 // stateMaxHold is the cap of a state's lease (max_hold); 0 without one, or
@@ -679,5 +705,22 @@ func replaceIfSlotsChanged() planmodifier.Int64 {
 		},
 		"Changing the number of holders the lock admits replaces the lease.",
 		"Changing the number of holders the lock admits replaces the lease.",
+	)
+}
+
+// replaceIfModeChanged makes a change of mode replace the lease, except in
+// state written before shared leases (null there), whose lease is an
+// exclusive one: its default, exclusive, changes nothing.
+func replaceIfModeChanged() planmodifier.String {
+	return stringplanmodifier.RequiresReplaceIf(
+		func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+			before := req.StateValue
+			if before.IsNull() {
+				before = types.StringValue(modeExclusive)
+			}
+			resp.RequiresReplace = !before.Equal(req.PlanValue)
+		},
+		"Changing whether the lease is shared replaces the lease.",
+		"Changing whether the lease is shared replaces the lease.",
 	)
 }

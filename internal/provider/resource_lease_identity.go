@@ -18,7 +18,8 @@ import (
 // 1.12 and later): the bucket, the lock name and the epoch, the same parts as
 // the import ID, and, for the lease of one slot of a lock that admits several
 // holders, the slot (null for a mutex's lease, and in identities stored
-// before slots existed). An epoch (of a slot) is acquired once and never
+// before slots existed), and, for a shared lease, its share id (null for an
+// exclusive lease, and in identities stored before shared leases). An epoch (of a slot) is acquired once and never
 // reused, so the identity names one lease for good; it does not change while
 // the resource exists (a renewal keeps the epoch, anything else replaces the
 // lease).
@@ -33,6 +34,7 @@ type leaseIdentityModelV0 struct {
 	Name   types.String `tfsdk:"name"`
 	Epoch  types.Int64  `tfsdk:"epoch"`
 	Slot   types.Int64  `tfsdk:"slot"`
+	Share  types.String `tfsdk:"share"`
 }
 
 func (r *leaseResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
@@ -60,6 +62,11 @@ func leaseIdentitySchema() identityschema.Schema {
 				Description: "The slot the lease holds, from 1 to the number of holders its lock admits, for the " +
 					"lease of a slot (slots greater than 1); epoch is then the slot's. Null for a mutex's lease.",
 			},
+			"share": identityschema.StringAttribute{
+				OptionalForImport: true,
+				Description: "The share id of a shared lease (mode shared), 16 hex digits, as in the key of its share; " +
+					"epoch is then the shared epoch. Null for an exclusive lease.",
+			},
 		},
 	}
 }
@@ -71,6 +78,7 @@ func leaseIdentity(l leaseRef) leaseIdentityModelV0 {
 		Name:   types.StringValue(l.name),
 		Epoch:  types.Int64Value(int64(l.epoch)),
 		Slot:   types.Int64Null(),
+		Share:  stringOrNull(l.share),
 	}
 	if l.slot > 0 {
 		id.Slot = types.Int64Value(int64(l.slot))
@@ -133,6 +141,10 @@ func identityRef(id leaseIdentityModelV0) (leaseRef, error) {
 	default:
 		l.slot = int(s.ValueInt64())
 	}
+	if id.Share.IsUnknown() {
+		return leaseRef{}, errors.New("share must be known (or left out, for an exclusive lease)")
+	}
+	l.share = id.Share.ValueString() // the SDK checks it when the import resumes the lease
 	if err := s3lock.ValidateConfig(l.bucket); err != nil {
 		return leaseRef{}, err
 	}

@@ -26,10 +26,10 @@ func TestParseLeaseID(t *testing.T) {
 		{id: "locks/a/0000000007", want: leaseRef{bucket: "locks", name: "a", epoch: 7}},
 		{id: "locks/ci/runners/lock-slots/2/7", want: leaseRef{bucket: "locks", name: "ci/runners", slot: 2, epoch: 7}},
 		{id: "locks/a/lock-slots/64/1", want: leaseRef{bucket: "locks", name: "a", slot: 64, epoch: 1}},
-		{id: "locks/a", wantErrHas: "has neither the form <bucket>/<name>/<epoch> nor <bucket>/<name>/lock-slots/<slot>/<epoch>"},
-		{id: "locks//1", wantErrHas: "has neither the form"},
-		{id: "/a/1", wantErrHas: "has neither the form"},
-		{id: "locks/a/", wantErrHas: "has neither the form"},
+		{id: "locks/a", wantErrHas: "has none of the forms <bucket>/<name>/<epoch>, <bucket>/<name>/lock-slots/<slot>/<epoch> or <bucket>/<name>/lock-shared/<epoch>/<share>"},
+		{id: "locks//1", wantErrHas: "has none of the forms"},
+		{id: "/a/1", wantErrHas: "has none of the forms"},
+		{id: "locks/a/", wantErrHas: "has none of the forms"},
 		{id: "locks/a/0", wantErrHas: "epoch"},
 		{id: "locks/a/x1", wantErrHas: "epoch"},
 		{id: "locks/a/99999999999", wantErrHas: "epoch"},
@@ -39,6 +39,13 @@ func TestParseLeaseID(t *testing.T) {
 		{id: "locks/a/lock-slots/65/7", wantErrHas: `slot "65"`},
 		{id: "locks/a/lock-slots/x/7", wantErrHas: `slot "x"`},
 		{id: "locks/a/lock-slots/2/b/7", wantErrHas: `slot "2/b"`},
+		{id: "locks/deploy/prod/lock-shared/42/0123456789abcdef",
+			want: leaseRef{bucket: "locks", name: "deploy/prod", epoch: 42, share: "0123456789abcdef"}},
+		{id: "locks/a/lock-shared/0000000007/0123456789abcdef", want: leaseRef{bucket: "locks", name: "a", epoch: 7, share: "0123456789abcdef"}},
+		{id: "locks/a/lock-shared/7", wantErrHas: "does not have the form <bucket>/<name>/lock-shared/<epoch>/<share>"},
+		{id: "locks/a/lock-shared/7/", wantErrHas: "does not have the form"},
+		{id: "locks/a/lock-shared/x/0123456789abcdef", wantErrHas: `epoch "x"`},
+		{id: "locks/lock-shared/7/0123456789abcdef", wantErrHas: "has none of the forms"},
 		// No slot before the epoch: the name then has the reserved segment.
 		{id: "locks/lock-slots/2/7", wantErrHas: "reserved"},
 		{id: "locks/a/lock-slots/7", wantErrHas: "reserved"},
@@ -57,12 +64,28 @@ func TestParseLeaseID(t *testing.T) {
 			}
 			// The id of the lease it names is the same ID, written as the
 			// provider writes it.
-			back, err := parseLeaseID(leaseID(got.bucket, got.name, got.slot, got.epoch))
+			back, err := parseLeaseID(got.id())
 			if err != nil || back != got {
 				t.Errorf("leaseID of %+v does not parse back: %+v, %v", got, back, err)
 			}
 		})
 	}
+}
+
+// TestLeaseID_ShareIsTheKeyPath: the import ID of a shared lease has the
+// shared epoch and the share id where the key of its share has them.
+func TestLeaseID_ShareIsTheKeyPath(t *testing.T) {
+	l := leaseRef{bucket: "locks", name: "deploy/prod", epoch: 42, share: "0123456789abcdef"}
+	key := l.token().Key()
+	if want := "locks/" + strings.TrimSuffix(key, ".json"); l.id() != strings.Replace(want, "/0000000042/", "/42/", 1) {
+		t.Errorf("id = %q, want the key %q's path", l.id(), key)
+	}
+}
+
+// leaseID is the id of a lease that is not shared (leaseRef.id), for the
+// tests that spell it.
+func leaseID(bucket, name string, slot int, epoch uint64) string {
+	return leaseRef{bucket: bucket, name: name, slot: slot, epoch: epoch}.id()
 }
 
 // TestLeaseID_SlotIsTheKeyPath: the import ID of a slot lease has the slot

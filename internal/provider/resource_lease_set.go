@@ -89,7 +89,7 @@ func (r *leaseResource) createSet(ctx context.Context, client *s3lock.Client, pl
 	if waited.waited() {
 		resp.Diagnostics.Append(lockWaited(tokenRef(waitedIn(tokens, waited)), waited, false))
 	}
-	plan.ID = types.StringValue(leaseID(bucket, tokens[0].Name, 0, tokens[0].Epoch))
+	plan.ID = types.StringValue(tokenRef(tokens[0]).id())
 	plan.Slots, plan.Slot = types.Int64Value(defaultSlots), types.Int64Value(0)
 	plan.Epoch = types.Int64Value(int64(tokens[0].Epoch))
 	plan.Key = types.StringValue(tokens[0].Key())
