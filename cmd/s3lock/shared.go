@@ -151,3 +151,21 @@ func sharedEpochRefused(ctx context.Context, c *s3lock.Client, t s3lock.Token, e
 	return usagef("epoch %d of lock %q (s3://%s/%s) is a shared epoch: %s hold it, and it has no holder of its own to release; "+
 		"force-release a share of it instead: %s", t.Epoch, t.Name, t.Bucket, t.Key(), sharesText(len(shares)), strings.Join(shares, ", "))
 }
+
+// readShares reads again, with Current, each lock of states (List's) that
+// is shared or has a writer waiting for shared holders, and that lists no
+// shared holder: List does not read the shares, Current does (a LIST and a
+// GET per share, for each such lock).
+func readShares(ctx context.Context, c *s3lock.Client, states []s3lock.State) error {
+	for i, s := range states {
+		if modeOf(s) == "" || len(s.Holders) > 0 {
+			continue
+		}
+		st, err := c.Current(ctx, s.Name)
+		if err != nil {
+			return err
+		}
+		states[i] = st
+	}
+	return nil
+}

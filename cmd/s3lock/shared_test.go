@@ -193,6 +193,11 @@ func TestStatus_SharedHoldersAndAWaitingWriter(t *testing.T) {
 		if got.Pending || got.Holder != "" || got.Epoch != epoch {
 			t.Errorf("got %+v; want epoch %d, no holder of its own, nothing pending", got, epoch)
 		}
+		var listed []lockStatus
+		if err := json.Unmarshal([]byte(c.mustRun("status", "--prefix", name, "-o", "json").stdout), &listed); err != nil || len(listed) != 1 {
+			t.Fatalf("status --prefix: %v, %+v; want the one lock", err, listed)
+		}
+		checkShares(t, listed[0])
 		w := c.mustRun("watch", name, "-o", "json", "--until", "held")
 		var ch watchChange
 		if err := json.Unmarshal([]byte(w.stdout), &ch); err != nil {

@@ -116,6 +116,8 @@ with a row per shared holder ("share ID": its share id, epoch, holder, expiry
 and acquisition) below it. While a run without --shared waits for them, the
 lock shows "held (shared); WRITER waits for 2 shared holders", WRITER in
 HOLDER with its own epoch and expiry, and the shared holders below it.
+status --prefix reads the shared holders of each such lock with a LIST and a
+GET per holder more.
 
 For NAME, status also shows the lock's line: the runs waiting for it with
 --order fifo or newest, in the order they will be served (POSITION 1 next),
@@ -214,6 +216,9 @@ func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefi
 		return a.statusOfLock(ctx, c, args[0], output)
 	}
 	states, err := c.List(ctx, prefix)
+	if err == nil {
+		err = readShares(ctx, c, states)
+	}
 	if err != nil {
 		return err
 	}
