@@ -120,6 +120,8 @@ func sharedChangeText(st s3lock.State, now time.Time) (text string, ok bool) {
 	}
 	list := strings.Join(holders, ", ")
 	switch {
+	case st.Pending && len(holders) == 0: // they ended as it was read
+		return fmt.Sprintf("%s (epoch %d) waits for the shared holders before it", holderText(st.Holder), st.Epoch), true
 	case st.Pending:
 		return fmt.Sprintf("%s (epoch %d) waits for %s: %s", holderText(st.Holder), st.Epoch, sharesText(len(st.Holders)), list), true
 	case !st.Shared:

@@ -333,14 +333,15 @@ lets the next acquirer choose another --slots); do that only once no slot is
 held, or the holders of its slots and a new holder may overlap.
 
 For a lock held by shared holders (--shared), --share ID deletes that share
-of shared epoch N (status shows each shared holder with its share id): its
-holder finds out at its next renewal, as above. A shared epoch itself has no
-holder of its own and is not force-released; its shares are.
+of shared epoch N (status shows each shared holder with its share id). A
+shared epoch itself has no holder of its own and is not force-released; its
+shares are.
 
 The holder is not told at once: it finds out at its next renewal (an
 's3lock run' then stops its command and exits with code 4). Until then it may
 still believe it holds the lock, which is what the epoch as fencing token is
-for. The lease records --holder as the one who released it.
+for. The lease records --holder as the one who released it (a deleted share
+records nothing).
 
 ` + exitCodesHelp,
 		Example: `  s3lock status deploy/prod
