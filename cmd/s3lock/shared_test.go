@@ -355,15 +355,17 @@ func TestRun_SharedWaitsAndExitsAsExclusive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := c.run("run", "--shared", "--wait", "0", name, "--", "true")
-	if r.code != exitHeld || !strings.Contains(r.stderr, `held by "test-sdk" (epoch `) {
-		t.Errorf("run --shared --wait 0 on a held lock: %s; want exit %d naming the holder", r, exitHeld)
+	for _, wait := range []string{"0", "2s"} {
+		r := c.run("run", "--shared", "--wait", wait, name, "--", "true")
+		if r.code != exitHeld || !strings.Contains(r.stderr, `held by "test-sdk" (epoch `) {
+			t.Errorf("run --shared --wait %s on a held lock: %s; want exit %d naming the holder", wait, r, exitHeld)
+		}
 	}
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 
-	r = c.run("run", "--shared", "--lease", "2s", "--max-hold", "4s", name, "--", "sh", "-c", "sleep 30")
+	r := c.run("run", "--shared", "--lease", "2s", "--max-hold", "4s", name, "--", "sh", "-c", "sleep 30")
 	if r.code != exitLost || !strings.Contains(r.stderr, "maximum hold of 4s") {
 		t.Errorf("run --shared --max-hold 4s of a longer command: %s; want exit %d at the cap", r, exitLost)
 	}
