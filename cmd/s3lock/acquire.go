@@ -32,7 +32,8 @@ type acquireFlags struct {
 	quiet    bool
 	metadata map[string]string
 	order    s3lock.Order
-	slots    int // --slots: how many holders the lock admits (1: a mutex)
+	slots    int  // --slots: how many holders the lock admits (1: a mutex)
+	shared   bool // --shared: a share of the lock (s3lock.WithShared)
 }
 
 func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration) {
@@ -48,12 +49,16 @@ func (af *acquireFlags) register(cmd *cobra.Command, defaultLease time.Duration)
 	af.order = s3lock.OrderFIFO
 	fs.Var(orderFlag{&af.order}, "order", "in which order waiters get the lock: fifo (first come, first served), newest (a newer waiter with --order newest makes older ones give up with exit code 5) or none (race for it when it is released)")
 	registerSlots(fs, &af.slots)
+	registerShared(fs, &af.shared)
 }
 
 // leaseOptions are the options of af's lease besides its order, slots and
-// wait: its metadata and its cap.
+// wait: its metadata, its cap and whether it is shared.
 func (af *acquireFlags) leaseOptions() []s3lock.Option {
 	var opts []s3lock.Option
+	if af.shared {
+		opts = append(opts, s3lock.WithShared())
+	}
 	if len(af.metadata) > 0 {
 		opts = append(opts, s3lock.WithMetadata(af.metadata))
 	}
@@ -63,13 +68,14 @@ func (af *acquireFlags) leaseOptions() []s3lock.Option {
 	return opts
 }
 
-// checkMaxHold refuses a --max-hold that does not outlast --lease, before
-// anything is acquired (the SDK would refuse it at the acquisition).
-func (af *acquireFlags) checkMaxHold() error {
+// check refuses flags that do not go together, before anything is acquired
+// (the SDK would refuse them at the acquisition): a --max-hold that does not
+// outlast --lease, --shared with --slots.
+func (af *acquireFlags) check() error {
 	if af.maxHold > 0 && af.maxHold <= af.lock.lease {
 		return usagef("--max-hold %s must be longer than --lease %s: a lease is held at least one lease long", af.maxHold, af.lock.lease)
 	}
-	return nil
+	return af.checkShared()
 }
 
 // orderFlag is the value of --order, checked by s3lock.ParseOrder.
@@ -106,7 +112,7 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	opts = append(opts, af.leaseOptions()...)
 	// The SDK calls the wait observer only while it waits, never with
 	// --wait 0; a quiet reporter keeps it so whatever it calls.
-	p := newProgress(a.stderr, name, af.wait, af.quiet || af.wait == 0, af.slots)
+	p := newProgress(a.stderr, name, af.wait, af.quiet || af.wait == 0, af.slots > 1 || af.shared)
 	lease, err := c.Acquire(ctx, name, append(opts, s3lock.WithWait(af.wait), s3lock.WithWaitObserver(p.observe))...)
 	p.stop()
 	var held *s3lock.HeldError
@@ -128,11 +134,10 @@ func (a *app) acquire(ctx context.Context, c *s3lock.Client, name string, af acq
 	case held.Ahead > 0:
 		return nil, exitWith(exitHeld, fmt.Errorf("lock %q still had %s ahead in its line after waiting %s (--wait); wait longer, or use --order none",
 			name, waitersText(held.Ahead), af.wait))
-	case af.slots > 1: // the SDK's words say which slot runs out first (or that a mutex holds the lock)
+	case af.slots > 1, af.shared: // the SDK's words say which slot runs out first, or whether the writer is pending
 		return nil, exitWith(exitHeld, fmt.Errorf("after waiting %s (--wait), %s", af.wait, sdkText(held)))
 	}
-	return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s (epoch %d) after waiting %s (--wait)",
-		name, holderText(held.Holder), held.Epoch, af.wait))
+	return nil, exitWith(exitHeld, fmt.Errorf("lock %q is still held by %s after waiting %s (--wait)", name, heldByText(held), af.wait))
 }
 
 // heldNow words a lock found held by an acquisition that tried once (--wait
@@ -146,9 +151,14 @@ func heldNow(name string, held *s3lock.HeldError, af acquireFlags) error {
 			name, waitersText(held.Ahead), order))
 	case af.slots > 1: // every slot is held: the SDK's words say which runs out first
 		return exitWith(exitHeld, fmt.Errorf("%s; use --wait to wait for a slot", sdkText(held)))
+	case af.shared && !held.Shared: // the SDK's words say whether the writer itself waits for shared holders
+		return exitWith(exitHeld, fmt.Errorf("%s; use --wait to wait for it", sdkText(held)))
+	case held.Shared: // each share lapses on its own: no one expiry to show
+		return exitWith(exitHeld, fmt.Errorf("lock %q is held by %s%s; use --wait to wait until the shared holders have ended",
+			name, heldByText(held), inLineText(held.Ahead)))
 	}
-	return exitWith(exitHeld, fmt.Errorf("lock %q is held by %s (epoch %d) for at most %s more%s; use --wait to wait for it",
-		name, holderText(held.Holder), held.Epoch, roundUp(held.ExpiresIn), inLineText(held.Ahead)))
+	return exitWith(exitHeld, fmt.Errorf("lock %q is held by %s for at most %s more%s; use --wait to wait for it",
+		name, heldByText(held), roundUp(held.ExpiresIn), inLineText(held.Ahead)))
 }
 
 // sdkText is the SDK's own sentence for err, without its "s3lock: " (the
@@ -177,7 +187,7 @@ func (a *app) acquired(l *s3lock.Lease, waited time.Duration, quiet bool) {
 		return
 	}
 	t := l.Token()
-	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(l.Token().Name, t.Slot, max(t.Slots, 1)), l.Token().Epoch, t.Bucket, t.Key())
+	msg := fmt.Sprintf("s3lock: acquired %s (epoch %d, s3://%s/%s)", leaseText(t), t.Epoch, t.Bucket, t.Key())
 	if waited >= time.Second {
 		msg += fmt.Sprintf(" after waiting %s", waited.Round(time.Second))
 	}
@@ -195,7 +205,7 @@ func (a *app) acquireForRun(ctx context.Context, c *s3lock.Client, names []strin
 		return holdingLease(lease), nil
 	}
 	opts := append([]s3lock.Option{s3lock.WithOrder(af.order), s3lock.WithWait(af.wait)}, af.leaseOptions()...)
-	p := newProgress(a.stderr, strings.Join(names, " "), af.wait, af.quiet || af.wait == 0, 1)
+	p := newProgress(a.stderr, strings.Join(names, " "), af.wait, af.quiet || af.wait == 0, af.shared)
 	set, err := lockset.Acquire(ctx, c, names, append(opts, s3lock.WithWaitObserver(p.observe))...)
 	p.stop()
 	var held *s3lock.HeldError

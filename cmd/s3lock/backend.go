@@ -112,7 +112,7 @@ func (a *app) backendLog(msg string) {
 // holder changes.
 func (a *app) backendProgress(quiet bool) func(string, time.Duration) (func(error), func()) {
 	return func(lock string, limit time.Duration) (func(error), func()) {
-		p := newProgress(plainWriter{a.stderr}, lock, limit, quiet || limit == 0, 1)
+		p := newProgress(plainWriter{a.stderr}, lock, limit, quiet || limit == 0, false)
 		var mu sync.Mutex
 		shown := ""
 		observe := func(held error) {

@@ -239,7 +239,14 @@ func (c *cli) startQueued(name, who, log string, flags ...string) *queued {
 	c.t.Helper()
 	argv := append([]string{"run", "--holder", who, "--wait", "2m"}, flags...)
 	argv = append(argv, name, "--", "sh", "-c", `echo "$0" >> "$1"`, who, log)
-	q := &queued{who: who, cmd: c.command(c.t.Context(), argv...), stderr: &testkit.Buffer{}}
+	return c.start(who, argv...)
+}
+
+// start starts s3lock with args as who's run, keeping its stderr; the test
+// kills it at the end if it still runs.
+func (c *cli) start(who string, args ...string) *queued {
+	c.t.Helper()
+	q := &queued{who: who, cmd: c.command(c.t.Context(), args...), stderr: &testkit.Buffer{}}
 	q.cmd.Stderr = q.stderr
 	if err := q.cmd.Start(); err != nil {
 		c.t.Fatal(err)

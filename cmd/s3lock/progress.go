@@ -41,13 +41,18 @@ type progress struct {
 	lastEpoch  uint64
 	lastAhead  int
 	lastKey    string
-	slots      int // the slots asked for (s3lock.WithSlots); 1 for a mutex
+	// sdkWords says that the SDK's sentence tells best what the wait is
+	// for: which slot of a slot lock runs out first (--slots), or whether
+	// the holder a shared acquirer waits for is a writer that itself
+	// waits for shared holders (--shared).
+	sdkWords bool
 }
 
-// newProgress starts a reporter for a wait of up to limit for the lock name,
-// asked for with slots (1: a mutex). quiet reporters print nothing.
-func newProgress(w io.Writer, name string, limit time.Duration, quiet bool, slots int) *progress {
-	p := &progress{w: w, name: name, limit: limit, start: time.Now(), slots: slots,
+// newProgress starts a reporter for a wait of up to limit for the lock name;
+// sdkWords (see progress) for --slots N > 1 and --shared. quiet reporters
+// print nothing.
+func newProgress(w io.Writer, name string, limit time.Duration, quiet, sdkWords bool) *progress {
+	p := &progress{w: w, name: name, limit: limit, start: time.Now(), sdkWords: sdkWords,
 		events: make(chan s3lock.HeldError, 1), done: make(chan struct{})}
 	if quiet {
 		p.w = io.Discard
@@ -104,7 +109,7 @@ func (p *progress) print(h s3lock.HeldError) {
 		}
 	}
 	waited := now.Sub(p.lockStart).Round(time.Second)
-	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", name, waitingText(h, p.slots), waited, p.limit)
+	line := fmt.Sprintf("s3lock: waiting for lock %q: %s; waited %s of %s", name, waitingText(h, p.sdkWords), waited, p.limit)
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return
@@ -120,16 +125,18 @@ func (p *progress) print(h s3lock.HeldError) {
 // are ahead in line, how many (the holder is then as the waiter last read
 // it, and its expiry is not shown: it is not watched until this waiter is
 // next in line).
-func waitingText(h s3lock.HeldError, slots int) string {
+func waitingText(h s3lock.HeldError, sdkWords bool) string {
 	switch {
 	case h.Queued: // the lock was free, but others were in line
 		return waitersText(h.Ahead) + " ahead in line"
 	case h.Ahead > 0:
 		return fmt.Sprintf("%s ahead in line; last seen held by %s (epoch %d)", waitersText(h.Ahead), holderText(h.Holder), h.Epoch)
-	case slots > 1: // a slot lock: the SDK's words say which slot runs out first
+	case sdkWords: // a slot lock's, or a shared acquirer's: see progress.sdkWords
 		return sdkText(&h)
+	case h.Shared: // each share lapses on its own: no one expiry to show
+		return "held by " + heldByText(&h)
 	}
-	return fmt.Sprintf("held by %s (epoch %d), lapses in %s unless renewed", holderText(h.Holder), h.Epoch, roundUp(h.ExpiresIn))
+	return fmt.Sprintf("held by %s, lapses in %s unless renewed", heldByText(&h), roundUp(h.ExpiresIn))
 }
 
 // stop ends the reporting and clears the live line.

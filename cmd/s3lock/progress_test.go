@@ -13,7 +13,7 @@ import (
 // every few seconds, not one per observation.
 func TestProgress_PlainLines(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(&buf, "deploy", time.Minute, false, 1)
+	p := newProgress(&buf, "deploy", time.Minute, false, false)
 	for range 5 {
 		p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 41500 * time.Millisecond})
 	}
@@ -37,7 +37,7 @@ func TestProgress_PlainLines(t *testing.T) {
 // watches.
 func TestProgress_PlaceInLine(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(&buf, "deploy", time.Minute, false, 1)
+	p := newProgress(&buf, "deploy", time.Minute, false, false)
 	p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 40 * time.Second, Ahead: 2})
 	p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 40 * time.Second, Ahead: 2})
 	p.print(s3lock.HeldError{Holder: "alice", Epoch: 3, ExpiresIn: 40 * time.Second, Ahead: 1})

@@ -24,7 +24,8 @@ Several NAMEs are a lock set, taken all or none: in the order of the names
 sorted, whatever order they are given in (so runs taking "a b" and "b a" never
 deadlock), each waited for as one lock is (--wait bounds each); what was taken
 is released if the rest cannot be. Losing any of the set's leases stops CMD as
-losing the lease does. --slots takes one NAME.
+losing the lease does. --slots takes one NAME; with --shared, every lock of the
+set is taken shared.
 
 Waiting: if the lock is held, s3lock waits up to --wait (default 5m; 0 tries
 once) and reports who holds it on stderr. If the store cannot be reached at the
@@ -34,9 +35,13 @@ first attempt, s3lock fails at once instead of waiting.
 
 ` + slotsHelp + `
 
+` + sharedHelp + `
+
 CMD's environment gets:
 ` + runenv.Help() + `
 ` + runenv.SetHelp() + `
+With --shared, ` + runenv.Epoch + ` is the shared epoch, the same for every shared
+holder, and ` + runenv.Key + ` the key of this run's share.
 It does not get ` + strings.Join(runenv.Withheld(), " or ") + ` (s3lock's secrets).
 
 While CMD runs, the lease is renewed every third of --lease. SIGINT, SIGTERM
@@ -77,7 +82,8 @@ func (a *app) runCommand() *cobra.Command {
 		Example: `  s3lock run --bucket my-locks migrations -- ./migrate.sh up
   S3LOCK_BUCKET=my-locks s3lock run deploy/prod --wait 15m -- terraform apply -auto-approve
   s3lock run --slots 3 ci/gpu -- sh -c './train.sh --device "$` + runenv.Slot + `"'
-  s3lock run net/prod db/prod -- ./migrate-both.sh`,
+  s3lock run net/prod db/prod -- ./migrate-both.sh
+  s3lock run --shared tf/prod -- ./plan.sh   # an apply takes tf/prod without --shared`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -148,7 +154,7 @@ func (a *app) prepareRun(names, argv []string, af acquireFlags, grace time.Durat
 	if err != nil {
 		return 0, err
 	}
-	if err := af.checkMaxHold(); err != nil {
+	if err := af.check(); err != nil {
 		return 0, err
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -84,52 +83,6 @@ func slotsMismatch(err error, want int) error {
 func watchSlotLock(name string, slots int) error {
 	return exitWith(exitSlotsMismatch, fmt.Errorf("lock %q admits %d holders (a slot lock, --slots %d); watch follows the one holder of a mutex: "+
 		"see who holds its slots with 's3lock status %s'", name, slots, slots, name))
-}
-
-// leaseText names what a lease holds, for messages: `lock "x"`, or `slot 2
-// of 3 of lock "x"`.
-func leaseText(name string, slot, slots int) string {
-	if slot > 0 {
-		return fmt.Sprintf("slot %d of %d of lock %q", slot, slots, name)
-	}
-	return fmt.Sprintf("lock %q", name)
-}
-
-// holderStatus is one held slot of a slot lock in status's JSON output.
-type holderStatus struct {
-	Slot             int               `json:"slot"`
-	Epoch            uint64            `json:"epoch"`
-	Key              string            `json:"key"`
-	Holder           string            `json:"holder,omitempty"`
-	AcquiredAt       time.Time         `json:"acquired_at,omitzero"`
-	ExpiresAt        time.Time         `json:"expires_at,omitzero"`
-	ExpiresInSeconds *float64          `json:"expires_in_seconds,omitempty"`
-	HeldUntilAtMost  time.Time         `json:"held_until_at_most,omitzero"`
-	LeaseDuration    string            `json:"lease_duration,omitempty"`
-	Renewals         uint64            `json:"renewals"`
-	Metadata         map[string]string `json:"metadata,omitempty"`
-}
-
-// holdersOf returns the held slots of a slot lock, by slot: nil for a
-// mutex, an empty list for a slot lock whose slots are all free (so that
-// JSON shows "holders": []).
-func holdersOf(s s3lock.State, now time.Time) []holderStatus {
-	if s.Slots <= 1 {
-		return nil
-	}
-	out := make([]holderStatus, 0, len(s.Holders))
-	for _, h := range s.Holders {
-		hs := holderStatus{
-			Slot: h.Slot, Epoch: h.Epoch, Key: h.Key, Holder: h.Holder, AcquiredAt: h.AcquiredAt.UTC(),
-			Renewals: h.Renewals, Metadata: h.Metadata, HeldUntilAtMost: h.HeldUntilAtMost.UTC(),
-		}
-		hs.ExpiresAt, hs.ExpiresInSeconds = expiry(h, now)
-		if h.LeaseDuration > 0 {
-			hs.LeaseDuration = h.LeaseDuration.String()
-		}
-		out = append(out, hs)
-	}
-	return out
 }
 
 // slotsState is the STATE of a slot lock in status's table: "held (2 of 3

@@ -46,7 +46,14 @@ type lockStatus struct {
 	// Slots is n for a lock that admits n holders (--slots n); Holders
 	// then lists its held slots, by slot (empty when none is held). Both
 	// are left out for a mutex.
-	Slots   int            `json:"slots,omitempty"`
+	Slots int `json:"slots,omitempty"`
+	// Mode is "shared" for a lock held by shared holders (--shared);
+	// Holders then lists them, each with its share id (empty when none
+	// is). Pending says that Holder is a writer (a run without --shared)
+	// that waits for those shared holders, and keeps new ones out. Both
+	// are left out for a mutex held without --shared, and a slot lock.
+	Mode    string         `json:"mode,omitempty"`
+	Pending bool           `json:"pending,omitempty"`
 	Holders []holderStatus `json:"holders,omitzero"`
 }
 
@@ -56,7 +63,7 @@ func statusOf(s s3lock.State, now time.Time) lockStatus {
 		AcquiredAt: s.AcquiredAt.UTC(), ReleasedAt: s.ReleasedAt.UTC(), ReleasedBy: s.ReleasedBy,
 		HeldUntilAtMost: s.HeldUntilAtMost.UTC(),
 		Renewals:        s.Renewals, Metadata: s.Metadata, Waiters: s.Waiters,
-		Slots: s.Slots, Holders: holdersOf(s, now),
+		Slots: s.Slots, Mode: modeOf(s), Pending: s.Pending, Holders: holdersOf(s, now),
 	}
 	if s.Err != nil {
 		ls.Error = oneLine(s.Err.Error())
@@ -104,6 +111,14 @@ its slots is held, or free, with how many of its N slots are held ("held (2 of
 slot lock. Below it, a row per held slot ("slot 2") shows that slot's epoch,
 holder, expiry and acquisition.
 
+A lock held by shared holders (--shared) shows as "held (shared, 2 holders)",
+with a row per shared holder ("share ID": its share id, epoch, holder, expiry
+and acquisition) below it. While a run without --shared waits for them, the
+lock shows "held (shared); WRITER waits for 2 shared holders", WRITER in
+HOLDER with its own epoch and expiry, and the shared holders below it.
+status --prefix reads the shared holders of each such lock with a LIST and a
+GET per holder more.
+
 For NAME, status also shows the lock's line: the runs waiting for it with
 --order fifo or newest, in the order they will be served (POSITION 1 next),
 with when each joined. Nothing is shown when no one waits in line; runs
@@ -117,7 +132,10 @@ holder, order, joined_at, ticket, key and metadata (times in RFC 3339, UTC;
 empty fields left out). A slot lock also has slots (N) and holders: an array,
 by slot, of slot, epoch, key, holder, acquired_at, expires_at,
 expires_in_seconds, lease_duration, renewals and metadata (empty when no slot
-is held); a mutex has neither field.
+is held); a mutex has neither field. A lock held by shared holders has mode
+("shared") and holders: an array of share, epoch, key, holder, acquired_at,
+expires_at, expires_in_seconds, lease_duration, renewals and metadata; and
+pending (true) while holder is a writer that waits for them.
 
 status gives up after --timeout (default 1m; 0 never) with exit code 1: a
 store that answers too slowly, or not at all.
@@ -198,6 +216,9 @@ func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefi
 		return a.statusOfLock(ctx, c, args[0], output)
 	}
 	states, err := c.List(ctx, prefix)
+	if err == nil {
+		err = readShares(ctx, c, states)
+	}
 	if err != nil {
 		return err
 	}
@@ -243,6 +264,8 @@ func printLocks(w io.Writer, out []lockStatus) error {
 		switch {
 		case s.Slots > 1:
 			state = slotsState(s)
+		case s.Mode == modeShared:
+			state = sharedState(s)
 		case s.ReleasedBy != "":
 			state += " (forced by " + s.ReleasedBy + ")"
 		case s.Held && !s.HeldUntilAtMost.IsZero():
@@ -254,9 +277,9 @@ func printLocks(w io.Writer, out []lockStatus) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Name, state, epochCell(s.Epoch), orDash(holder),
 			expiresCell(s.ExpiresInSeconds), timeCell(s.AcquiredAt), s.Waiters)
-		// A slot lock's holders, a row each below it.
+		// A slot lock's or a shared lock's holders, a row each below it.
 		for _, h := range s.Holders {
-			fmt.Fprintf(tw, "  slot %d\theld\t%s\t%s\t%s\t%s\t-\n", h.Slot, epochCell(h.Epoch), orDash(h.Holder),
+			fmt.Fprintf(tw, "  %s\theld\t%s\t%s\t%s\t%s\t-\n", holderRow(h), epochCell(h.Epoch), orDash(h.Holder),
 				expiresCell(h.ExpiresInSeconds), timeCell(h.AcquiredAt))
 		}
 	}
@@ -296,7 +319,7 @@ func timeCell(t time.Time) string {
 func (a *app) forceReleaseCommand() *cobra.Command {
 	var f forceReleaseFlags
 	cmd := &cobra.Command{
-		Use:   "force-release NAME --epoch N [--slot I]",
+		Use:   "force-release NAME --epoch N [--slot I | --share ID]",
 		Short: "Release a lock's epoch whoever holds it (operators only)",
 		Long: `Mark epoch N of the lock NAME released, whoever holds it, so the next acquirer
 does not have to wait for the lease to lapse. Use 's3lock status NAME' to see
@@ -309,15 +332,22 @@ lock itself: releasing its marker's epoch makes it a plain lock again (or
 lets the next acquirer choose another --slots); do that only once no slot is
 held, or the holders of its slots and a new holder may overlap.
 
+For a lock held by shared holders (--shared), --share ID deletes that share
+of shared epoch N (status shows each shared holder with its share id). A
+shared epoch itself has no holder of its own and is not force-released; its
+shares are.
+
 The holder is not told at once: it finds out at its next renewal (an
 's3lock run' then stops its command and exits with code 4). Until then it may
 still believe it holds the lock, which is what the epoch as fencing token is
-for. The lease records --holder as the one who released it.
+for. The lease records --holder as the one who released it (a deleted share
+records nothing).
 
 ` + exitCodesHelp,
 		Example: `  s3lock status deploy/prod
   s3lock force-release deploy/prod --epoch 42
-  s3lock force-release ci/runners --epoch 7 --slot 2`,
+  s3lock force-release ci/runners --epoch 7 --slot 2
+  s3lock force-release tf/prod --epoch 3 --share 1a2b3c4d5e6f7a8b`,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.forceRelease(cmd, args[0], f)
@@ -325,6 +355,7 @@ for. The lease records --holder as the one who released it.
 	}
 	cmd.Flags().Uint64Var(&f.epoch, "epoch", 0, "the epoch to release (required)")
 	cmd.Flags().IntVar(&f.slot, "slot", 0, fmt.Sprintf("of a slot lock, the slot (1 to %d) whose epoch to release", s3lock.MaxSlots))
+	cmd.Flags().StringVar(&f.share, "share", "", "of a lock held by shared holders, the share (its id, as status shows it) of epoch N to delete")
 	cmd.Flags().StringVar(&f.holder, "holder", "", "who is releasing, recorded in the lease (env "+envHolder+")")
 	return cmd
 }
@@ -333,6 +364,7 @@ for. The lease records --holder as the one who released it.
 type forceReleaseFlags struct {
 	epoch  uint64
 	slot   int
+	share  string
 	holder string
 }
 
@@ -354,21 +386,25 @@ func (a *app) forceRelease(cmd *cobra.Command, name string, f forceReleaseFlags)
 	if slotGiven && f.slot < 1 {
 		return usagef("--slot %d: slot %d is outside [1, %d]; leave --slot out to release an epoch of the lock itself", f.slot, f.slot, s3lock.MaxSlots)
 	}
+	if slotGiven && f.share != "" {
+		return usagef("--slot and --share do not mix: a slot lock has no shared holders")
+	}
 	ctx := cmd.Context()
 	c, err := a.client(ctx, a.bucket, lockConfig{holder: f.holder})
 	if err != nil {
 		return err
 	}
-	if !slotGiven {
-		if err := c.ForceRelease(ctx, s3lock.Token{Name: name, Epoch: f.epoch}); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "s3lock: released epoch %d of lock %q\n", f.epoch, name)
+	t := s3lock.Token{Bucket: a.bucket, Name: name, Slot: f.slot, Epoch: f.epoch, Share: f.share}
+	err = c.ForceRelease(ctx, t)
+	switch {
+	case err == nil && f.share != "":
+		fmt.Fprintf(a.stderr, "s3lock: deleted share %s of epoch %d of lock %q\n", f.share, f.epoch, name)
 		return nil
+	case err == nil:
+		fmt.Fprintf(a.stderr, "s3lock: released epoch %d of %s\n", f.epoch, leaseText(t))
+		return nil
+	case errors.Is(err, s3lock.ErrInvalidConfig) && !slotGiven && f.share == "":
+		return sharedEpochRefused(ctx, c, t, err)
 	}
-	if err := c.ForceRelease(ctx, s3lock.Token{Name: name, Slot: f.slot, Epoch: f.epoch}); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stderr, "s3lock: released epoch %d of slot %d of lock %q\n", f.epoch, f.slot, name)
-	return nil
+	return err
 }

@@ -68,8 +68,10 @@ unless a later step runs 's3lock renew'. A later step releases it with
 
 The token's fields: bucket, name, epoch, nonce (what release and renew need;
 with --slots N > 1 also slot and slots: the slot held, whose epoch it is, and
-N), key, holder, expires_at (RFC 3339, when this lease stops being trusted
-unless renewed), lease_duration and, with --max-hold, held_until_at_most.
+N; with --shared also share: the id of the share held, whose shared epoch
+epoch is), key, holder, expires_at (RFC 3339, when this lease stops being
+trusted unless renewed), lease_duration and, with --max-hold,
+held_until_at_most.
 
 With --max-hold D, 's3lock renew' does not extend the lease past D after it
 was acquired; once that time has come, renew fails with exit code 4 and the
@@ -97,6 +99,8 @@ once) and reports who holds it on stderr.
 
 ` + slotsHelp + `
 
+` + sharedHelp + `
+
 ` + exitCodesHelp,
 		Args: oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -106,7 +110,7 @@ once) and reports who holds it on stderr.
 			if err := s3lock.ValidateName(args[0]); err != nil {
 				return err
 			}
-			if err := af.checkMaxHold(); err != nil {
+			if err := af.check(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -154,7 +158,7 @@ with exit code 4.
 				// A release already done is no lost lease (exit 4):
 				// there is only nothing left to renew (exit 1).
 				return &exitErr{code: exitError, hint: true,
-					err: fmt.Errorf("%s (epoch %d) was already released; a released lease cannot be renewed", leaseText(tok.Name, tok.Slot, tok.Slots), tok.Epoch)}
+					err: fmt.Errorf("%s (epoch %d) was already released; a released lease cannot be renewed", leaseText(tok), tok.Epoch)}
 			}
 			if err != nil {
 				return err
@@ -185,7 +189,8 @@ func (a *app) releaseCommand() *cobra.Command {
 gets the lock at once. Releasing a lease that this token already released
 succeeds. If the lease was lost before (it lapsed, or was force-released),
 release fails with exit code 4: the work done under it may not have been
-exclusive.
+exclusive. A share (acquire --shared) is deleted when it is released, as when
+it is force-released: releasing it again fails with exit code 4 too.
 
 ` + tokenHelp + "\n\n" + exitCodesHelp,
 		Args: cobra.NoArgs,
@@ -194,7 +199,7 @@ exclusive.
 			tok, lease, err := a.resume(ctx, cmd, token)
 			if releasedAlready(err) {
 				if !quiet {
-					fmt.Fprintf(a.stderr, "s3lock: %s (epoch %d) was already released\n", leaseText(tok.Name, tok.Slot, tok.Slots), tok.Epoch)
+					fmt.Fprintf(a.stderr, "s3lock: %s (epoch %d) was already released\n", leaseText(tok), tok.Epoch)
 				}
 				return nil
 			}
@@ -205,7 +210,7 @@ exclusive.
 				return err
 			}
 			if !quiet {
-				fmt.Fprintf(a.stderr, "s3lock: released %s (epoch %d)\n", leaseText(lease.Token().Name, lease.Token().Slot, max(lease.Token().Slots, 1)), lease.Token().Epoch)
+				fmt.Fprintf(a.stderr, "s3lock: released %s (epoch %d)\n", leaseText(lease.Token()), lease.Token().Epoch)
 			}
 			return nil
 		},
@@ -332,6 +337,21 @@ func (a *app) resume(ctx context.Context, cmd *cobra.Command, arg string) (s3loc
 	}
 	lease, err := c.Resume(ctx, tok, s3lock.WithoutAutoRenew())
 	return tok, lease, err
+}
+
+// leaseText names what the lease of t holds, for messages: `lock "x"`,
+// `slot 2 of 3 of lock "x"` (`slot 2 of lock "x"` when t does not say how
+// many), or `share 1a2b3c4d5e6f7a8b of lock "x"`.
+func leaseText(t s3lock.Token) string {
+	switch {
+	case t.Share != "":
+		return fmt.Sprintf("share %s of lock %q", t.Share, t.Name)
+	case t.Slot > 0 && t.Slots > 0:
+		return fmt.Sprintf("slot %d of %d of lock %q", t.Slot, t.Slots, t.Name)
+	case t.Slot > 0:
+		return fmt.Sprintf("slot %d of lock %q", t.Slot, t.Name)
+	}
+	return fmt.Sprintf("lock %q", t.Name)
 }
 
 // releasedAlready reports whether err says that a token's lease was

@@ -110,7 +110,10 @@ later failures that may pass are retried without a word (--debug logs them),
 others end watch with exit code 1.
 
 A slot lock (--slots) has no one holder to follow: watch refuses it with exit
-code 7; 's3lock status NAME' shows its holders.
+code 7; 's3lock status NAME' shows its holders. A lock held by shared holders
+(--shared) is shown as status shows it (mode, holders, pending), read again
+when watch sees its epoch change; shared holders that come and go within one
+epoch are not changes watch sees.
 
 ` + exitCodesHelp
 
@@ -166,6 +169,16 @@ func (a *app) watch(ctx context.Context, c *s3lock.Client, name string, text boo
 		if err != nil {
 			return err // a lock that became a slot lock meanwhile: ErrSlotsMismatch, exit 7
 		}
+		if st.Shared || st.Pending {
+			// Watch reads the one epoch object, which names no shared
+			// holder: Current lists them, as status shows them.
+			if st, err = c.Current(ctx, name); err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				return err
+			}
+		}
 		if err := a.printChange(st, text); err != nil {
 			return err
 		}
@@ -198,6 +211,9 @@ func (a *app) printChange(st s3lock.State, text bool) error {
 // changeText says where the lock stands, for a person: "held by ci-41
 // (epoch 7), lapses in 52s unless renewed".
 func changeText(st s3lock.State, now time.Time) string {
+	if text, ok := sharedChangeText(st, now); ok {
+		return text
+	}
 	switch st.Phase() {
 	case s3lock.PhaseFree:
 		return "free (never acquired)"
