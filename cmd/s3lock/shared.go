@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -76,17 +75,6 @@ func modeOf(s s3lock.State) string {
 	return ""
 }
 
-// shareID returns the share id of a shared holder's state (the last part of
-// its key), checked against the key the SDK makes of a token with that id;
-// "" for any other state.
-func shareID(lock string, h s3lock.State) string {
-	id := strings.TrimSuffix(path.Base(h.Key), path.Ext(h.Key))
-	if id == "" || (s3lock.Token{Name: lock, Epoch: h.Epoch, Share: id}).Key() != h.Key {
-		return ""
-	}
-	return id
-}
-
 // sharedState is the STATE of a lock held by shared holders in status's
 // table: "held (shared, 2 holders)", or, while a writer waits for them,
 // "held (shared); ci-9 waits for 2 shared holders".
@@ -143,7 +131,7 @@ func sharedEpochRefused(ctx context.Context, c *s3lock.Client, t s3lock.Token, e
 	}
 	var shares []string
 	for _, h := range st.Holders {
-		if id := shareID(t.Name, h); id != "" && h.Epoch == t.Epoch {
+		if id := h.Share; id != "" && h.Epoch == t.Epoch {
 			shares = append(shares, fmt.Sprintf("--share %s (%s)", id, holderText(h.Holder)))
 		}
 	}
@@ -152,22 +140,4 @@ func sharedEpochRefused(ctx context.Context, c *s3lock.Client, t s3lock.Token, e
 	}
 	return usagef("epoch %d of lock %q (s3://%s/%s) is a shared epoch: %s hold it, and it has no holder of its own to release; "+
 		"force-release a share of it instead: %s", t.Epoch, t.Name, t.Bucket, t.Key(), sharesText(len(shares)), strings.Join(shares, ", "))
-}
-
-// readShares reads again, with Current, each lock of states (List's) that
-// is shared or has a writer waiting for shared holders, and that lists no
-// shared holder: List does not read the shares, Current does (a LIST and a
-// GET per share, for each such lock).
-func readShares(ctx context.Context, c *s3lock.Client, states []s3lock.State) error {
-	for i, s := range states {
-		if modeOf(s) == "" || len(s.Holders) > 0 {
-			continue
-		}
-		st, err := c.Current(ctx, s.Name)
-		if err != nil {
-			return err
-		}
-		states[i] = st
-	}
-	return nil
 }

@@ -390,12 +390,6 @@ func TestRun_AWriterWhoseWaitForSharedHoldersRunsOut(t *testing.T) {
 	name := c.name("long-plan")
 	c.sharedLease(name, "reader")
 	r := c.run("run", "--wait", "3s", name, "--", "true")
-	if r.code == exitError && strings.Contains(r.stderr, "no attempt to acquire it finished") {
-		// The SDK's exclusive Acquire waits for the shares inside one
-		// attempt, bounded as an attempt is, and reports the end of that
-		// wait as a store that does not answer.
-		t.Skipf("known SDK gap (s3lock.Acquire over shared holders): %s", r)
-	}
 	if r.code != exitHeld || !strings.Contains(r.stderr, "a shared holder, reader (epoch ") {
 		t.Errorf("run whose wait for a shared holder ran out: %s; want exit %d naming the shared holder", r, exitHeld)
 	}

@@ -216,9 +216,6 @@ func (a *app) status(ctx context.Context, c *s3lock.Client, args []string, prefi
 		return a.statusOfLock(ctx, c, args[0], output)
 	}
 	states, err := c.List(ctx, prefix)
-	if err == nil {
-		err = readShares(ctx, c, states)
-	}
 	if err != nil {
 		return err
 	}

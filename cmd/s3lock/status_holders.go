@@ -36,7 +36,7 @@ func holdersOf(s s3lock.State, now time.Time) []holderStatus {
 	out := make([]holderStatus, 0, len(s.Holders))
 	for _, h := range s.Holders {
 		hs := holderStatus{
-			Slot: h.Slot, Share: shareID(s.Name, h), Epoch: h.Epoch, Key: h.Key, Holder: h.Holder, AcquiredAt: h.AcquiredAt.UTC(),
+			Slot: h.Slot, Share: h.Share, Epoch: h.Epoch, Key: h.Key, Holder: h.Holder, AcquiredAt: h.AcquiredAt.UTC(),
 			Renewals: h.Renewals, Metadata: h.Metadata, HeldUntilAtMost: h.HeldUntilAtMost.UTC(),
 		}
 		hs.ExpiresAt, hs.ExpiresInSeconds = expiry(h, now)

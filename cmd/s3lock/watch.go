@@ -169,16 +169,6 @@ func (a *app) watch(ctx context.Context, c *s3lock.Client, name string, text boo
 		if err != nil {
 			return err // a lock that became a slot lock meanwhile: ErrSlotsMismatch, exit 7
 		}
-		if st.Shared || st.Pending {
-			// Watch reads the one epoch object, which names no shared
-			// holder: Current lists them, as status shows them.
-			if st, err = c.Current(ctx, name); err != nil {
-				if ctx.Err() != nil {
-					break
-				}
-				return err
-			}
-		}
 		if err := a.printChange(st, text); err != nil {
 			return err
 		}
