@@ -645,6 +645,8 @@ func (c *Client) heldError(name string, o *observed) *HeldError {
 		ExpiresIn:  max(left, 0),
 		AcquiredAt: o.body.AcquiredAt,
 		Metadata:   o.body.Metadata,
+		Share:      o.body.Share,
+		Pending:    o.body.Pending && !o.body.Released,
 		obs:        o,
 	}
 }

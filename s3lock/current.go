@@ -63,6 +63,9 @@ type State struct {
 	// meanwhile.
 	Shared, Pending bool
 	Holders         []State
+	// Share is set in an entry of Holders of a shared lock (and by Lookup
+	// of a share's token): the share's id, as its Token carries it.
+	Share string
 	// Slot is set in an entry of Holders (and by Lookup of a slot lease's
 	// token): the slot, from 1 to Slots; Key and Epoch are the slot's.
 	Slot int
@@ -191,6 +194,7 @@ func (c *Client) stateOf(name string, o *observed) State {
 		LeaseDuration:   o.body.validity(),
 		Renewals:        o.body.Renewals,
 		Metadata:        o.body.Metadata,
+		Share:           o.body.Share,
 	}
 	if o.body.marker() { // a slot lock: the caller reads its slots
 		s.Slots, s.Holder, s.LeaseDuration = o.body.Slots, "", 0

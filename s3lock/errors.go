@@ -133,6 +133,13 @@ type HeldError struct {
 	// one share's, and Waiting says how many shares it found held.
 	Shared  bool
 	Waiting int
+	// Share is the share id of the shared holder that Holder and Key
+	// describe (Shared), as a share's Token carries it; "" otherwise.
+	Share string
+	// Pending is set when the holder is an exclusive acquirer that waits
+	// for the shared holders before it: no new shared holder joins
+	// meanwhile.
+	Pending bool
 
 	obs  *observed // what was read, for a waiting Acquire to watch
 	line bool      // the attempt's LIST showed the lock's line
@@ -156,7 +163,7 @@ func (e *HeldError) Error() string {
 	case e.Shared:
 		msg = fmt.Sprintf("s3lock: lock %q in bucket %s is held by %s, %q among them (key %s) for at most %s more",
 			e.Name, e.Bucket, shareText(e.Waiting), e.Holder, e.Key, e.ExpiresIn.Round(time.Second/10))
-	case e.obs != nil && e.obs.body.Pending:
+	case e.Pending:
 		msg += "; it is an exclusive acquirer that waits for the shared holders before it, and no new shared holder joins meanwhile"
 	}
 	if e.slots > 1 {
