@@ -282,20 +282,37 @@ func pendingOver(prev *observed) bool {
 // (their readers' check sees l's epoch and withdraws them). Then it drops
 // the pending mark (a renewal) and deletes the ended shares in the
 // background. A TryAcquire (a.try) does not wait: it releases l and
-// returns a *HeldError naming a shared holder. When ctx ends, or l's trust
-// ends, first, l is released (it stays pending) and the error returned.
+// returns a *HeldError naming a shared holder. The wait is the
+// acquisition's (WithWait, counted from when it finds the shares held; the
+// wait observer is told of them whenever their number changes): when it
+// runs out, l is released (it stays pending) and the error is the
+// acquisition's *waitError, whose last cause is a *HeldError naming a
+// shared holder (it matches ErrHeld). When ctx ends, or l's trust ends,
+// first, l is released and the error returned.
 func (m *mutex) awaitShares(ctx context.Context, l *Lease) error {
 	c := m.c
 	ws := &shareWait{c: c, name: m.name, epoch: l.epoch, seen: map[string]sighting{}}
 	err := ws.look(ctx)
+	if err == nil && len(ws.live) > 0 && !m.a.try && m.a.wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, m.a.wait, errWaitRanOut)
+		defer cancel()
+	}
+	told := 0
 	for err == nil && len(ws.live) > 0 {
 		if m.a.try {
 			err = ws.heldError(ctx)
 			break
 		}
+		if m.a.onWait != nil && len(ws.live) != told {
+			told = len(ws.live)
+			if h := (*HeldError)(nil); errors.As(ws.heldError(ctx), &h) {
+				m.a.onWait(h)
+			}
+		}
 		select {
 		case <-ctx.Done():
-			err = ctx.Err()
+			err = m.sharesWaitEnded(ctx, ws)
 		case <-l.Done():
 			return l.Err()
 		case <-c.cfg.clock.After(earlier(c.cfg.pollInterval)):
@@ -315,6 +332,21 @@ func (m *mutex) awaitShares(ctx context.Context, l *Lease) error {
 		c.startCleanup(func(ctx context.Context) { _ = c.deleteKeys(ctx, ended) })
 	}
 	return nil
+}
+
+// sharesWaitEnded is the error of a wait for shares whose ctx ended: when
+// the acquisition's wait ran out (WithWait; the attempts' bound counts as
+// such, since the lock was found held), a *waitError whose last cause names
+// a shared holder (one GET, detached from ctx); ctx's error otherwise.
+func (m *mutex) sharesWaitEnded(ctx context.Context, ws *shareWait) error {
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, errWaitRanOut) && !errors.Is(cause, errAttemptsTimedOut) {
+		return ctx.Err()
+	}
+	dctx, cancel := m.c.detached(ctx)
+	defer cancel()
+	return &waitError{Bucket: m.c.bucket, Name: m.name, Err: ctx.Err(), Why: fmt.Sprintf("the wait (%s) ran out", m.a.wait),
+		Last: ws.heldError(dctx)}
 }
 
 // clearPending drops the pending mark of an exclusive epoch whose wait for

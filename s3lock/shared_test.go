@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -338,5 +339,37 @@ func TestShared_WriterWaitsForSharesOfOlderSharedEpochs(t *testing.T) {
 	}
 	if !errors.As(err, &held) || held.Holder != "reader-1" {
 		t.Errorf("writer 2's TryAcquire = %v; want a *HeldError naming reader 1", err)
+	}
+}
+
+// TestShared_AWriterWhoseWaitRunsOutIsToldWhoHoldsIt: an exclusive Acquire
+// with WithWait that waits for shared holders is told of them (its wait
+// observer), and when its wait runs out the error matches ErrHeld and names
+// a shared holder — not a store that answered too slowly (it said so, after
+// at least minAttemptWait, whatever the wait).
+func TestShared_AWriterWhoseWaitRunsOutIsToldWhoHoldsIt(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	r, err := sharedClient(t, ns, "reader").TryAcquire(t.Context(), name, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, r)
+	var mu sync.Mutex
+	var told []*s3lock.HeldError
+	_, err = sharedClient(t, ns, "writer").Acquire(t.Context(), name, s3lock.WithWait(time.Second),
+		s3lock.WithWaitObserver(func(h *s3lock.HeldError) { mu.Lock(); told = append(told, h); mu.Unlock() }))
+	var held *s3lock.HeldError
+	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) || !held.Shared || held.Holder != "reader" || held.Share != r.Token().Share {
+		t.Fatalf("the writer's Acquire whose wait ran out: %v; want an error matching ErrHeld naming the reader's share", err)
+	}
+	if strings.Contains(err.Error(), "too slowly") {
+		t.Errorf("the error blames the store: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) == 0 || !told[0].Shared || told[0].Waiting != 1 || told[0].Holder != "reader" {
+		t.Errorf("the wait observer was told %v; want the reader's share, 1 shared holder", told)
 	}
 }

@@ -71,9 +71,12 @@ func (w *waiter) acquire(ctx context.Context) (*Lease, error) {
 		w.looked = w.c.cfg.clock.Now()
 		lease, err := w.lock.attempt(ctx, w.line.atHead())
 		var held *HeldError
+		var ended *waitError
 		switch {
 		case err == nil:
 			return lease, nil
+		case errors.As(err, &ended):
+			return nil, err // the wait ran out within the attempt (for shared holders: awaitShares)
 		case errors.As(err, &held), errors.Is(err, errLineBusy):
 			bo.reset()
 			changed.reset()

@@ -353,6 +353,28 @@ func TestServer_PlansShareAndAnApplyWaitsForThem(t *testing.T) {
 	}
 }
 
+// An apply whose wait for the plans runs out answers 423 with a plan's lock
+// info (Terraform's -lock-timeout then tries again), whose ID is that
+// plan's lock ID, and the plans keep the lock.
+func TestServer_AnApplyWhoseWaitForPlansRunsOutAnswers423(t *testing.T) {
+	b := newBackend(t, func(c *tfhttp.Config) { c.State.Wait = time.Second })
+	if status, _ := b.lockFor("plan", tfstate.OperationPlan); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	share := b.current().Holders[0]
+	status, holder := b.lock("apply")
+	if id := tfstate.ShareLockID(share.Epoch, share.Share); status != http.StatusLocked || holder.ID != id ||
+		holder.Operation != tfstate.OperationPlan || !strings.Contains(holder.Info, "1 plan(s)") {
+		t.Fatalf("an apply's LOCK whose wait for a plan ran out: %d %+v; want 423 with the plan's lock ID %s", status, holder, id)
+	}
+	if st := b.current(); !st.Shared || len(st.Holders) != 1 {
+		t.Errorf("after the apply gave up the lock is %+v; want the plan's still", st)
+	}
+	if status := b.unlock("plan"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+}
+
 // Force-unlock: Terraform and OpenTofu send no lock ID with it, so it
 // comes from the URL or the server's ForceUnlockID; only the current
 // lease's ID unlocks, and the run that held it can write no more.
