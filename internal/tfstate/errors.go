@@ -91,7 +91,7 @@ type NotCurrentError struct {
 }
 
 func (e *NotCurrentError) Error() string {
-	return fmt.Sprintf("lock ID %s is not a current lease of the state lock s3://%s/%s, so nothing was unlocked: %s",
+	return fmt.Sprintf("lock ID %s is not the current lease of the state lock s3://%s/%s, so nothing was unlocked: %s",
 		e.ID, e.Bucket, e.Lock, stateText(e.Current))
 }
 
