@@ -650,7 +650,8 @@ func (c *Client) heldError(name string, o *observed) *HeldError {
 		ExpiresIn:  max(left, 0),
 		AcquiredAt: o.body.AcquiredAt,
 		Metadata:   o.body.Metadata,
-		Pending:    o.body.Pending,
+		Share:      o.body.Share,
+		Pending:    o.body.Pending && !o.body.Released,
 		obs:        o,
 	}
 }

@@ -133,9 +133,12 @@ type HeldError struct {
 	// one share's, and Waiting says how many shares it found held.
 	Shared  bool
 	Waiting int
+	// Share is the share id of the shared holder that Holder and Key
+	// describe (Shared), as a share's Token carries it; "" otherwise.
+	Share string
 	// Pending is set when the holder is an exclusive acquirer that waits
 	// for the shared holders before it: no new shared holder joins
-	// meanwhile, so a shared acquirer waits for it too.
+	// meanwhile.
 	Pending bool
 
 	obs  *observed // what was read, for a waiting Acquire to watch

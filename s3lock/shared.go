@@ -284,9 +284,14 @@ func pendingOver(prev *observed) bool {
 // them once a poll interval; shares that appear later are not waited for
 // (their readers' check sees l's epoch and withdraws them). Then it drops
 // the pending mark (a renewal) and deletes the ended shares in the
-// background. A TryAcquire (a.try) does not wait: it releases l and
-// returns a *HeldError naming a shared holder. When ctx ends, or l's trust
-// ends, first, l is released (it stays pending) and the error returned.
+// background. A TryAcquire (a.try) does not wait: it releases l and returns
+// a *HeldError naming a shared holder. For a waiting Acquire the wait is its
+// waiter's (sharesFound: WithWait counts from when the shares are found
+// held, and the wait observer is told of them whenever their number
+// changes); when it ends, l is released (it stays pending) and the error is
+// the waiter's *waitError, whose last cause is a *HeldError naming a shared
+// holder (it matches ErrHeld). If l's trust ends first (its renewals
+// failed), the attempt starts over.
 func (m *mutex) awaitShares(ctx context.Context, l *Lease) error {
 	c := m.c
 	ws := &shareWait{c: c, name: m.name, epoch: l.epoch, seen: map[string]sighting{}}

@@ -721,7 +721,8 @@ func TestShared_AWritersWaitForSharesIsAWait(t *testing.T) {
 		s3lock.WithWaitObserver(func(h *s3lock.HeldError) { seen = append(seen, h) }))
 	took := time.Since(began)
 	var held *s3lock.HeldError
-	if !errors.As(err, &held) || !held.Shared || held.Holder != "reader" || !strings.Contains(err.Error(), "wait (2s) ran out") {
+	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) || !held.Shared || held.Holder != "reader" || held.Share != r.Token().Share ||
+		!strings.Contains(err.Error(), "wait (2s) ran out") || strings.Contains(err.Error(), "too slowly") {
 		t.Errorf("a writer's Acquire with WithWait(2s) over a shared holder = %v; want the wait to run out, naming the reader's share", err)
 	}
 	if took > 8*time.Second {

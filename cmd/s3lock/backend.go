@@ -27,8 +27,12 @@ where Terraform's s3 backend keeps it, and its lock is an s3lock lock, so
     can never write over the state of a run that locked after it;
   - runs that wait for the lock wait in line (--order) and are told who holds
     it;
+  - plans share the lock: 'terraform plan' runs of one state proceed at
+    once and write nothing; every other operation (apply, refresh, import,
+    state commands) holds the lock alone, and waits for the plans;
   - plain runs of the s3 backend (use_lockfile = true) on the same state are
-    excluded too: s3lock also holds the s3 backend's lock file KEY.tflock.
+    excluded too: s3lock also holds the s3 backend's lock file KEY.tflock
+    (but not for plans: the file admits one holder).
 
 The configuration needs only:
 

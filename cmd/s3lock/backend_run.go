@@ -46,14 +46,18 @@ can use the endpoint. TF_WORKSPACE is taken as --workspace and not passed on.
 The state object is the one Terraform's s3 backend uses for the same bucket,
 key and workspace (env:/WORKSPACE/KEY for a workspace other than default), and
 its lock is the s3lock lock KEY.s3lock, the one the s3lock_s3 state store
-takes: the three can share a state. While a run holds the lock it also holds
-the s3 backend's lock file KEY.tflock, so plain runs with use_lockfile = true
-wait for it, and it waits for them.
+takes: the three can share a state. While a run other than a plan holds the
+lock it also holds the s3 backend's lock file KEY.tflock, so plain runs with
+use_lockfile = true wait for it, and it waits for them.
 
-The lock: a lock request waits up to --wait in the lock's line (--order),
-printing who holds it; when the wait ends Terraform reports the state locked,
-under the holder's lock ID (the lease's epoch) — 'terraform force-unlock ID'
-frees it, through 'backend run'. The lease renews while COMMAND runs. When
+The lock: plans (Terraform's lock operation OperationTypePlan: plan, with or
+without -out) share it, and write nothing (a state write under a plan's lock
+is refused); every other operation holds it alone, waits for the plans that
+hold it, and keeps new plans out meanwhile. A lock request waits up to --wait
+in the lock's line (--order), printing who holds it; when the wait ends
+Terraform reports the state locked, under the holder's lock ID (the lease's
+epoch; a plan's is EPOCH.SHARE) — 'terraform force-unlock ID' frees it,
+through 'backend run' (a plan's ID ends that plan's lock only). The lease renews while COMMAND runs. When
 COMMAND exits (or is killed) holding the lock, s3lock releases it at once; if
 s3lock itself dies, COMMAND gets SIGTERM once (Terraform's graceful stop: it
 keeps what it could not write in errored.tfstate) and the lock lapses after

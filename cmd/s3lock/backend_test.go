@@ -170,12 +170,12 @@ func (c *cli) keys(key string) []string {
 	return out
 }
 
-// serve starts `backend serve` on a free loopback port and returns its URL
-// (what it prints on stdout, without the state path), the process and its
-// stderr.
-func (c *cli) serve() (string, *exec.Cmd, *testkit.Buffer) {
+// serve starts `backend serve` on a free loopback port, with flags, and
+// returns its URL (what it prints on stdout, without the state path), the
+// process and its stderr.
+func (c *cli) serve(flags ...string) (string, *exec.Cmd, *testkit.Buffer) {
 	c.t.Helper()
-	cmd := c.command(c.t.Context(), "backend", "serve", "--listen", "127.0.0.1:0")
+	cmd := c.command(c.t.Context(), append([]string{"backend", "serve", "--listen", "127.0.0.1:0"}, flags...)...)
 	cmd.Env = append(cmd.Env, envBackendUsername+"=tf", envBackendPassword+"=0123456789abcdef")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -252,6 +252,69 @@ func TestBackendServe_ServesStatesToThoseWithTheCredentials(t *testing.T) {
 	}
 	if st := c.current(key + tfstate.LockSuffix); st.Phase() != s3lock.PhaseReleased {
 		t.Errorf("after serve stopped, the lock it held is %s; want released", st.Phase())
+	}
+}
+
+// Plans share a state's lock through serve: two plans' LOCKs are granted at
+// once; an apply's LOCK with --wait 0 answers 423 (Terraform's -lock-timeout
+// retries it) until both plans UNLOCK; a POST under a plan's lock is
+// refused.
+func TestBackendServe_PlansShareTheLockAndAnApplyWaitsForThem(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	base, cmd, stderr := c.serve("--wait", "0")
+	key := c.name("app/terraform.tfstate")
+	send := func(method, query string, body []byte) int {
+		u := tfhttp.StateURL(base, key)
+		if query != "" {
+			u += "?" + query
+		}
+		req, err := http.NewRequestWithContext(t.Context(), method, u, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("tf", "0123456789abcdef")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	lock := func(id, operation string) int {
+		return send(tfhttp.MethodLock, "", tfstate.LockInfo{ID: id, Operation: operation, Who: "test@host"}.JSON())
+	}
+	unlock := func(id string) int { return send(tfhttp.MethodUnlock, "", tfstate.LockInfo{ID: id}.JSON()) }
+	for _, id := range []string{"plan-1", "plan-2"} {
+		if s := lock(id, tfstate.OperationPlan); s != http.StatusOK {
+			t.Fatalf("%s's LOCK: %d; want 200 (plans share the lock); stderr: %s", id, s, stderr.String())
+		}
+	}
+	if s := send(http.MethodPost, "ID=plan-1", []byte(`{"version": 4, "serial": 1}`)); s != http.StatusConflict {
+		t.Errorf("POST under a plan's lock: %d; want 409", s)
+	}
+	if got := c.keys(key); len(got) != 0 {
+		t.Errorf("a plan's lock, or a write under it, wrote the state: %v", got)
+	}
+	for _, plan := range []string{"plan-1", "plan-2"} {
+		if s := lock("apply", "OperationTypeApply"); s != http.StatusLocked {
+			t.Fatalf("an apply's LOCK while plans hold the state: %d; want 423", s)
+		}
+		if s := unlock(plan); s != http.StatusOK {
+			t.Fatalf("%s's UNLOCK: %d", plan, s)
+		}
+	}
+	if s := lock("apply", "OperationTypeApply"); s != http.StatusOK {
+		t.Fatalf("an apply's LOCK once the plans unlocked: %d; stderr: %s", s, stderr.String())
+	}
+	if s := unlock("apply"); s != http.StatusOK {
+		t.Fatal(s)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd); code != 0 {
+		t.Errorf("serve stopped by SIGTERM exited %d; stderr: %s", code, stderr.String())
 	}
 }
 

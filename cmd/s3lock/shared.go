@@ -12,7 +12,7 @@ import (
 )
 
 // This file is the face of shared leases (s3lock.WithShared, PROTOCOL.md
-// §16): the --shared flag of run and acquire, the wording of a lock held by
+// §17): the --shared flag of run and acquire, the wording of a lock held by
 // shared holders or by a writer that waits for them, and their rows in
 // status and watch. What a shared lease is and does is the SDK's.
 

@@ -17,7 +17,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// Shared leases (--shared, PROTOCOL.md §16): any number of shared holders at
+// Shared leases (--shared, PROTOCOL.md §17): any number of shared holders at
 // once, or one holder without --shared alone; run and acquire take a share,
 // status and watch show the shared holders and a writer that waits for
 // them, force-release --share deletes one.

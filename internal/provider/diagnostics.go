@@ -681,23 +681,35 @@ func stateLockFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 			"wait_timeout in the state_store block (Terraform's -lock-timeout does not apply to state stores), or retry later.", stateWhere(s, ws), held.Ahead))
 	}
 	left := "it lapses in at most " + formatDuration(held.ExpiresIn.Round(time.Second)) + " unless its holder renews it"
-	return diag.NewErrorDiagnostic("Workspace Already Locked", fmt.Sprintf("%s is locked by another run.\n\n"+
+	id := tfstate.HeldLockID(held)
+	by := "another run"
+	switch {
+	case held.Shared:
+		by = fmt.Sprintf("%d plan(s), which share it (an operation that writes the state waits for every plan); this is one of them", max(held.Waiting, 1))
+	case held.Pending:
+		by = "another run, which waits for the plans that hold it before it (no new plan joins meanwhile)"
+	}
+	return diag.NewErrorDiagnostic("Workspace Already Locked", fmt.Sprintf("%s is locked by %s.\n\n"+
 		"Lock Info:\n  ID:        %s\n  Operation: %s\n  Who:       %s\n  Holder:    %s\n  Created:   %s\n  Epoch:     %d (%s)\n\n"+
 		"Wait for it: raise wait_timeout in the state_store block (Terraform's -lock-timeout does not apply to state "+
 		"stores). A holder that died "+
 		"needs nothing: its lease lapses by itself. To end a live run's lock now (it can no longer write the state "+
 		"afterwards): terraform force-unlock %s",
-		stateWhere(s, ws), tfstate.LockID(held.Epoch), tfstate.TerraformOperation(held), tfstate.TerraformWho(held),
-		held.Holder, formatTime(held.AcquiredAt), held.Epoch, left, tfstate.LockID(held.Epoch)))
+		stateWhere(s, ws), by, id, tfstate.TerraformOperation(held), tfstate.TerraformWho(held),
+		held.Holder, formatTime(held.AcquiredAt), held.Epoch, left, id))
 }
 
 // stateUnlockFailed is an unlock, or a force-unlock, that failed.
 func stateUnlockFailed(s *tfstate.Store, ws, id string, err error) diag.Diagnostic {
 	var nc *tfstate.NotCurrentError
+	var se *tfstate.SharedEpochError
 	switch {
 	case errors.As(err, &nc):
 		return diag.NewErrorDiagnostic("Lock ID is not the state's current lock", fmt.Sprintf("%s: %v. "+
 			"Run terraform force-unlock with the ID that Terraform showed for the current lock.", stateWhere(s, ws), err))
+	case errors.As(err, &se):
+		return diag.NewErrorDiagnostic("Lock ID is that of plans that share the lock", fmt.Sprintf("%s: %v. "+
+			"Each plan's lock has an ID of its own, EPOCH.SHARE.", stateWhere(s, ws), err))
 	case errors.Is(err, s3lock.ErrLeaseLost):
 		return diag.NewErrorDiagnostic("The state lock was lost during the run", fmt.Sprintf("%s: lock ID %s ended before "+
 			"this run unlocked it: %v\n\nIt lapsed (the provider could not renew it in time) or was force-unlocked. "+
@@ -736,7 +748,7 @@ func stateDeleteFailed(s *tfstate.Store, ws string, err error) diag.Diagnostic {
 	if errors.As(err, &held) {
 		return diag.NewErrorDiagnostic("Workspace is locked: not deleted", fmt.Sprintf("%s is locked by another run "+
 			"(lock ID %s, holder %q, operation %s), so it was not deleted. Delete it once that run is done; if the run "+
-			"died, its lock lapses by itself.", stateWhere(s, ws), tfstate.LockID(held.Epoch), held.Holder,
+			"died, its lock lapses by itself.", stateWhere(s, ws), tfstate.HeldLockID(held), held.Holder,
 			tfstate.TerraformOperation(held)))
 	}
 	return stateFailed("Cannot delete the workspace's state", s, ws, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 )
 
-// The provider's face of shared leases (s3lock.WithShared, PROTOCOL.md §16):
+// The provider's face of shared leases (s3lock.WithShared, PROTOCOL.md §17):
 // the `mode` argument of the lease resource and the ephemeral lease, the
 // `mode` and `pending` results of the data sources, and what they mean, in
 // one wording. What a shared lease is and does is the SDK's: any number of

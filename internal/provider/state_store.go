@@ -122,7 +122,8 @@ func (s *stateStore) Schema(_ context.Context, _ statestore.SchemaRequest, resp 
 			"locked by an s3lock lease that renews while Terraform runs and lapses if it dies (no " +
 			"`force-unlock` needed after a crash), with waiters served in order, and **fenced writes**: " +
 			"a run whose lease ended (paused past it, force-unlocked) can no longer write the state, even a " +
-			"write already on its way. The connection, credentials and encryption (`encrypt`, `kms_key_id`, " +
+			"write already on its way. Plans (`terraform plan`, with or without `-out`) share the lock and write " +
+			"nothing; every other operation holds it alone and waits for the plans. The connection, credentials and encryption (`encrypt`, `kms_key_id`, " +
 			"`sse_customer_key`, `acl`) are the `provider \"s3lock\"` block's, nested in the `state_store` " +
 			"block; give it the credentials and the SSE-C key through the environment (`AWS_ACCESS_KEY_ID`..., " +
 			"`AWS_SSE_CUSTOMER_KEY`), a profile or a role, not as values in the block: Terraform saves the block, " +

@@ -235,6 +235,67 @@ func TestStateStore_LockNamesWhomItWaitedFor(t *testing.T) {
 	_ = ours.store.Unlock(t.Context(), tfstate.DefaultWorkspace, resp.LockID)
 }
 
+// TestStateStore_PlansShareTheLock: the state store locks for Terraform's
+// Operation: two plans hold the lock at once under lock IDs of their own
+// (EPOCH.SHARE), an apply that finds them is told that plans share it and
+// shown one plan's lock ID, and a write under a plan's lock is refused.
+func TestStateStore_PlansShareTheLock(t *testing.T) {
+	ns := s3test.New(t)
+	key := ns.Name("app/terraform.tfstate")
+	run := func(holder string) *stateStore {
+		c, err := s3lock.New(ns.Client, ns.Bucket, s3lock.WithHolder(holder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tfstate.New(ns.Client, c, tfstate.Config{Bucket: ns.Bucket, Key: key, Who: holder + "@ci"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &stateStore{store: s, waits: &stateWaits{now: time.Now}}
+	}
+	lock := func(s *stateStore, operation string) statestore.LockResponse {
+		var resp statestore.LockResponse
+		s.Lock(t.Context(), statestore.LockRequest{StateID: tfstate.DefaultWorkspace, Operation: operation}, &resp)
+		return resp
+	}
+	plan1, plan2, apply := run("plan-1"), run("plan-2"), run("apply")
+	r1, r2 := lock(plan1, tfstate.OperationPlan), lock(plan2, tfstate.OperationPlan)
+	if r1.Diagnostics.HasError() || r2.Diagnostics.HasError() || r1.LockID == r2.LockID || !strings.Contains(r1.LockID, ".") {
+		t.Fatalf("two plans' locks: %q %v, %q %v; want both, under lock IDs EPOCH.SHARE of their own", r1.LockID, r1.Diagnostics, r2.LockID, r2.Diagnostics)
+	}
+	ra := lock(apply, "OperationTypeApply")
+	if !ra.Diagnostics.HasError() {
+		t.Fatalf("an apply's lock while plans hold it: %q; want it refused (wait_timeout 0)", ra.LockID)
+	}
+	detail := strings.Join(strings.Fields(ra.Diagnostics[0].Detail()), " ")
+	if !strings.Contains(detail, "locked by 2 plan(s), which share it") || !strings.Contains(detail, "Operation: OperationTypePlan") ||
+		!strings.Contains(detail, "ID: "+r1.LockID) && !strings.Contains(detail, "ID: "+r2.LockID) {
+		t.Errorf("what the apply is told: %s; want the plans, and one plan's lock ID", detail)
+	}
+	var wr statestore.WriteResponse
+	plan1.Write(t.Context(), statestore.WriteRequest{StateID: tfstate.DefaultWorkspace, StateBytes: []byte(`{"version":4}`)}, &wr)
+	if !wr.Diagnostics.HasError() || !strings.Contains(wr.Diagnostics[0].Detail(), "a plan does not write the state") {
+		t.Errorf("a write under a plan's lock: %v; want it refused, saying why", wr.Diagnostics)
+	}
+	for _, p := range []struct {
+		s  *stateStore
+		id string
+	}{{plan1, r1.LockID}, {plan2, r2.LockID}} {
+		var ur statestore.UnlockResponse
+		p.s.Unlock(t.Context(), statestore.UnlockRequest{StateID: tfstate.DefaultWorkspace, LockID: p.id}, &ur)
+		if ur.Diagnostics.HasError() {
+			t.Fatal(ur.Diagnostics)
+		}
+	}
+	ra = lock(apply, "OperationTypeApply")
+	if ra.Diagnostics.HasError() || strings.Contains(ra.LockID, ".") {
+		t.Fatalf("the apply's lock once the plans unlocked: %q %v; want an exclusive lock", ra.LockID, ra.Diagnostics)
+	}
+	if err := apply.store.Unlock(t.Context(), tfstate.DefaultWorkspace, ra.LockID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAccStateStore_MaxHoldCapsTheStateLock: the state store's max_hold caps
 // each state lock's lease (s3lock.WithMaxHold: the lock shows it), and one
 // that does not outlast lease_duration is refused naming both.

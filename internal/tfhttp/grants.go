@@ -19,6 +19,7 @@ type grant struct {
 	id     string // Terraform's
 	lockID string // the epoch
 	info   tfstate.LockInfo
+	shared bool // a plan's shared lock (tfstate.SharedOperation): other plans' grants hold the state too
 	store  *tfstate.Store
 	since  time.Time
 	hold   *time.Timer // MaxHold; nil without
@@ -63,16 +64,22 @@ func (s *Server) grantByID(id string) *grant {
 	return s.grants[id]
 }
 
-// heldGrant is the grant that holds the state at key now, or nil.
+// heldGrant is a grant that holds the state at key now, or nil: the
+// exclusive one if there is one, else one of the plans' shared ones.
 func (s *Server) heldGrant(key string) *grant {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var shared *grant
 	for _, g := range s.grants {
-		if g.key == key && g.ended == nil {
+		switch {
+		case g.key != key || g.ended != nil:
+		case !g.shared:
 			return g
+		default:
+			shared = g
 		}
 	}
-	return nil
+	return shared
 }
 
 // grantOfLockID is the held grant of the state at key whose s3lock lock ID

@@ -55,8 +55,9 @@ func (s *Server) readerOf(key string) (*tfstate.Store, error) {
 }
 
 // put writes the state. With ?ID= (Terraform holds the lock) the write is
-// fenced under that lock's lease; a lock that is not held, or a lease that
-// ended or was overtaken, is refused with 409 and nothing is written.
+// fenced under that lock's lease; a lock that is not held, a lease that
+// ended or was overtaken, or a plan's shared lock (which never writes) is
+// refused with 409 and nothing is written.
 // Without it (-lock=false) the state is written as the S3 backend would,
 // unless its lock is held by anyone (423).
 func (s *Server) put(w http.ResponseWriter, r *http.Request, key string) {
@@ -89,6 +90,8 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, key string) {
 	err := g.store.WriteUnder(r.Context(), ws, g.lockID, body)
 	var stale *tfstate.StaleWriteError
 	switch {
+	case errors.Is(err, tfstate.ErrSharedLock):
+		s.refuse(w, http.StatusConflict, fmt.Sprintf("refused a write under lock ID %s: %v", g.lockID, err))
 	case errors.As(err, &stale):
 		s.refuse(w, http.StatusConflict, fmt.Sprintf("refused a write under lock ID %s: %v; %s", g.lockID, err, erroredHint))
 	case err != nil:
@@ -146,9 +149,11 @@ func (s *Server) readState(w http.ResponseWriter, r *http.Request, key string) (
 	return body, true
 }
 
-// lock takes the state's lock for a Terraform process: waits in the lock's
-// line up to the configured wait, then 200; 423 with the holder's lock info
-// when the wait ends (Terraform's -lock-timeout then tries again).
+// lock takes the state's lock for a Terraform process — shared for a plan,
+// exclusive for anything else, by the lock info's Operation
+// (tfstate.Store.Lock): waits in the lock's line up to the configured wait,
+// then 200; 423 with the holder's lock info when the wait ends
+// (Terraform's -lock-timeout then tries again).
 func (s *Server) lock(w http.ResponseWriter, r *http.Request, key string) {
 	info, ok := s.lockInfo(w, r, true)
 	if !ok {
@@ -158,7 +163,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, key string) {
 		s.relock(w, g, key, info)
 		return
 	}
-	g := &grant{key: key, id: info.ID, info: info}
+	g := &grant{key: key, id: info.ID, info: info, shared: tfstate.SharedOperation(info.Operation)}
 	cfg := s.cfg.State
 	cfg.Who = info.Who
 	cfg.OnLost = func(_ string, err error) { s.lost(g, err) }
@@ -318,8 +323,9 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, key string) {
 		err = st.Unlock(r.Context(), ws, id)
 	}
 	var nc *tfstate.NotCurrentError
+	var se *tfstate.SharedEpochError
 	switch {
-	case errors.As(err, &nc):
+	case errors.As(err, &nc), errors.As(err, &se):
 		s.refuse(w, http.StatusConflict, "refused a force-unlock: "+err.Error())
 	case err != nil:
 		s.refuse(w, http.StatusConflict, fmt.Sprintf("refused an unlock of s3://%s/%s: %v", s.cfg.State.Bucket, key, err))

@@ -129,11 +129,17 @@ func (b *backend) doAs(c tfhttp.Credentials, method, key, query string, body []b
 	return resp.StatusCode, out
 }
 
-// lock is a LOCK with Terraform's lock info for id; it returns the status
-// and the lock info answered.
+// lock is a LOCK with Terraform's lock info of an apply for id; it returns
+// the status and the lock info answered.
 func (b *backend) lock(id string) (int, tfstate.LockInfo) {
 	b.t.Helper()
-	info := tfstate.LockInfo{ID: id, Operation: "OperationTypeApply", Who: "alice@laptop", Version: "1.11.4", Created: time.Now()}
+	return b.lockFor(id, "OperationTypeApply")
+}
+
+// lockFor is lock for Terraform's operation (its lock info's Operation).
+func (b *backend) lockFor(id, operation string) (int, tfstate.LockInfo) {
+	b.t.Helper()
+	info := tfstate.LockInfo{ID: id, Operation: operation, Who: "alice@laptop", Version: "1.11.4", Created: time.Now()}
 	status, body := b.do(tfhttp.MethodLock, "", info.JSON())
 	var got tfstate.LockInfo
 	if status == http.StatusOK || status == http.StatusLocked {
@@ -279,6 +285,92 @@ func TestServer_ALockWaitsInLine(t *testing.T) {
 		t.Fatalf("the waiting LOCK: %d; want 200 once the first unlocked", status)
 	}
 	if status := b.unlock("second"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+}
+
+// Plans lock the state shared: two plans' LOCKs are granted at once, each
+// under its own s3lock lock ID; a POST under a plan's lock is refused (409)
+// and writes nothing; an apply's LOCK waits until both plans UNLOCK, and
+// then writes.
+func TestServer_PlansShareAndAnApplyWaitsForThem(t *testing.T) {
+	b := newBackend(t, func(c *tfhttp.Config) { c.State.Wait = time.Minute })
+	if status, _ := b.lock("first-apply"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if status, _ := b.do(http.MethodPost, "ID=first-apply", state("1")); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if status := b.unlock("first-apply"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	before := b.stored()
+	for _, id := range []string{"plan-1", "plan-2"} {
+		if status, _ := b.lockFor(id, tfstate.OperationPlan); status != http.StatusOK {
+			t.Fatalf("%s's LOCK: %d; want 200 (plans share the lock)", id, status)
+		}
+	}
+	if st := b.current(); !st.Shared || len(st.Holders) != 2 {
+		t.Fatalf("the lock while two plans hold it: shared %v, %d holders; want both plans", st.Shared, len(st.Holders))
+	}
+	if status, body := b.do(http.MethodGet, "", nil); status != http.StatusOK || !bytes.Equal(body, state("1")) {
+		t.Errorf("a plan's GET: %d %q; want the state", status, body)
+	}
+	if status, _ := b.do(http.MethodPost, "ID=plan-1", state("99")); status != http.StatusConflict {
+		t.Errorf("POST under a plan's lock: %d; want 409", status)
+	}
+	if !bytes.Equal(b.stored(), before) {
+		t.Fatal("a plan's lock, or a write under it, changed the state object")
+	}
+	if !strings.Contains(b.logged(), "a plan does not write the state") {
+		t.Errorf("the refusal does not say why: %s", b.logged())
+	}
+	got := make(chan int, 1)
+	go func() { status, _ := b.lock("apply"); got <- status }()
+	testkit.Eventually(t, 30*time.Second, "the apply to wait for the plans", func() bool { return b.current().Pending })
+	if status := b.unlock("plan-1"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if st := b.current(); len(st.Holders) != 1 || st.Holders[0].Metadata[tfstate.MetaOperation] != tfstate.OperationPlan {
+		t.Fatalf("after one plan's UNLOCK: holders %+v; want the other plan", st.Holders)
+	}
+	select {
+	case status := <-got:
+		t.Fatalf("the apply's LOCK answered %d while a plan holds the state", status)
+	default:
+	}
+	if status := b.unlock("plan-2"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if status := <-got; status != http.StatusOK {
+		t.Fatalf("the apply's LOCK once the plans unlocked: %d", status)
+	}
+	if status, body := b.do(http.MethodPost, "ID=apply", state("2")); status != http.StatusOK {
+		t.Fatalf("the apply's POST: %d %s", status, body)
+	}
+	if status := b.unlock("apply"); status != http.StatusOK {
+		t.Fatal(status)
+	}
+}
+
+// An apply whose wait for the plans runs out answers 423 with a plan's lock
+// info (Terraform's -lock-timeout then tries again), whose ID is that
+// plan's lock ID, and the plans keep the lock.
+func TestServer_AnApplyWhoseWaitForPlansRunsOutAnswers423(t *testing.T) {
+	b := newBackend(t, func(c *tfhttp.Config) { c.State.Wait = time.Second })
+	if status, _ := b.lockFor("plan", tfstate.OperationPlan); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	share := b.current().Holders[0]
+	status, holder := b.lock("apply")
+	if id := tfstate.ShareLockID(share.Epoch, share.Share); status != http.StatusLocked || holder.ID != id ||
+		holder.Operation != tfstate.OperationPlan || !strings.Contains(holder.Info, "1 plan(s)") {
+		t.Fatalf("an apply's LOCK whose wait for a plan ran out: %d %+v; want 423 with the plan's lock ID %s", status, holder, id)
+	}
+	if st := b.current(); !st.Shared || len(st.Holders) != 1 {
+		t.Errorf("after the apply gave up the lock is %+v; want the plan's still", st)
+	}
+	if status := b.unlock("plan"); status != http.StatusOK {
 		t.Fatal(status)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/s3lock/terraform-provider-s3lock/s3lock"
 	"github.com/s3lock/terraform-provider-s3lock/s3lock/fence"
@@ -71,6 +72,17 @@ func (e *StaleWriteError) Error() string {
 
 func (e *StaleWriteError) Unwrap() error { return e.Err }
 
+// ErrSharedLock is a write or delete of a state under this process's
+// shared lock: a plan's, which never writes the state.
+var ErrSharedLock = errors.New("the state is locked shared for a plan; a plan does not write the state")
+
+// sharedRefusal is the refusal of a write of ws's state ("written", or
+// "deleted") under this process's shared lock: nothing was sent.
+func (s *Store) sharedRefusal(done, ws string) error {
+	return fmt.Errorf("the state s3://%s/%s was not %s: %w (a shared lock of %s, which a %s takes, never writes; "+
+		"an operation that writes takes the exclusive lock)", s.cfg.Bucket, s.Key(ws), done, ErrSharedLock, s.LockName(ws), OperationPlan)
+}
+
 // NotCurrentError is a force-unlock of an ID that is not the lock's
 // current lease: nothing was released.
 type NotCurrentError struct {
@@ -79,12 +91,73 @@ type NotCurrentError struct {
 }
 
 func (e *NotCurrentError) Error() string {
-	now := "it is free"
-	if e.Current.Phase() == s3lock.PhaseHeld {
-		now = fmt.Sprintf("it is held under lock ID %s by %s", LockID(e.Current.Epoch), Printable(e.Current.Holder))
-	} else if e.Current.Epoch > 0 {
-		now = fmt.Sprintf("its newest lease, lock ID %s, is %s", LockID(e.Current.Epoch), e.Current.Phase())
-	}
 	return fmt.Sprintf("lock ID %s is not the current lease of the state lock s3://%s/%s, so nothing was unlocked: %s",
-		e.ID, e.Bucket, e.Lock, now)
+		e.ID, e.Bucket, e.Lock, stateText(e.Current))
+}
+
+// SharedEpochError is a force-unlock of the plain epoch of a lock held
+// shared (by plans): the epoch has no holder of its own; each plan's share
+// has a lock ID of its own (EPOCH.SHARE), and nothing was unlocked.
+type SharedEpochError struct {
+	Bucket, Lock, ID string
+	Current          s3lock.State
+}
+
+func (e *SharedEpochError) Error() string {
+	return fmt.Sprintf("lock ID %s is the shared epoch of the state lock s3://%s/%s, so nothing was unlocked: %s; "+
+		"force-unlock one plan's lock by its own lock ID", e.ID, e.Bucket, e.Lock, stateText(e.Current))
+}
+
+// maxSharesListed bounds the shares a message lists by lock ID.
+const maxSharesListed = 5
+
+// stateText says how a state's lock stands, for an error: who holds it
+// under which lock ID — each plan's, when plans hold it shared.
+func stateText(cur s3lock.State) string {
+	switch {
+	case cur.Shared && cur.Phase() == s3lock.PhaseHeld:
+		return "it is held shared by " + sharesText(cur.Holders)
+	case cur.Pending:
+		return fmt.Sprintf("it is held under lock ID %s by %s, an exclusive run that waits for %s", LockID(cur.Epoch),
+			Printable(cur.Holder), sharesText(cur.Holders))
+	case cur.Phase() == s3lock.PhaseHeld:
+		return fmt.Sprintf("it is held under lock ID %s by %s", LockID(cur.Epoch), Printable(cur.Holder))
+	case cur.Epoch > 0:
+		return fmt.Sprintf("its newest lease, lock ID %s, is %s", LockID(cur.Epoch), cur.Phase())
+	}
+	return "it is free"
+}
+
+// sharesText lists shared holders: how many, and the lock IDs and holders
+// of the first maxSharesListed.
+func sharesText(holders []s3lock.State) string {
+	if len(holders) == 0 {
+		return "no plan any more"
+	}
+	n := fmt.Sprintf("%d plan(s)", len(holders))
+	var ids []string
+	for i, h := range holders {
+		if i == maxSharesListed {
+			ids = append(ids, fmt.Sprintf("and %d more", len(holders)-i))
+			break
+		}
+		ids = append(ids, fmt.Sprintf("lock ID %s by %s", ShareLockID(h.Epoch, h.Share), Printable(h.Holder)))
+	}
+	return n + " (" + strings.Join(ids, "; ") + ")"
+}
+
+// heldOf is the *s3lock.HeldError of a lock in bucket that Current read
+// held (cur; now is the store's clock): for a lock held shared, one of its
+// shares.
+func heldOf(bucket string, cur s3lock.State, now time.Time) *s3lock.HeldError {
+	who := cur
+	held := &s3lock.HeldError{Bucket: bucket, Pending: cur.Pending}
+	if cur.Shared && len(cur.Holders) > 0 {
+		who = cur.Holders[0]
+		held.Shared, held.Waiting, held.Share = true, len(cur.Holders), who.Share
+	}
+	held.Name, held.Key, held.Epoch, held.Holder, held.AcquiredAt, held.Metadata = cur.Name, who.Key, who.Epoch, who.Holder,
+		who.AcquiredAt, who.Metadata
+	held.ExpiresIn = max(who.ExpiresAt.Sub(now), 0)
+	return held
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,20 +34,25 @@ const (
 // ErrLockedHere is a Lock of a workspace this process has locked already.
 var ErrLockedHere = errors.New("the state is already locked by this Terraform process")
 
-// Lock acquires the lock of a workspace's state and seals the state: it
-// rewrites the state object (or creates a placeholder) under the new epoch,
-// so that no writer of an older epoch can land a write from then on, not
-// even one already on its way. With Config.LockFile it takes the S3
-// backend's lock file between the two. It returns the lock ID (LockID). A
-// held lock is waited for as configured; a *s3lock.HeldError (or a
-// *LockFileHeldError) says who holds it. ctx ends the wait (the lock's line
-// is left) and the seal.
+// Lock acquires the lock of a workspace's state for operation (Terraform's
+// lock info Operation). A plan (SharedOperation) takes a shared lock: any
+// number of plans hold it together, and it writes nothing — no seal, no
+// placeholder, no lock file — and refuses every write of the state
+// (ErrSharedLock). Any other operation takes the exclusive lock and seals the
+// state: it rewrites the state object (or creates a placeholder) under the
+// new epoch, so that no writer of an older epoch can land a write from then
+// on, not even one already on its way; it waits for the plans that hold the
+// lock, and no new plan joins meanwhile. With Config.LockFile an exclusive
+// lock takes the S3 backend's lock file between the two. It returns the lock
+// ID (LockID; a shared lock's names its share). A held lock is waited for as
+// configured; a *s3lock.HeldError (or a *LockFileHeldError) says who holds
+// it. ctx ends the wait (the lock's line is left) and the seal.
 func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) {
 	if err := s.checkWorkspace(ws); err != nil {
 		return "", err
 	}
 	key := s.Key(ws)
-	h := &held{} // reserves the workspace while its lock is taken
+	h := &held{shared: SharedOperation(operation)} // reserves the workspace while its lock is taken
 	s.mu.Lock()
 	if prev := s.held[ws]; prev != nil && !prev.abandoned { // an abandoned lock's entry gives way to a new lock
 		s.mu.Unlock()
@@ -54,7 +60,7 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 	}
 	s.held[ws] = h
 	s.mu.Unlock()
-	lease, etag, placeholder, err := s.acquire(ctx, ws, operation)
+	lease, etag, placeholder, err := s.acquire(ctx, ws, operation, h.shared)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -66,13 +72,13 @@ func (s *Store) Lock(ctx context.Context, ws, operation string) (string, error) 
 		h.placeholder = etag
 	}
 	go s.watch(ws, h)
-	return LockID(lease.Token().Epoch), nil
+	return leaseLockID(lease.Token()), nil
 }
 
 // acquire takes the lease (and the lock file) and seals the state under it;
 // it returns the lease, the seal's ETag and whether the seal is a
-// placeholder.
-func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Lease, string, bool, error) {
+// placeholder. A shared lease is only taken: it writes nothing.
+func (s *Store) acquire(ctx context.Context, ws, operation string, shared bool) (*s3lock.Lease, string, bool, error) {
 	deadline := s.cfg.Now().Add(s.cfg.Wait)
 	opts := []s3lock.Option{
 		s3lock.WithWait(s.cfg.Wait),
@@ -90,9 +96,12 @@ func (s *Store) acquire(ctx context.Context, ws, operation string) (*s3lock.Leas
 	if s.cfg.WaitObserver != nil {
 		opts = append(opts, s3lock.WithWaitObserver(func(h *s3lock.HeldError) { s.cfg.WaitObserver(h) }))
 	}
+	if shared {
+		opts = append(opts, s3lock.WithShared())
+	}
 	lease, err := s.client.Acquire(ctx, s.LockName(ws), opts...)
-	if err != nil {
-		return nil, "", false, err
+	if err != nil || shared {
+		return lease, "", false, err
 	}
 	undo := func(err error) (*s3lock.Lease, string, bool, error) {
 		if rerr := lease.Release(context.WithoutCancel(ctx)); rerr != nil {
@@ -170,7 +179,10 @@ func (s *Store) dropPlaceholder(ctx context.Context, ws string, h *held) {
 // process does not hold is a force-unlock: the lease of that epoch is
 // released if it is still the lock's current one (nothing to do if it ended
 // already); the ID of an older lease is refused with a *NotCurrentError, so
-// that a force-unlock never frees a newer run's lock. With Config.LockFile,
+// that a force-unlock never frees a newer run's lock. The ID of a share
+// (a plan's shared lock, "EPOCH.SHARE") deletes that share only; the plain
+// epoch of a shared lock is refused with a *SharedEpochError, which lists
+// its shares' IDs. With Config.LockFile,
 // an ID that is not an epoch is that of a lock file a run without s3lock
 // holds, which is removed if it is still that run's.
 func (s *Store) Unlock(ctx context.Context, ws, id string) error {
@@ -179,7 +191,7 @@ func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	}
 	s.mu.Lock()
 	h := s.held[ws]
-	mine := h != nil && h.lease != nil && LockID(h.lease.Token().Epoch) == id
+	mine := h != nil && h.lease != nil && leaseLockID(h.lease.Token()) == id
 	abandoned := mine && h.abandoned
 	if mine && !abandoned {
 		h.unlocking = true
@@ -196,14 +208,14 @@ func (s *Store) Unlock(ctx context.Context, ws, id string) error {
 	defer h.writes.Unlock()
 	s.dropPlaceholder(ctx, ws, h)
 	var ferr error
-	if s.cfg.LockFile { // only this lease's: after a force-unlock another run's may be there
+	if s.cfg.LockFile && !h.shared { // only this lease's: after a force-unlock another run's may be there
 		ferr = s.releaseLockFile(ctx, ws, h.lease.Token().Epoch)
 	}
 	return errors.Join(h.lease.Release(ctx), ferr)
 }
 
 func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
-	epoch, err := ParseLockID(id)
+	epoch, share, err := ParseLockID(id)
 	if err != nil {
 		if s.cfg.LockFile {
 			return s.forceUnlockFile(ctx, ws, id, err)
@@ -211,6 +223,9 @@ func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
 		return err
 	}
 	name := s.LockName(ws)
+	if share != "" {
+		return s.forceUnlockShare(ctx, id, s3lock.Token{Bucket: s.cfg.Bucket, Name: name, Epoch: epoch, Share: share})
+	}
 	cur, err := s.client.Current(ctx, name)
 	if err != nil {
 		return err
@@ -218,6 +233,8 @@ func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
 	switch {
 	case cur.Epoch != epoch:
 		return &NotCurrentError{Bucket: s.cfg.Bucket, Lock: name, ID: id, Current: cur}
+	case cur.Shared:
+		return &SharedEpochError{Bucket: s.cfg.Bucket, Lock: name, ID: id, Current: cur}
 	case cur.Phase() != s3lock.PhaseHeld:
 		// Released or lapsed already: only its lock file may be left.
 		if s.cfg.LockFile {
@@ -232,6 +249,21 @@ func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
 		return s.releaseLockFile(ctx, ws, epoch)
 	}
 	return nil
+}
+
+// forceUnlockShare deletes the share t (a plan's shared lock whose lock ID
+// is id): only that plan's lock ends. A share that is gone already is
+// refused with a *NotCurrentError saying how the lock stands.
+func (s *Store) forceUnlockShare(ctx context.Context, id string, t s3lock.Token) error {
+	err := s.client.ForceRelease(ctx, t)
+	if !errors.Is(err, s3lock.ErrNoSuchEpoch) {
+		return err
+	}
+	cur, cerr := s.client.Current(ctx, t.Name)
+	if cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return &NotCurrentError{Bucket: s.cfg.Bucket, Lock: t.Name, ID: id, Current: cur}
 }
 
 // forceUnlockFile removes the lock file of a run without s3lock whose lock
@@ -276,7 +308,7 @@ func (s *Store) watch(ws string, h *held) {
 		if s.cfg.OnLost != nil { // first: the cleanup may wait on the store that lost the lease
 			s.cfg.OnLost(ws, h.lease.Err())
 		}
-		if s.cfg.LockFile { // this epoch's only: a newer run's lock file stays
+		if s.cfg.LockFile && !h.shared { // this epoch's only: a newer run's lock file stays
 			ctx, cancel := context.WithTimeout(context.Background(), lostCleanupTimeout)
 			_ = s.releaseLockFile(ctx, ws, h.lease.Token().Epoch)
 			cancel()
@@ -289,17 +321,58 @@ func (s *Store) watch(ws string, h *held) {
 	}
 }
 
-// LockID is the lock ID Terraform shows and force-unlock takes: the epoch.
+// OperationPlan is the Operation of Terraform's lock info for a plan
+// (terraform plan, with or without -out, and terraform query): the name of
+// its backendrun.OperationTypePlan, the same in OpenTofu.
+const OperationPlan = "OperationTypePlan"
+
+// SharedOperation reports whether a lock for operation is shared: a plan,
+// which never writes the state (a saved plan whose state changed since is
+// refused by Terraform at apply). Every other operation — apply, refresh,
+// import, state mv/rm/push, workspace operations, an unknown or empty one —
+// takes the exclusive lock.
+func SharedOperation(operation string) bool { return operation == OperationPlan }
+
+// LockID is the lock ID Terraform shows and force-unlock takes for an
+// exclusive lock: the epoch.
 func LockID(epoch uint64) string { return strconv.FormatUint(epoch, 10) }
 
-// ParseLockID reads a lock ID.
-func ParseLockID(id string) (uint64, error) {
-	epoch, err := strconv.ParseUint(id, 10, 64)
-	if err != nil || epoch == 0 {
-		return 0, fmt.Errorf("%q is not the ID of an s3lock state lock (a lease's epoch, a number from 1, as Terraform "+
-			"showed it: in its Lock Info with the state store, as \"already locked: ID=N\" with the http backend)", id)
+// shareSeparator joins a shared lock's epoch and share id in its lock ID.
+const shareSeparator = "."
+
+// ShareLockID is the lock ID of a shared lock (a plan's): its shared epoch
+// and its share id, "EPOCH.SHARE", distinct for each plan.
+func ShareLockID(epoch uint64, share string) string { return LockID(epoch) + shareSeparator + share }
+
+// leaseLockID is the lock ID of a lease of a state's lock.
+func leaseLockID(t s3lock.Token) string {
+	if t.Share != "" {
+		return ShareLockID(t.Epoch, t.Share)
 	}
-	return epoch, nil
+	return LockID(t.Epoch)
+}
+
+// HeldLockID is the lock ID of the holder a *s3lock.HeldError names: the
+// share's, for a lock held shared.
+func HeldLockID(held *s3lock.HeldError) string {
+	if held.Share != "" {
+		return ShareLockID(held.Epoch, held.Share)
+	}
+	return LockID(held.Epoch)
+}
+
+// ParseLockID reads a lock ID: an exclusive lock's epoch, or a shared
+// lock's "EPOCH.SHARE" (share is then its share id; the s3lock client
+// checks it).
+func ParseLockID(id string) (epoch uint64, share string, err error) {
+	digits, share, shared := strings.Cut(id, shareSeparator)
+	epoch, err = strconv.ParseUint(digits, 10, 64)
+	if err != nil || epoch == 0 || shared && share == "" {
+		return 0, "", fmt.Errorf("%q is not the ID of an s3lock state lock (a lease's epoch, a number from 1, or a plan's "+
+			"shared lock, EPOCH.SHARE, as Terraform showed it: in its Lock Info with the state store, as \"already locked: "+
+			"ID=...\" with the http backend)", id)
+	}
+	return epoch, share, nil
 }
 
 // lockMetadata is the metadata of a state's lease: what Terraform said the

@@ -173,10 +173,11 @@ func (s *Store) pause(ctx context.Context, lease *s3lock.Lease, d time.Duration)
 
 // RemoveLockFile removes the lock file a lock of lockID left (its lease was
 // lost while the store was unreachable, and the removal then failed), if it
-// still names that lock's epoch; nothing without Config.LockFile.
+// still names that lock's epoch; nothing without Config.LockFile, nor for
+// a shared lock, which takes none.
 func (s *Store) RemoveLockFile(ctx context.Context, ws, lockID string) error {
-	epoch, err := ParseLockID(lockID)
-	if err != nil || !s.cfg.LockFile {
+	epoch, share, err := ParseLockID(lockID)
+	if err != nil || !s.cfg.LockFile || share != "" {
 		return err
 	}
 	return s.releaseLockFile(ctx, ws, epoch)

@@ -78,7 +78,10 @@ func lockInfoField(held *s3lock.HeldError, key string) string {
 
 // HolderInfo is Terraform's lock info for a state lock that an s3lock lease
 // holds (what a run that finds it held is shown): the lock ID is the
-// lease's epoch (what force-unlock takes).
+// lease's epoch (what force-unlock takes), or, for a lock plans hold
+// shared, the named plan's share ("EPOCH.SHARE"); Info says how many plans
+// share it, or that the holder is an exclusive run (an apply) that waits for
+// the plans before it.
 func HolderInfo(held *s3lock.HeldError, state string) LockInfo {
 	li := LockInfo{Path: state, Operation: Printable(TerraformOperation(held)), Who: Printable(TerraformWho(held)),
 		Created: held.AcquiredAt.UTC()}
@@ -90,9 +93,21 @@ func HolderInfo(held *s3lock.HeldError, state string) LockInfo {
 	case holder == "":
 		holder = "an unknown holder"
 	}
-	li.ID = LockID(held.Epoch)
-	li.Info = fmt.Sprintf("held through s3lock by %s (lock %s, epoch %d), which lapses in %s unless renewed",
-		holder, held.Name, held.Epoch, held.ExpiresIn.Round(time.Second))
+	li.ID = HeldLockID(held)
+	left := held.ExpiresIn.Round(time.Second)
+	switch {
+	case held.Shared:
+		li.Info = fmt.Sprintf("held shared through s3lock by %d plan(s) (lock %s, shared epoch %d), among them %s, whose "+
+			"share lapses in %s unless renewed; an operation that writes the state waits for every plan",
+			max(held.Waiting, 1), held.Name, held.Epoch, holder, left)
+	case held.Pending:
+		li.Info = fmt.Sprintf("held through s3lock by %s (lock %s, epoch %d), an exclusive run that waits for the plans "+
+			"that hold the lock shared before it (no new plan joins meanwhile); it lapses in %s unless renewed",
+			holder, held.Name, held.Epoch, left)
+	default:
+		li.Info = fmt.Sprintf("held through s3lock by %s (lock %s, epoch %d), which lapses in %s unless renewed",
+			holder, held.Name, held.Epoch, left)
+	}
 	if held.Ahead > 0 {
 		li.Info += fmt.Sprintf("; %d run(s) wait in its line before this one", held.Ahead)
 	}

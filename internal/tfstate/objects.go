@@ -49,7 +49,7 @@ func (s *Store) Read(ctx context.Context, ws string) ([]byte, error) {
 	s.mu.Lock()
 	// Only the holder's own bytes, and only if no write of its own moved
 	// on meanwhile.
-	if h != nil && h.lease != nil && s.held[ws] == h && h.etag == before {
+	if h != nil && h.lease != nil && !h.shared && s.held[ws] == h && h.etag == before {
 		if e, ok := markEpoch(body); ok && e == h.lease.Token().Epoch {
 			h.etag = etag
 		}
@@ -58,8 +58,9 @@ func (s *Store) Read(ctx context.Context, ws string) ([]byte, error) {
 	return unmarked(body), nil
 }
 
-// Write stores a workspace's state. Under this process's lock it is
-// fenced: it lands only if the lease has not ended or run out, the lease is
+// Write stores a workspace's state. Under this process's shared lock (a
+// plan's) it is refused before any request (ErrSharedLock). Under its
+// exclusive lock it is fenced: it lands only if the lease has not ended or run out, the lease is
 // the lock's newest, and the object is as this holder last saw it (bytes
 // marked with its own epoch); otherwise nothing is written and the error is
 // a *StaleWriteError. Without the lock (terraform workspace new and state
@@ -84,7 +85,7 @@ func (s *Store) Write(ctx context.Context, ws string, state []byte) error {
 var ErrNotHeld = errors.New("this process holds no lock of that ID (it was unlocked, or never taken here)")
 
 // WriteUnder stores a workspace's state under the lock of lockID, fenced as
-// Write does under a lock. It never writes without the lock: if this store
+// Write does under a lock (refused under a shared lock: ErrSharedLock). It never writes without the lock: if this store
 // does not hold lockID (it was unlocked, by its holder or a force-unlock
 // through this store), nothing is written and the error is a
 // *StaleWriteError matching ErrNotHeld.
@@ -95,8 +96,8 @@ func (s *Store) WriteUnder(ctx context.Context, ws, lockID string, state []byte)
 	s.mu.Lock()
 	h := s.held[ws]
 	s.mu.Unlock()
-	if h == nil || h.lease == nil || LockID(h.lease.Token().Epoch) != lockID {
-		epoch, _ := ParseLockID(lockID)
+	if h == nil || h.lease == nil || leaseLockID(h.lease.Token()) != lockID {
+		epoch, _, _ := ParseLockID(lockID)
 		return &StaleWriteError{Bucket: s.cfg.Bucket, Key: s.Key(ws), Lock: s.LockName(ws), Epoch: epoch, Err: ErrNotHeld}
 	}
 	return s.writeHeld(ctx, ws, h, state)
@@ -105,6 +106,9 @@ func (s *Store) WriteUnder(ctx context.Context, ws, lockID string, state []byte)
 // writeHeld is a write under the lock h.
 func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte) error {
 	key := s.Key(ws)
+	if h.shared {
+		return s.sharedRefusal("written", ws)
+	}
 	h.writes.RLock()
 	defer h.writes.RUnlock()
 	s.mu.Lock()
@@ -161,7 +165,8 @@ func (s *Store) writeHeld(ctx context.Context, ws string, h *held, state []byte)
 // Delete removes a workspace's state object under its lock, taken at once
 // (Terraform 1.16 unlocks a workspace before it deletes it): a workspace
 // another run holds is not deleted, and the error is its
-// *s3lock.HeldError. The lock's own objects stay, so that its epochs go on
+// *s3lock.HeldError; one this process holds shared (a plan) is refused
+// before any request (ErrSharedLock). The lock's own objects stay, so that its epochs go on
 // growing if the workspace is made again.
 func (s *Store) Delete(ctx context.Context, ws string) error {
 	if ws == DefaultWorkspace {
@@ -169,6 +174,12 @@ func (s *Store) Delete(ctx context.Context, ws string) error {
 	}
 	if err := s.checkWorkspace(ws); err != nil {
 		return err
+	}
+	s.mu.Lock()
+	h := s.held[ws]
+	s.mu.Unlock()
+	if h != nil && h.shared {
+		return s.sharedRefusal("deleted", ws)
 	}
 	key := s.Key(ws)
 	lease, err := s.client.TryAcquire(ctx, s.LockName(ws), s3lock.WithMetadata(s.lockMetadata(ws, "OperationTypeWorkspaceDelete")))
@@ -340,9 +351,7 @@ func (s *Store) checkUnlocked(ctx context.Context, ws string) error {
 		return err
 	}
 	if cur.Phase() == s3lock.PhaseHeld {
-		held := &s3lock.HeldError{Bucket: s.cfg.Bucket, Name: cur.Name, Key: cur.Key, Epoch: cur.Epoch, Holder: cur.Holder,
-			AcquiredAt: cur.AcquiredAt, Metadata: cur.Metadata, ExpiresIn: cur.ExpiresAt.Sub(s.cfg.Now())}
-		return &LockedError{Bucket: s.cfg.Bucket, Key: s.Key(ws), Holder: HolderInfo(held, s.Key(ws))}
+		return &LockedError{Bucket: s.cfg.Bucket, Key: s.Key(ws), Holder: HolderInfo(heldOf(s.cfg.Bucket, cur, s.cfg.Now()), s.Key(ws))}
 	}
 	if !s.cfg.LockFile {
 		return nil

@@ -55,10 +55,13 @@ type Config struct {
 	// Now is the store's clock (nil: time.Now): a write is refused once its
 	// lease's ExpiresAt has passed by it.
 	Now func() time.Time
-	// LockFile makes a lock also hold the S3 backend's lock file of the
-	// state (KEY.tflock, lockfile.go), so that runs of Terraform's S3
-	// backend with use_lockfile and runs through this store exclude each
-	// other.
+	// LockFile makes an exclusive lock also hold the S3 backend's lock
+	// file of the state (KEY.tflock, lockfile.go), so that runs of
+	// Terraform's S3 backend with use_lockfile and runs through this store
+	// exclude each other. A shared lock (a plan's) does not take it: the
+	// file admits one holder, and plans would exclude each other again; an
+	// S3-backend run that knows only the lock file may then lock the state
+	// while plans through s3lock read it (PROTOCOL.md §15).
 	LockFile bool
 	// WaitObserver, if set, is called while a Lock waits: with a
 	// *s3lock.HeldError while the state's s3lock lock is held (or others
@@ -98,6 +101,7 @@ type Store struct {
 type held struct {
 	lease     *s3lock.Lease
 	etag      string
+	shared    bool // a plan's shared lock: it writes nothing, and refuses writes
 	abandoned bool
 	unlocking bool // its Unlock has begun: its end is not a loss
 	// placeholder is the ETag of the seal when it was a placeholder (no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -505,4 +506,87 @@ func request(t *testing.T, method, url, user, pass, body string) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// gateConfig reads a state through the http backend at var.gate while
+// planning (terraform_remote_state, built into Terraform): the test's gate
+// server answers only once the test opens it, so a plan holds its state
+// lock for as long as the test keeps the gate shut.
+const gateConfig = `
+variable "gate" { type = string }
+
+data "terraform_remote_state" "gate" {
+  backend = "http"
+  config  = { address = var.gate }
+}
+
+resource "terraform_data" "x" {
+  input = "applied"
+}
+`
+
+// gate is an http server whose every GET waits until open is closed, then
+// answers with an empty state.
+func gate(t *testing.T) (url string, open func()) {
+	t.Helper()
+	shut := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-shut:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = fmt.Fprint(w, `{"version":4,"terraform_version":"1.11.0","serial":1,"lineage":"gate","outputs":{},"resources":[]}`)
+	}))
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	return srv.URL, func() { once.Do(func() { close(shut) }) }
+}
+
+// TestE2E_Backend_PlansOverlapAndAnApplyWaitsForThem: two `terraform plan`
+// runs of one state through `s3lock backend run` hold its lock at the same
+// time (each plan waits at the gate, holding its lock); an apply started
+// meanwhile waits for both (its epoch pending above theirs), and applies
+// once they are done.
+func TestE2E_Backend_PlansOverlapAndAnApplyWaitsForThem(t *testing.T) {
+	t.Parallel()
+	e := newBackendEnv(t)
+	url, open := gate(t)
+	defer open()
+	first := e.module("plan-1", httpBackend+gateConfig)
+	dirs := []string{first, e.clone(first, "plan-2", httpBackend+gateConfig), e.clone(first, "apply", httpBackend+gateConfig)}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	type result struct {
+		out []byte
+		err error
+	}
+	start := func(dir, who string, args ...string) <-chan result {
+		cmd := e.backendRun(ctx, dir, []string{"--holder", who}, e.tf(args...)...)
+		cmd.Env = append(cmd.Env, "TF_VAR_gate="+url)
+		done := make(chan result, 1)
+		go func() { out, err := cmd.CombinedOutput(); done <- result{out, err} }()
+		return done
+	}
+	plans := []<-chan result{start(dirs[0], "plan-1", "plan"), start(dirs[1], "plan-2", "plan", "-out=tfplan")}
+	testkit.Eventually(t, 2*time.Minute, "both plans to hold the state's lock at once", func() bool {
+		st, err := e.sdk.Current(t.Context(), e.lockName())
+		return err == nil && st.Shared && len(st.Holders) == 2
+	})
+	apply := start(dirs[2], "apply", "apply", "-auto-approve")
+	testkit.Eventually(t, 2*time.Minute, "the apply to wait for the plans", func() bool {
+		st, err := e.sdk.Current(t.Context(), e.lockName())
+		return err == nil && st.Pending && st.Holder == "apply"
+	})
+	open()
+	for i, plan := range plans {
+		if r := <-plan; r.err != nil || !strings.Contains(string(r.out), "1 to add") {
+			t.Errorf("plan %d: %v\n%s", i+1, r.err, r.out)
+		}
+	}
+	if r := <-apply; r.err != nil || !strings.Contains(string(r.out), "Apply complete!") {
+		t.Fatalf("the apply: %v\n%s", r.err, r.out)
+	}
+	e.wantState(e.key, "terraform_data.x")
+	e.wantFree(s3lock.PhaseReleased)
 }
