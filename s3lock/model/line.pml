@@ -97,6 +97,21 @@
  *     it measures DRIFT ticks less than the store, so it trusts its place
  *     until TV - MARGIN + DRIFT ticks after `sent` (TRUST).
  *
+ * Shared waiters (-DSHARED, PROTOCOL.md §17 "The line"). Waiters 2 and 3
+ * take the lock shared, waiter 1 (and the waiter without order) exclusive:
+ * the test-and-set becomes a reader-writer lock (`holder` for an exclusive
+ * holder, `readers` for the shared ones; the shared and pending epochs that
+ * make it one are shared.pml's). A shared waiter's ticket is of its kind
+ * (`-shared`); a shared waiter is at the head when no live *exclusive*
+ * ticket sorts before its own, and its fast path passes a line of shared
+ * tickets only. (f) and (h) then read: no waiter acquires (or is at the
+ * head) before an earlier *exclusive* waiter still in line, and no
+ * exclusive waiter before any earlier waiter still in line: a shared waiter
+ * may go in beside an earlier shared one. Its mutant:
+ *   MUTANT_SHARED_PASSES_WRITER  a shared waiter's turn comes whatever is
+ *                             ahead of it (it counts no ticket ahead), as
+ *                             if sharing the lock made the line moot
+ *
  * Trails. Every step prints a line (printf), which pan ignores and a replay
  * (spin -T -t) shows: check.sh prints each counterexample that way.
  */
@@ -174,6 +189,17 @@ byte ta[NW + 1];
 bit  ox;
 
 #define RANK(k) (k == 0 -> (ox -> NW + 1 : 0) : k)
+/* -DSHARED: waiters 2 and 3 are shared; slot 0's ticket is of the kind of
+ * the waiter whose late create it is (o0). */
+#ifdef SHARED
+#define SHR(w) (w >= 2)
+bit  o0;
+#define KIND(k) (k == 0 -> o0 : SHR(k))
+#define EXCLMASK 2      /* the exclusive ordered waiters: w1 */
+#else
+#define SHR(w) 0
+#define KIND(k) 0
+#endif
 #ifndef VARIANT_NO_TIE_BREAK
 #define BEFORE(j, k) (tn[j] < tn[k] || (tn[j] == tn[k] && RANK(j) < RANK(k)))
 #else
@@ -183,6 +209,15 @@ bit  ox;
 #define AHEAD1(j, me) (j != me && tk[j] && BEFORE(j, me))
 #define AHEAD(me) (AHEAD1(0, me) || AHEAD1(1, me) || AHEAD1(2, me) || AHEAD1(3, me))
 #define LINE_EMPTY (!tk[0] && !tk[1] && !tk[2] && !tk[3])
+/* What keeps waiter me out (§17): for a shared waiter, exclusive tickets
+ * only; for an exclusive one, every ticket. */
+#define BLOCKS(k, me) (!SHR(me) || !KIND(k))
+#ifndef MUTANT_SHARED_PASSES_WRITER
+#define TURN_AHEAD1(k, me) (AHEAD1(k, me) && BLOCKS(k, me))
+#else
+#define TURN_AHEAD1(k, me) (AHEAD1(k, me) && !SHR(me))  /* MUTANT: a shared waiter counts nothing ahead */
+#endif
+#define LINE_BLOCKS(me) ((tk[0] && BLOCKS(0, me)) || (tk[1] && BLOCKS(1, me)) || (tk[2] && BLOCKS(2, me)) || (tk[3] && BLOCKS(3, me)))
 #define MAX2(a, b) (a > b -> a : b)
 #ifndef VARIANT_LIVE_NUMBER
 #define NUM(k) (tk[k] -> tn[k] : 0)
@@ -200,7 +235,9 @@ inline delete_ticket(k) {
 /* §5, abstracted to one atomic test-and-set: an attempt on a free lock
  * acquires it, one on a held lock gets a HeldError. The lock's own timing,
  * ambiguity and epochs are s3lock.pml's. */
-byte holder;           /* 0: free; 1..3: that waiter; UW: the waiter without order */
+byte holder;           /* 0: no exclusive holder; 1..3: that waiter; UW: the waiter without order */
+byte readers;          /* -DSHARED: the shared holders, a mask of 1 << w */
+#define FREE_FOR(me) (holder == 0 && (SHR(me) || readers == 0))
 
 /* ---------------------------------------------------------- the network */
 /* One ticket create at a time may be delayed (a slow proxy, a request the
@@ -229,7 +266,12 @@ byte seen[NW + 1];     /* the highest number w saw at its latest line LIST */
 bit  good[NW + 1];
 byte ahead[NW + 1];
 #define GOODMASK ((good[1] << 1) | (good[2] << 2) | (good[3] << 3))
+#ifndef SHARED
 #define OTHERS(me) (GOODMASK & ~(1 << me))
+#else
+/* A shared waiter may go in beside (or before) an earlier shared one. */
+#define OTHERS(me) (GOODMASK & ~(1 << me) & (SHR(me) -> EXCLMASK : 15))
+#endif
 byte overtaken, jumped;  /* ahead[b], copied for the assertions' text */
 
 inline excuse(w) {
@@ -283,6 +325,9 @@ end:
        :: so ->
           printf("network: w%d's delayed create of ticket %d lands: nobody's ticket (w%d gave up, or joined with another copy)\n", sw, sn, sw);
           tk[0] = 1; tn[0] = sn; ta[0] = 0;
+#ifdef SHARED
+          o0 = SHR(sw);
+#endif
           if :: ox = 0 :: ox = 1 fi
        :: !so && !tk[sw] ->
           printf("network: w%d's delayed create of ticket %d lands (200, unheard)\n", sw, sn);
@@ -303,7 +348,7 @@ active proctype Unordered() {
 end:
   do
 #ifndef NO_UNORDERED
-  :: atomic { holder == 0 -> holder = UW; printf("u ACQUIRED (without order)\n") };
+  :: atomic { holder == 0 && readers == 0 -> holder = UW; printf("u ACQUIRED (without order)\n") };
      atomic { holder = 0; printf("u releases\n") }
 #else
   :: false                               /* -DNO_UNORDERED: only ordered waiters */
@@ -322,6 +367,11 @@ inline print_set(m) {
   if :: m & 2 -> printf(" w1") :: else fi;
   if :: m & 4 -> printf(" w2") :: else fi;
   if :: m & 8 -> printf(" w3") :: else fi
+}
+
+/* Waiter me takes the lock: shared, beside other shared holders, or alone. */
+inline take() {
+  if :: SHR(me) -> readers = readers | (1 << me) :: else -> holder = me fi
 }
 
 /* Property (f), at an acquisition by waiter me; then me leaves the line. */
@@ -423,15 +473,15 @@ attempt:
       ahead[me] = OTHERS(me);
       if
 #ifndef MUTANT_NO_LINE_CHECK
-      :: !LINE_EMPTY ->
+      :: LINE_BLOCKS(me) ->
          printf("w%d attempt: LIST: the line is not empty: join\n", me);
          k = 0
 #endif
       :: else ->
          if
-         :: holder == 0 ->
+         :: FREE_FOR(me) ->
             printf("w%d attempt: LIST: line empty (or not looked at); lock free: ACQUIRED\n", me);
-            holder = me; acquired(); k = 1
+            take(); acquired(); k = 1
          :: else ->
             printf("w%d attempt: LIST: line empty; lock held: join\n", me);
             k = 0
@@ -552,9 +602,9 @@ waiting:
        seen[me] = HIGHEST;
 #endif
 #ifndef VARIANT_NO_LAPSE_DELETE
-#define LIVE_AHEAD AHEAD(me)
+#define LIVE_AHEAD (TURN_AHEAD1(0, me) || TURN_AHEAD1(1, me) || TURN_AHEAD1(2, me) || TURN_AHEAD1(3, me))
 #else
-#define LIVE_AHEAD1(j) (AHEAD1(j, me) && ta[j] < LAPSE)
+#define LIVE_AHEAD1(j) (TURN_AHEAD1(j, me) && ta[j] < LAPSE)
 #define LIVE_AHEAD (LIVE_AHEAD1(0) || LIVE_AHEAD1(1) || LIVE_AHEAD1(2) || LIVE_AHEAD1(3))
 #endif
        if
@@ -585,13 +635,13 @@ waiting:
         * on acquiring it DELETEs its ticket. (A DELETE that fails leaves a
         * ticket that lapses, as a crashed waiter's does.) */
 #ifndef MUTANT_NO_TURN
-       head[me] && holder == 0 ->
+       head[me] && FREE_FOR(me) ->
 #else
-       holder == 0 ->
+       FREE_FOR(me) ->
 #endif
        d_step {
          printf("w%d ACQUIRED (ticket %d); DELETE ticket\n", me, tn[me]);
-         holder = me; acquired();
+         take(); acquired();
          delete_ticket(me); head[me] = 0; ss[me] = TRUST
        };
        goto holding
@@ -610,7 +660,7 @@ waiting:
 holding:
   atomic {
     printf("w%d releases\n", me);
-    holder = 0;
+    if :: SHR(me) -> readers = readers & ~(1 << me) :: else -> holder = 0 fi;
     goto attempt
   }
 }
