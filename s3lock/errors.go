@@ -199,14 +199,15 @@ type SlotsError struct {
 	// holders, WithShared, and is no slot lock); Want how many the acquirer
 	// asked for (1: a mutex, no WithSlots option).
 	Slots, Want int
-	// shared is set when the acquirer asked for a shared lease.
-	shared bool
+	// Shared is set when the acquirer asked for a shared lease
+	// (WithShared); Want is then 1.
+	Shared bool
 }
 
 func (e *SlotsError) Error() string {
 	asked := fmt.Sprintf("WithSlots(%d)", e.Want)
 	switch {
-	case e.shared:
+	case e.Shared:
 		asked = "a shared lease (WithShared)"
 	case e.Want <= 1:
 		asked = "a mutex (no WithSlots)"

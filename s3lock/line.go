@@ -259,7 +259,7 @@ func (p *place) stand(ctx context.Context) (standing, error) {
 			}
 		case (t.key < p.ref.key || p.ref.key == "") && (!p.shared || !t.shared):
 			st.ahead++
-		case t.order == OrderNewest && st.newer == nil:
+		case t.order == OrderNewest && st.newer == nil && t.key > p.ref.key: // (a shared ticket before its own is not ahead, nor newer)
 			st.newer = &v.tickets[i]
 		}
 	}

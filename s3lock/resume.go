@@ -230,7 +230,7 @@ func (c *Client) checkToken(t Token) error {
 		return err
 	}
 	if t.Share != "" && (t.Slot != 0 || len(t.Share) != shareIDDigits || !isHex(t.Share)) {
-		return invalid("lease token's share %q is not a share id (%d hex digits, on a lock without slots)", shown(t.Share), shareIDDigits)
+		return invalid("share %q is not a share id (%d hex digits, of a lock without slots)", shown(t.Share), shareIDDigits)
 	}
 	return ValidateName(t.Name)
 }
@@ -316,7 +316,40 @@ func (c *Client) inspect(ctx context.Context, name string, epoch uint64, nonce s
 	case b.sharedEpoch():
 		return heldLease{}, lost(LostNotThisLease, "it is a shared epoch, held by its shares: name a share (a token with its share id)")
 	}
-	return c.heldObject(obs, nonce, lost)
+	h, err := c.heldObject(obs, nonce, lost)
+	if err != nil || !obs.body.Pending {
+		return h, err
+	}
+	return c.pendingHeld(ctx, name, h, nonce)
+}
+
+// pendingHeld checks a pending exclusive epoch (PROTOCOL.md §17) that a
+// handle is to hold. With its acquisition's nonce it was cleared (Acquire
+// returns only then, and only it gives out the token) and only its clearing
+// write failed. Without one, it may be a writer's that still waits for
+// shared holders: adopted, it would be trusted beside them. So the shares
+// below it are listed (as its writer lists them): while any is held it is
+// refused with a *HeldError (Pending, Shared); else it may be held. Either
+// way the handle's first write drops the mark.
+func (c *Client) pendingHeld(ctx context.Context, name string, h heldLease, nonce string) (heldLease, error) {
+	if nonce == "" {
+		ws := &shareWait{c: c, name: name, epoch: h.obs.epoch, seen: map[string]sighting{}}
+		if err := ws.look(ctx); err != nil {
+			return heldLease{}, err
+		}
+		if len(ws.live) > 0 {
+			he := ws.heldError(ctx)
+			he.Pending = true
+			return heldLease{}, fmt.Errorf("%w; epoch %d of lock %q in bucket %s is an exclusive acquirer's that waits for them: "+
+				"it cannot be adopted until they end", he, h.obs.epoch, name, c.bucket)
+		}
+	}
+	b := *h.obs.body
+	b.Pending, b.Format = false, formatVersion
+	obs := *h.obs
+	obs.body = &b
+	h.obs = &obs
+	return h, nil
 }
 
 // heldObject checks that the lease read in obs may be held by a new handle:

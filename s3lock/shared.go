@@ -23,7 +23,8 @@ import (
 // for work that only reads what the lock guards — a plan, a report — and
 // never writes it: nothing stops a shared holder from writing, and shared
 // holders of one epoch share one fencing token (Token.Epoch), so a fenced
-// write cannot tell them apart (package fence refuses a shared lease's token).
+// write cannot tell them apart: do not pass a shared lease's epoch to
+// package fence as a writer's.
 //
 // A shared acquisition joins the lock while it is free or shared; it waits
 // while an exclusive holder holds it, and also while an exclusive acquirer
@@ -86,7 +87,7 @@ func (s *sharedLock) attempt(ctx context.Context, head bool) (*Lease, error) {
 			return nil, err
 		case prev.body.marker():
 			se := c.slotsError(name, prev, 1)
-			se.shared = true
+			se.Shared = true
 			return nil, se
 		case prev.body.sharedEpoch():
 			epoch, join = l.newest.epoch, true
@@ -312,13 +313,20 @@ func (m *mutex) awaitShares(ctx context.Context, l *Lease) error {
 		case <-l.Done():
 			err = errRetry // the pending lease ended (its renewals failed): attempt again
 		case <-c.cfg.clock.After(earlier(c.cfg.pollInterval)):
-			if err = ws.look(ctx); errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
-				err = nil // the next look tells
+			// Its place in line first: errRetry when it lost it, or the
+			// newer waiter it gave way to.
+			if err = m.waiter.lineDuty(ctx); err == nil {
+				if err = ws.look(ctx); errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
+					err = nil // the next look tells
+				}
 			}
 		}
 	}
+	if err == nil && l.Err() != nil {
+		err = errRetry // its trust ended as the shares did: not exclusive
+	}
 	if err != nil {
-		if rerr := l.Release(context.WithoutCancel(ctx)); rerr != nil {
+		if rerr := l.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
 			c.cfg.logger.Warn("s3lock: could not release a pending epoch; it lapses", "bucket", c.bucket, "key", l.key, "err", rerr)
 		}
 		return err
@@ -352,6 +360,10 @@ type shareWaiting interface {
 	sharesFound(held *HeldError) context.Context
 	// gaveUp is the error of a wait whose context ended.
 	gaveUp(ctx context.Context) error
+	// lineDuty keeps an ordered waiter's place in line meanwhile (its
+	// heartbeat): errRetry when it lost its place (the next attempt takes
+	// its turn again), a *SupersededError when a newer waiter displaced it.
+	lineDuty(ctx context.Context) error
 }
 
 // shareWait is what an exclusive acquirer knows of the shares below its
@@ -517,6 +529,13 @@ func (c *Client) inspectShare(ctx context.Context, t Token) (heldLease, error) {
 	if err != nil {
 		return heldLease{}, err
 	}
+	if t.Nonce == "" && len(above) > 0 {
+		// A share adopted without its acquisition's nonce may be one its
+		// reader withdrew (and could not delete) after a writer's epoch
+		// came above it: the writer need not wait for it.
+		return heldLease{}, lost(LostReplaced, fmt.Sprintf("an exclusive acquirer came after it (the lock is at epoch %d); "+
+			"a share is adopted without its token's nonce only while its epoch is the newest", above[len(above)-1].epoch))
+	}
 	for _, e := range above {
 		obs, err := c.getEpoch(ctx, e.key, e.epoch, "")
 		switch {
@@ -546,7 +565,8 @@ func (c *Client) forceReleaseShare(ctx context.Context, t Token) error {
 	key := t.Key()
 	if _, err := c.headKey(ctx, key); err != nil {
 		if classify(err) == failNotFound {
-			return fmt.Errorf("%w: s3://%s/%s does not exist", ErrNoSuchEpoch, c.bucket, key)
+			return fmt.Errorf("%w: no such share: s3://%s/%s does not exist (released, force-released, or another share id or epoch)",
+				ErrNoSuchEpoch, c.bucket, key)
 		}
 		return err
 	}

@@ -735,3 +735,106 @@ func TestShared_AWritersWaitForSharesIsAWait(t *testing.T) {
 		t.Errorf("the reader's lease ended: %v", err)
 	}
 }
+
+// TestShared_AdoptingAPendingEpochOrAShareCannotBypassTheWait: a writer's
+// pending epoch, adopted by its epoch alone (no nonce, as an import or an
+// operator does), is refused while the shares it waits for are held — it
+// would be trusted beside them — and a share adopted by its id alone is
+// refused once a writer's epoch is above it (it may be a share its reader
+// withdrew, which the writer does not wait for). With the share's nonce
+// (its holder's token) it is still its holder's.
+func TestShared_AdoptingAPendingEpochOrAShareCannotBypassTheWait(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	r, err := sharedClient(t, ns, "reader").TryAcquire(t.Context(), name, s3lock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, r)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if l, err := sharedClient(t, ns, "writer").Acquire(ctx, name); err == nil {
+			mustRelease(t, l)
+		}
+	}()
+	op := sharedClient(t, ns, "operator")
+	var pending s3lock.State
+	testkit.Eventually(t, waitLimit, "the writer's pending epoch", func() bool {
+		st, err := op.Current(t.Context(), name)
+		pending = st
+		return err == nil && st.Pending
+	})
+	_, err = op.Resume(t.Context(), s3lock.Token{Name: name, Epoch: pending.Epoch}, s3lock.WithoutAutoRenew())
+	var held *s3lock.HeldError
+	if !errors.Is(err, s3lock.ErrHeld) || !errors.As(err, &held) || !held.Shared || held.Holder != "reader" {
+		t.Errorf("Resume of the pending epoch %d by its epoch alone = %v; want ErrHeld naming the reader's share", pending.Epoch, err)
+	}
+	if _, err := op.Lookup(t.Context(), s3lock.Token{Name: name, Epoch: pending.Epoch}); !errors.Is(err, s3lock.ErrHeld) {
+		t.Errorf("Lookup of the pending epoch by its epoch alone = %v; want ErrHeld", err)
+	}
+	tok := r.Token()
+	_, err = op.Resume(t.Context(), s3lock.Token{Name: name, Epoch: tok.Epoch, Share: tok.Share}, s3lock.WithoutAutoRenew())
+	wantLost(t, "Resume of a share by its id alone, a writer's epoch above it", err, s3lock.LostReplaced)
+	if st, err := op.Lookup(t.Context(), tok); err != nil || st.Share != tok.Share || !st.Held {
+		t.Errorf("Lookup of the reader's own token = %+v, %v; want its share, held", st, err)
+	}
+	cancel()
+	<-done
+}
+
+// TestShared_OrderNewestSharedWaitersDoNotDisplaceOlderOnes: two shared
+// OrderNewest waiters behind an exclusive holder: only a *newer* waiter
+// displaces an older one; the newer is never superseded by the older.
+func TestShared_OrderNewestSharedWaitersDoNotDisplaceOlderOnes(t *testing.T) {
+	f := newLineFixture(t, "newest-shared")
+	newest := []s3lock.Option{s3lock.WithShared(), s3lock.WithOrder(s3lock.OrderNewest)}
+	type result struct {
+		l   *s3lock.Lease
+		err error
+	}
+	older, newer := make(chan result, 1), make(chan result, 1)
+	start := func(who string, out chan result) {
+		c := newLockClient(t, f.ns, who, []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
+		go func() {
+			l, err := c.Acquire(t.Context(), f.name, newest...)
+			out <- result{l, err}
+		}()
+		f.waitJoined(t, who)
+	}
+	start("older", older)
+	start("newer", newer)
+	o := <-older
+	if !errors.Is(o.err, s3lock.ErrSuperseded) {
+		t.Errorf("the older shared OrderNewest waiter = %v; want ErrSuperseded by the newer", o.err)
+	}
+	if err := f.holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n := <-newer
+	if n.err != nil {
+		t.Fatalf("the newer shared OrderNewest waiter = %v; want the lock", n.err)
+	}
+	mustRelease(t, n.l)
+}
+
+// TestShared_ReleaseOfAForceReleasedShareIsLost: a share an operator
+// force-released (deleted) is lost to its holder: its Release says so
+// rather than report a release.
+func TestShared_ReleaseOfAForceReleasedShareIsLost(t *testing.T) {
+	t.Parallel()
+	ns := s3test.New(t)
+	name := ns.Name("state")
+	r, err := newLockClient(t, ns, "reader", []s3lock.Option{s3lock.WithLeaseDuration(10 * time.Second)}).
+		TryAcquire(t.Context(), name, s3lock.WithShared(), s3lock.WithoutAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sharedClient(t, ns, "operator").ForceRelease(t.Context(), r.Token()); err != nil {
+		t.Fatal(err)
+	}
+	wantLost(t, "Release of a force-released share", r.Release(t.Context()), s3lock.LostDeleted)
+}

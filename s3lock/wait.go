@@ -236,6 +236,18 @@ func (w *waiter) sharesFound(held *HeldError) context.Context {
 	return ctx
 }
 
+// lineDuty is the line's duty of a waiter whose attempt waits for shared
+// holders (awaitShares): its ticket's heartbeat, so that its place stays
+// while its pending epoch keeps new readers out.
+func (w *waiter) lineDuty(ctx context.Context) error {
+	err := w.line.headDuty(ctx, w, false)
+	if errors.Is(err, errNotHead) {
+		w.line.head = false
+		return errRetry
+	}
+	return err
+}
+
 // errWaitRanOut is the cause of the end of startWaiting's context.
 var errWaitRanOut = errors.New("s3lock: the wait ran out")
 

@@ -68,6 +68,16 @@ func slotsMismatch(err error, want int) error {
 	if !errors.As(err, &se) {
 		return err
 	}
+	switch {
+	case se.Slots == 0:
+		return exitWith(exitSlotsMismatch, fmt.Errorf("lock %q has shared and exclusive holders (its epoch s3://%s/%s says so: "+
+			"--shared and runs without it take it), but --slots %d was given: a lock is either a slot lock or one with shared "+
+			"holders; use another lock name for the slot lock", se.Name, se.Bucket, se.Key, want))
+	case se.Shared:
+		return exitWith(exitSlotsMismatch, fmt.Errorf("lock %q admits %d holders (a slot lock: its marker s3://%s/%s says so), "+
+			"but --shared was given: a slot lock has no shared holders; take a slot with --slots %d (without --shared), "+
+			"or use another lock name", se.Name, se.Slots, se.Bucket, se.Key, se.Slots))
+	}
 	asked := fmt.Sprintf("--slots %d was given", want)
 	if want <= 1 {
 		asked = "it was asked for as a mutex (no --slots, or --slots 1)"

@@ -195,6 +195,18 @@ func tokenOpFailed(summary string, l leaseRef, err error) diag.Diagnostic {
 
 // markerSays is slotsMismatch as a slot lock's marker records it.
 func markerSays(l leaseRef, m *s3lock.SlotsError) diag.Diagnostic {
+	switch {
+	case m.Slots == 0:
+		return diag.NewAttributeErrorDiagnostic(path.Root("slots"), "Lock has shared holders",
+			fmt.Sprintf("Lock %q in bucket %q has shared and exclusive holders (mode = \"shared\" and \"exclusive\"; its epoch "+
+				"s3://%s/%s says so), but this lease asks for slots = %d. A lock is either a slot lock or one with shared "+
+				"holders: use another lock name for the slot lock.", l.name, l.bucket, m.Bucket, m.Key, m.Want))
+	case m.Shared:
+		return diag.NewAttributeErrorDiagnostic(path.Root(modeAttr), "Lock is a slot lock",
+			fmt.Sprintf("Lock %q in bucket %q admits %d holders (a slot lock: its marker s3://%s/%s says so), but this "+
+				"lease asks for mode = \"shared\". A slot lock has no shared holders: take a slot with slots = %d (and mode "+
+				"= \"exclusive\"), or use another lock name.", l.name, l.bucket, m.Slots, m.Bucket, m.Key, m.Slots))
+	}
 	return slotsMismatch(l, m.Slots, m.Want, fmt.Sprintf("Its marker, s3://%s/%s, records that.", m.Bucket, m.Key))
 }
 

@@ -117,7 +117,9 @@ func checkInherited(ctx context.Context, c *s3lock.Client, in inheritedLease, di
 	case err != nil:
 		diags.Append(inheritedCheckFailed(lease, err))
 		return st, false
-	case st.Phase() != s3lock.PhaseHeld || st.Epoch != in.Epoch || st.Slots > 1:
+	case st.Phase() != s3lock.PhaseHeld || st.Epoch != in.Epoch || st.Slots > 1 || st.Shared:
+		// (A shared lock's epoch is no exclusive run's: an environment
+		// that names it without a share is refused, never taken for one.)
 		diags.Append(inheritedNotCurrent(lease, st))
 		return st, false
 	}
