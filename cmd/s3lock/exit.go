@@ -71,7 +71,7 @@ const exitCodesHelp = `Exit codes:
 // no command's help lists the rules (s3lock.ValidateName has them all).
 const nameRules = "a lock name is a key path: segments of letters, digits and -_.=+@,:!~ separated by single " +
 	"slashes, at most 512 bytes, not starting with '::', without '.', '..', 'lock-*.json', 's3lock-probe', " +
-	"'lock-line' or 'lock-slots' segments"
+	"'lock-line', 'lock-slots' or 'lock-shared' segments"
 
 // exitErr carries an exit code and, if err is set, the message to print.
 type exitErr struct {

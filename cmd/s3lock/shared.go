@@ -138,6 +138,6 @@ func sharedEpochRefused(ctx context.Context, c *s3lock.Client, t s3lock.Token, e
 	if len(shares) == 0 {
 		return err
 	}
-	return usagef("epoch %d of lock %q (s3://%s/%s) is a shared epoch: %s hold it, and it has no holder of its own to release; "+
+	return usagef("epoch %d of lock %q (s3://%s/%s) is a shared epoch, held by its shares (%s), with no holder of its own to release; "+
 		"force-release a share of it instead: %s", t.Epoch, t.Name, t.Bucket, t.Key(), sharesText(len(shares)), strings.Join(shares, ", "))
 }
