@@ -499,3 +499,56 @@ func TestE2E_StateStore_CtrlCEndsTheWait(t *testing.T) {
 		t.Errorf("after the interrupt the lock's line is %v (%v); want it empty", line, err)
 	}
 }
+
+// TestE2E_StateStore_PlansOverlapAndAnApplyWaitsForThem: two plans of one
+// state (one saving its plan) hold the state store's lock at once — shared,
+// as Terraform's lock request names a plan — while an apply waits for them
+// and then runs alone (PROTOCOL.md §15, §17). Each plan reads a remote
+// state from a gate the test opens only once it has seen both plans holding
+// the lock and the apply waiting, so the plans cannot have run one after
+// the other.
+func TestE2E_StateStore_PlansOverlapAndAnApplyWaitsForThem(t *testing.T) {
+	t.Parallel()
+	e := newStateEnv(t, "30s")
+	url, open := gate(t)
+	defer open()
+	dirs := map[string]string{}
+	for _, who := range []string{"plan-1", "plan-2", "apply"} {
+		dirs[who] = e.module(who, e.storeBlock(who, "5m")+gateConfig)
+		e.writeFile(dirs[who], "terraform.tfvars", fmt.Sprintf("gate = %q\n", url))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	type result struct {
+		out string
+		err error
+	}
+	start := func(who string, args ...string) <-chan result {
+		done := make(chan result, 1)
+		go func() {
+			out, err := e.h.Run(ctx, dirs[who], append(args, "-no-color")...)
+			done <- result{out, err}
+		}()
+		return done
+	}
+	plans := []<-chan result{start("plan-1", "plan"), start("plan-2", "plan", "-out=tfplan")}
+	testkit.Eventually(t, 2*time.Minute, "both plans to hold the state's lock at once", func() bool {
+		st, err := e.sdk.Current(t.Context(), e.lock())
+		return err == nil && st.Shared && len(st.Holders) == 2
+	})
+	apply := start("apply", "apply", "-auto-approve")
+	testkit.Eventually(t, 2*time.Minute, "the apply to wait for the plans", func() bool {
+		st, err := e.sdk.Current(t.Context(), e.lock())
+		return err == nil && st.Pending && st.Holder == "apply"
+	})
+	open()
+	for i, plan := range plans {
+		if r := <-plan; r.err != nil || !strings.Contains(r.out, "1 to add") {
+			t.Errorf("plan %d: %v\n%s", i+1, r.err, r.out)
+		}
+	}
+	if r := <-apply; r.err != nil || !strings.Contains(r.out, "Apply complete!") {
+		t.Fatalf("the apply: %v\n%s", r.err, r.out)
+	}
+	e.wantState(dirs["apply"], "data.terraform_remote_state.gate", "terraform_data.x")
+}
