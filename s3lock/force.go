@@ -54,7 +54,12 @@ func (c *Client) forceRelease(ctx context.Context, name string, epoch uint64) er
 	if err := validateEpoch(epoch); err != nil {
 		return err
 	}
-	key := epochKey(name, epoch)
+	return c.forceReleaseKey(ctx, name, epochKey(name, epoch), epoch)
+}
+
+// forceReleaseKey marks the object at key (epoch of the lock name, or a
+// share of it) released.
+func (c *Client) forceReleaseKey(ctx context.Context, name, key string, epoch uint64) error {
 	for range maxForceAttempts {
 		var p payload
 		etag := ""

@@ -478,17 +478,13 @@ func (l *Lease) write(ctx context.Context, etag string, until time.Time, next *p
 			l.renewFailed(ctx, next, s.err)
 			return "", sent, s.err
 		case absent:
-			if l.share == "" {
-				return "", sent, l.lost(LostDeleted, "its epoch object was deleted", s.err)
-			}
-			// Gone on the read-back of a release: a share is deleted only
-			// once it ended, so our release landed (its answer was lost)
-			// and an exclusive acquirer deleted it since. Gone at once,
-			// it was force-released: lost.
-			if readBack := s.readErr != nil; readBack && next.Released {
+			if l.share != "" && next.Released {
+				// A share is deleted only once it ended (a force-release
+				// marks it, as it does an epoch): our release landed, its
+				// answer was lost, and an exclusive acquirer deleted it.
 				return "", sent, nil
 			}
-			return "", sent, l.lost(LostDeleted, "its share was deleted (force-released)", s.err)
+			return "", sent, l.lost(LostDeleted, "its epoch object was deleted", s.err)
 		case landedEarlier:
 			if !s.found.body.Released {
 				// The object is still ours. Write again on its ETag, at

@@ -512,8 +512,10 @@ func (c *Client) lookupShare(ctx context.Context, t Token) (State, error) {
 }
 
 // inspectShare reads the share t names and checks that a handle may hold
-// it: every epoch above its shared epoch is an exclusive one still pending
-// (one that cleared waited for the share to end: PROTOCOL.md §17), and the
+// it: no epoch above its shared epoch is an exclusive one that cleared (it
+// waited for the share to end: PROTOCOL.md §17) — only pending ones, and
+// shared ones above a pending one that ended — and, without t's nonce, none
+// is a writer's that still waits (it may not wait for this share); and the
 // share is neither released, deleted nor lapsed and carries t's nonce. One
 // LIST and one GET, and a GET per epoch above the share's.
 func (c *Client) inspectShare(ctx context.Context, t Token) (heldLease, error) {
@@ -529,13 +531,6 @@ func (c *Client) inspectShare(ctx context.Context, t Token) (heldLease, error) {
 	if err != nil {
 		return heldLease{}, err
 	}
-	if t.Nonce == "" && len(above) > 0 {
-		// A share adopted without its acquisition's nonce may be one its
-		// reader withdrew (and could not delete) after a writer's epoch
-		// came above it: the writer need not wait for it.
-		return heldLease{}, lost(LostReplaced, fmt.Sprintf("an exclusive acquirer came after it (the lock is at epoch %d); "+
-			"a share is adopted without its token's nonce only while its epoch is the newest", above[len(above)-1].epoch))
-	}
 	for _, e := range above {
 		obs, err := c.getEpoch(ctx, e.key, e.epoch, "")
 		switch {
@@ -543,8 +538,16 @@ func (c *Client) inspectShare(ctx context.Context, t Token) (heldLease, error) {
 			continue // cleaned up: a newer epoch is above it, and is read too
 		case err != nil:
 			return heldLease{}, err
-		case !obs.body.Pending || obs.body.sharedEpoch():
+		case obs.body.sharedEpoch():
+			continue // readers came after a writer that gave up: shares below may still be held
+		case !obs.body.Pending:
 			return heldLease{}, lost(LostReplaced, fmt.Sprintf("an exclusive holder came after it (the lock is at epoch %d)", above[len(above)-1].epoch))
+		case t.Nonce == "" && !free(obs):
+			// Adopted without its acquisition's nonce, the share may be
+			// one its reader withdrew (and could not delete) after this
+			// writer listed the shares: the writer does not wait for it.
+			return heldLease{}, fmt.Errorf("%w; a share is adopted without its token's nonce only while no writer waits "+
+				"above it", c.heldError(t.Name, obs))
 		}
 	}
 	obs, err := c.getEpoch(ctx, key, t.Epoch, "")
@@ -559,22 +562,16 @@ func (c *Client) inspectShare(ctx context.Context, t Token) (heldLease, error) {
 	return c.heldObject(obs, t.Nonce, lost)
 }
 
-// forceReleaseShare is ForceRelease of a share's token: it deletes the share
-// (its holder's next renewal finds it gone, LostDeleted).
+// forceReleaseShare is ForceRelease of a share's token: it marks the share
+// released, as ForceRelease marks an epoch (its holder's next write finds it
+// so: LostForceReleased); a writer judges it ended, and deletes it.
 func (c *Client) forceReleaseShare(ctx context.Context, t Token) error {
-	key := t.Key()
-	if _, err := c.headKey(ctx, key); err != nil {
-		if classify(err) == failNotFound {
-			return fmt.Errorf("%w: no such share: s3://%s/%s does not exist (released, force-released, or another share id or epoch)",
-				ErrNoSuchEpoch, c.bucket, key)
-		}
-		return err
+	err := c.forceReleaseKey(ctx, t.Name, t.Key(), t.Epoch)
+	if errors.Is(err, ErrNoSuchEpoch) {
+		return fmt.Errorf("%w: no such share: s3://%s/%s does not exist (released, force-released and cleaned up, or another share id or epoch)",
+			ErrNoSuchEpoch, c.bucket, t.Key())
 	}
-	if err := c.deleteKey(ctx, key); err != nil {
-		return err
-	}
-	c.cfg.logger.Warn("s3lock: force-released a share", "bucket", c.bucket, "key", key, "epoch", t.Epoch)
-	return nil
+	return err
 }
 
 // shareHolders returns the live shares of the lock name, sorted by key: of

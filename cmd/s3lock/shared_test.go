@@ -332,8 +332,8 @@ func TestAcquire_SharedTokens(t *testing.T) {
 	if r := c.run("force-release", name, "--epoch", epoch, "--share", toks[1].Share, "--slot", "1"); r.code != exitUsage {
 		t.Errorf("force-release with --share and --slot: %s; want a usage error", r)
 	}
-	if r := c.mustRun("force-release", name, "--epoch", epoch, "--share", toks[1].Share); !strings.Contains(r.stderr, "deleted share "+toks[1].Share) {
-		t.Errorf("force-release --share: %s; want it to say the share was deleted", r)
+	if r := c.mustRun("force-release", name, "--epoch", epoch, "--share", toks[1].Share); !strings.Contains(r.stderr, "force-released share "+toks[1].Share) {
+		t.Errorf("force-release --share: %s; want it to say the share was force-released", r)
 	}
 	if r := c.runWith(withToken(toks[1]), "", "renew"); r.code != exitLost {
 		t.Errorf("renew of a force-released share: %s; want exit %d", r, exitLost)

@@ -329,16 +329,15 @@ lock itself: releasing its marker's epoch makes it a plain lock again (or
 lets the next acquirer choose another --slots); do that only once no slot is
 held, or the holders of its slots and a new holder may overlap.
 
-For a lock held by shared holders (--shared), --share ID deletes that share
-of shared epoch N (status shows each shared holder with its share id). A
+For a lock held by shared holders (--shared), --share ID force-releases that
+share of shared epoch N (status shows each shared holder with its share id). A
 shared epoch itself has no holder of its own and is not force-released; its
 shares are.
 
 The holder is not told at once: it finds out at its next renewal (an
 's3lock run' then stops its command and exits with code 4). Until then it may
 still believe it holds the lock, which is what the epoch as fencing token is
-for. The lease records --holder as the one who released it (a deleted share
-records nothing).
+for. The lease (or share) records --holder as the one who released it.
 
 ` + exitCodesHelp,
 		Example: `  s3lock status deploy/prod
@@ -395,7 +394,7 @@ func (a *app) forceRelease(cmd *cobra.Command, name string, f forceReleaseFlags)
 	err = c.ForceRelease(ctx, t)
 	switch {
 	case err == nil && f.share != "":
-		fmt.Fprintf(a.stderr, "s3lock: deleted share %s of epoch %d of lock %q\n", f.share, f.epoch, name)
+		fmt.Fprintf(a.stderr, "s3lock: force-released share %s of epoch %d of lock %q\n", f.share, f.epoch, name)
 		return nil
 	case err == nil:
 		fmt.Fprintf(a.stderr, "s3lock: released epoch %d of %s\n", f.epoch, leaseText(t))

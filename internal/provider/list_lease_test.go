@@ -47,13 +47,14 @@ func listConfig(bucket, prefix string, extra ...string) string {
 }
 
 // leaseIdentityCheck is the identity of a mutex's lease, for query and state
-// checks: it has no slot.
+// checks: it has no slot and no share.
 func leaseIdentityCheck(bucket, name string, epoch int64) map[string]knownvalue.Check {
 	return map[string]knownvalue.Check{
 		"bucket": knownvalue.StringExact(bucket),
 		"name":   knownvalue.StringExact(name),
 		"epoch":  knownvalue.Int64Exact(epoch),
 		"slot":   knownvalue.Null(),
+		"share":  knownvalue.Null(),
 	}
 }
 
@@ -224,7 +225,7 @@ func TestAccLeaseList_GenerateConfigImportsCleanly(t *testing.T) {
 			t.Errorf("query found %v, which is not a lease of the test", r.Identity)
 			continue
 		}
-		want := map[string]any{"bucket": e.bucket, "name": l.Token().Name, "epoch": json.Number(fmt.Sprint(l.Token().Epoch)), "slot": nil}
+		want := map[string]any{"bucket": e.bucket, "name": l.Token().Name, "epoch": json.Number(fmt.Sprint(l.Token().Epoch)), "slot": nil, "share": nil}
 		if l.Token().Slot > 0 {
 			want["slot"] = json.Number(fmt.Sprint(l.Token().Slot))
 		}

@@ -180,7 +180,7 @@ func (s *Store) dropPlaceholder(ctx context.Context, ws string, h *held) {
 // released if it is still the lock's current one (nothing to do if it ended
 // already); the ID of an older lease is refused with a *NotCurrentError, so
 // that a force-unlock never frees a newer run's lock. The ID of a share
-// (a plan's shared lock, "EPOCH.SHARE") deletes that share only; the plain
+// (a plan's shared lock, "EPOCH.SHARE") ends that share only; the plain
 // epoch of a shared lock is refused with a *SharedEpochError, which lists
 // its shares' IDs. With Config.LockFile,
 // an ID that is not an epoch is that of a lock file a run without s3lock
@@ -251,8 +251,8 @@ func (s *Store) forceUnlock(ctx context.Context, ws, id string) error {
 	return nil
 }
 
-// forceUnlockShare deletes the share t (a plan's shared lock whose lock ID
-// is id): only that plan's lock ends. A share that is gone already is
+// forceUnlockShare force-releases the share t (a plan's shared lock whose
+// lock ID is id): only that plan's lock ends. A share that is gone already is
 // refused with a *NotCurrentError saying how the lock stands.
 func (s *Store) forceUnlockShare(ctx context.Context, id string, t s3lock.Token) error {
 	err := s.client.ForceRelease(ctx, t)
