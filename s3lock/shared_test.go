@@ -353,24 +353,42 @@ func TestShared_WriterWaitsForSharesOfOlderSharedEpochs(t *testing.T) {
 
 // TestLine_SharedWaitersBehindAWriterWait: in line (OrderFIFO), a writer
 // that joined before two readers is served before them, although the
-// readers could share; then the two readers are served together.
+// readers could share — each reader counts the writer, and only the writer,
+// ahead of it — then the two readers are served together.
 func TestLine_SharedWaitersBehindAWriterWait(t *testing.T) {
 	f := newLineFixture(t, "fifo-shared")
 	fifo := s3lock.WithOrder(s3lock.OrderFIFO)
 	var tl timeline
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ahead := map[string]int{} // the most waiters each reader was told were ahead of it
 	start := func(who string, opts ...s3lock.Option) {
 		c := newLockClient(t, f.ns, who, []s3lock.Option{s3lock.WithPollInterval(50 * time.Millisecond)})
-		wg.Go(func() { tl.hold(t.Context(), t, c, who, f.name, 400*time.Millisecond, append(opts, fifo)...) })
+		observe := s3lock.WithWaitObserver(func(h *s3lock.HeldError) {
+			mu.Lock()
+			defer mu.Unlock()
+			ahead[who] = max(ahead[who], h.Ahead)
+		})
+		wg.Go(func() { tl.hold(t.Context(), t, c, who, f.name, 400*time.Millisecond, append(opts, fifo, observe)...) })
 		f.waitJoined(t, who)
 	}
 	start("writer")
 	start("reader-1", s3lock.WithShared())
 	start("reader-2", s3lock.WithShared())
+	testkit.Eventually(t, waitLimit, "each reader to count the writer ahead of it", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ahead["reader-1"] >= 1 && ahead["reader-2"] >= 1
+	})
 	if err := f.holder.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	for _, r := range []string{"reader-1", "reader-2"} {
+		if ahead[r] != 1 {
+			t.Errorf("%s was told of %d waiters ahead of it; want 1, the writer (a shared waiter does not wait for shared ones)", r, ahead[r])
+		}
+	}
 	if most := tl.check(t); most != 2 {
 		t.Errorf("at most %d readers held at once; want the two readers together", most)
 	}

@@ -189,8 +189,9 @@ func (a *app) releaseCommand() *cobra.Command {
 gets the lock at once. Releasing a lease that this token already released
 succeeds. If the lease was lost before (it lapsed, or was force-released),
 release fails with exit code 4: the work done under it may not have been
-exclusive. A share (acquire --shared) is deleted when it is released, as when
-it is force-released: releasing it again fails with exit code 4 too.
+exclusive. A share (acquire --shared) is deleted when it is released:
+releasing it again finds nothing and fails with exit code 4 too, as does
+releasing a share an operator force-released.
 
 ` + tokenHelp + "\n\n" + exitCodesHelp,
 		Args: cobra.NoArgs,

@@ -347,4 +347,14 @@ var catalogue = []mutant{
 		Tests: []string{"TestShared_ReaderWithdrawsWhenAWriterCameBeforeItsShareLanded"},
 		Bound: time.Minute, CI: true,
 	},
+	{
+		ID:   "AF",
+		Rule: "a shared waiter in line counts no ticket ahead of it: it passes a writer that joined before it",
+		Sites: []site{{File: "s3lock/line.go",
+			Old: "&& (!p.shared || !t.shared):",
+			New: "&& !p.shared: // mutant AF"}},
+		Pkgs: []string{"./s3lock/"}, Run: "^TestLine_SharedWaitersBehindAWriterWait$",
+		Tests: []string{"TestLine_SharedWaitersBehindAWriterWait"},
+		Bound: time.Minute, CI: true,
+	},
 }
