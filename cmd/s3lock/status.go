@@ -115,9 +115,11 @@ A lock held by shared holders (--shared) shows as "held (shared, 2 holders)",
 with a row per shared holder ("share ID": its share id, epoch, holder, expiry
 and acquisition) below it. While a run without --shared waits for them, the
 lock shows "held (shared); WRITER waits for 2 shared holders", WRITER in
-HOLDER with its own epoch and expiry, and the shared holders below it.
-status --prefix reads the shared holders of each such lock with a LIST and a
-GET per holder more.
+HOLDER with its own epoch and expiry, and the shared holders below it. Once
+the last shared holder is gone the lock shows "free (shared, 0 holders)" (its
+EPOCH the shared epoch). Shared holders at one time may show different epochs:
+a writer that gave up leaves its epoch behind, and later shared holders come
+above it. Reading the shared holders costs a LIST and a GET per holder more.
 
 For NAME, status also shows the lock's line: the runs waiting for it with
 --order fifo or newest, in the order they will be served (POSITION 1 next),
@@ -135,7 +137,8 @@ expires_in_seconds, lease_duration, renewals and metadata (empty when no slot
 is held); a mutex has neither field. A lock held by shared holders has mode
 ("shared") and holders: an array of share, epoch, key, holder, acquired_at,
 expires_at, expires_in_seconds, lease_duration, renewals and metadata; and
-pending (true) while holder is a writer that waits for them.
+pending (true) while holder is a writer that waits for them (it holds nothing
+yet). A lock whose line is not empty has waiters: how many wait in it.
 
 status gives up after --timeout (default 1m; 0 never) with exit code 1: a
 store that answers too slowly, or not at all.

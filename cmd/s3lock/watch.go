@@ -111,9 +111,10 @@ others end watch with exit code 1.
 
 A slot lock (--slots) has no one holder to follow: watch refuses it with exit
 code 7; 's3lock status NAME' shows its holders. A lock held by shared holders
-(--shared) is shown as status shows it (mode, holders, pending), read again
-when watch sees its epoch change; shared holders that come and go within one
-epoch are not changes watch sees.
+(--shared) is shown as status shows it (mode, holders, pending): a line when a
+shared holder joins or leaves, when a writer starts to wait for them, and when
+it holds the lock (a LIST of the shares every poll, and a GET of each when
+one joins, leaves or lapses).
 
 ` + exitCodesHelp
 
